@@ -1,0 +1,39 @@
+"""The package's exception tree.
+
+Every error the planner raises on purpose derives from :class:`PlannerError`, so pages and the CLI
+catch one base class and show its one-line message.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PlannerError", "InvalidParameterError", "UnknownGPUError", "UnknownModelError",
+           "UnsupportedModelError"]
+
+
+class PlannerError(Exception):
+    """Base class of every error raised by ``planner``."""
+
+
+class InvalidParameterError(PlannerError, ValueError):
+    """A parameter has a value outside what is accepted.
+
+    The message names the parameter, the bad value and what is accepted, on one line.
+    """
+
+    def __init__(self, name: str, value: object, accepted: str) -> None:
+        self.name = name
+        self.value = value
+        self.accepted = accepted
+        super().__init__(f"{name}={value!r} is not valid: expected {accepted}")
+
+
+class UnknownGPUError(PlannerError, LookupError):
+    """A GPU name matches nothing in the catalog."""
+
+
+class UnknownModelError(PlannerError, LookupError):
+    """A model id matches nothing in the catalog (or any other configured source)."""
+
+
+class UnsupportedModelError(PlannerError, ValueError):
+    """A model config cannot be interpreted (missing fields, unknown architecture)."""
