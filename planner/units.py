@@ -16,6 +16,7 @@ __all__ = [
     "DTYPE_BYTES",
     "bytes_to_gib",
     "gib_to_bytes",
+    "ceil_div",
 ]
 
 KIB = 2**10
@@ -46,3 +47,8 @@ def bytes_to_gib(num_bytes: float) -> float:
 def gib_to_bytes(gib: float) -> float:
     """Convert GiB (2**30 bytes) to bytes."""
     return gib * GIB
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    """Integer ceiling of ``numerator / denominator`` for a positive denominator (vLLM ``cdiv``)."""
+    return -(-numerator // denominator)
