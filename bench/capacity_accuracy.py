@@ -1,0 +1,170 @@
+"""Score the vLLM planner against real vLLM startup logs.
+
+For every usable record of ``shared/reference/vllm_capacity_logs.json`` this runs
+``python -m planner plan --engine vllm ... --json`` with the record's model, GPU, TP/PP, dtype,
+quantization, KV dtype, utilization, ``max_model_len``, ``max_num_batched_tokens`` and engine version,
+and compares the per-GPU KV cache with what the log shows: available KV memory in GiB where logged,
+else KV tokens, else GPU blocks. It prints a row per record and a summary, and checks that no record
+the engine refused to start (insufficient KV) is planned as fitting.
+
+Targets (issue 2): median error <= 5%, at least 80% of records within 10%, no fit mismatch.
+
+Usage: ``python bench/capacity_accuracy.py [--logs PATH] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_LOGS = ROOT.parent / "shared" / "reference" / "vllm_capacity_logs.json"
+
+#: Log GPU names that are not catalog names: what they stand for, and why.
+GPU_ALIASES = {
+    "46 GB-class GPU (48 GB card; model not named)": "l40s",  # "46GB" is the L40S's 46068 MiB nvidia-smi total
+}
+#: Log quantization strings and the ``--quantization`` they mean (None: the checkpoint's own).
+QUANT_FLAGS = {
+    "fp8 (runtime, --quantization fp8)": "fp8",
+    "bitsandbytes 4-bit (fp4)": "bitsandbytes",
+}
+
+
+def _model(record: dict) -> str | None:
+    model = record.get("model_id")
+    if not model:
+        return None
+    return model.split(" (")[0]
+
+
+def _version(record: dict) -> str | None:
+    version = record.get("engine_version")
+    arch = record.get("engine_arch")
+    if not version:
+        return "0.6.4 V0" if arch == "v0" else None
+    if arch == "v0" and "v0" not in version.lower().replace("v0.", ""):
+        return f"{version} V0"
+    return version
+
+
+def command_for(record: dict) -> list[str] | str:
+    """The CLI arguments that plan ``record``, or the reason it cannot be scored."""
+    if record.get("engine") != "vllm":
+        return f"engine {record.get('engine')} (not vLLM)"
+    if not str(record.get("status", "")).startswith(("ok", "error")):
+        return f"status {record['status']}: KV figure not in the log"
+    if all(record.get(k) is None for k in ("kv_cache_size_gib", "kv_cache_tokens", "num_gpu_blocks")):
+        return "no KV figure in the log"
+    model = _model(record)
+    if model is None:
+        return "model not named in the log"
+    args = [sys.executable, "-m", "planner", "plan", "--engine", "vllm", "--model", model, "--json"]
+    gpu = record.get("gpu_name")
+    total = record.get("total_gpu_memory_gib")
+    if gpu in GPU_ALIASES:
+        args += ["--gpu", GPU_ALIASES[gpu]]
+    elif total is not None:
+        args += ["--gpu", "custom", "--custom-gpu-memory-gib", str(total)]
+    elif gpu and "+" not in gpu and "class" not in gpu:
+        args += ["--gpu", gpu]
+    else:
+        return f"GPU not identified ({gpu})"
+    flags = {
+        "tensor_parallel_size": "--tensor-parallel-size",
+        "pipeline_parallel_size": "--pipeline-parallel-size",
+        "gpu_memory_utilization": "--gpu-memory-utilization",
+        "max_model_len": "--max-model-len",
+        "max_num_seqs": "--max-num-seqs",
+        "max_num_batched_tokens": "--max-num-batched-tokens",
+        "block_size": "--block-size",
+    }
+    for key, flag in flags.items():
+        if record.get(key) is not None:
+            args += [flag, str(record[key])]
+    if record.get("dtype"):
+        args += ["--dtype", record["dtype"]]
+    if record.get("kv_cache_dtype"):
+        args += ["--kv-cache-dtype", record["kv_cache_dtype"]]
+    quant = QUANT_FLAGS.get(record.get("quantization") or "")
+    if quant:
+        args += ["--quantization", quant]
+    if record.get("enforce_eager"):
+        args.append("--enforce-eager")
+    version = _version(record)
+    if version:
+        args += ["--engine-version", version]
+    return args
+
+
+def score(record: dict, planned: dict) -> tuple[str, float, float, float]:
+    """(metric, logged, planned, relative error) for the best KV figure the log gives."""
+    if record.get("kv_cache_size_gib") is not None:
+        logged = record["kv_cache_size_gib"]
+        got = planned["kv_cache_memory_gib"]
+        if logged <= 0:  # a negative "available" means the engine could not start
+            return "kv_cache_gib", logged, got, 0.0 if got <= 0.01 else 1.0
+        return "kv_cache_gib", logged, got, (got - logged) / logged
+    if record.get("kv_cache_tokens") is not None:
+        logged, got = record["kv_cache_tokens"], planned["kv_cache_tokens"]
+        return "kv_tokens", logged, got, (got - logged) / logged
+    logged, got = record["num_gpu_blocks"], planned["num_gpu_blocks"]
+    return "gpu_blocks", logged, got, (got - logged) / logged
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    records = json.loads(args.logs.read_text())
+    rows, skipped = [], []
+    for record in records:
+        cmd = command_for(record)
+        if isinstance(cmd, str):
+            skipped.append((record["id"], cmd))
+            continue
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            skipped.append((record["id"], proc.stderr.strip().splitlines()[-1] if proc.stderr else "planner failed"))
+            continue
+        planned = json.loads(proc.stdout)
+        metric, logged, got, err = score(record, planned)
+        refused = record["status"].startswith("error")
+        mismatch = refused and planned["fits"]
+        rows.append({"id": record["id"], "model": _model(record), "metric": metric, "logged": logged,
+                     "planned": got, "error": err, "log_fits": not refused, "plan_fits": planned["fits"],
+                     "fit_mismatch": mismatch})
+    if args.json:
+        print(json.dumps({"rows": rows, "skipped": skipped}, indent=2))
+        return 0
+    print(f"{'id':>3}  {'model':46} {'metric':12} {'logged':>12} {'planned':>12} {'error':>8}  fits log/plan")
+    for r in rows:
+        print(f"{r['id']:>3}  {r['model'][:46]:46} {r['metric']:12} {r['logged']:>12,.2f} {r['planned']:>12,.2f} "
+              f"{r['error']:>+8.1%}  {'yes' if r['log_fits'] else 'no'}/{'yes' if r['plan_fits'] else 'no'}"
+              f"{'  MISMATCH' if r['fit_mismatch'] else ''}")
+    errors = [abs(r["error"]) for r in rows]
+    within = sum(e <= 0.10 for e in errors)
+    mismatches = sum(r["fit_mismatch"] for r in rows)
+    print()
+    print(f"scored records: {len(rows)}   skipped: {len(skipped)}")
+    if errors:
+        print(f"median |error|: {statistics.median(errors):.1%}   mean |error|: {statistics.mean(errors):.1%}   "
+              f"p90 |error|: {sorted(errors)[int(0.9 * (len(errors) - 1))]:.1%}")
+        print(f"within 10%: {within}/{len(rows)} = {within / len(rows):.0%}   "
+              f"within 5%: {sum(e <= 0.05 for e in errors)}/{len(rows)}")
+    print(f"log refused but plan fits: {mismatches}")
+    print("targets: median <= 5%, >= 80% within 10%, 0 mismatches")
+    print()
+    print("skipped records:")
+    for rid, why in skipped:
+        print(f"  {rid:>3}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
