@@ -136,27 +136,43 @@ def main() -> int:
         metric, logged, got, err = score(record, planned)
         refused = record["status"].startswith("error")
         mismatch = refused and planned["fits"]
-        rows.append({"id": record["id"], "model": _model(record), "metric": metric, "logged": logged,
-                     "planned": got, "error": err, "log_fits": not refused, "plan_fits": planned["fits"],
-                     "fit_mismatch": mismatch})
+        rows.append(
+            {
+                "id": record["id"],
+                "model": _model(record),
+                "metric": metric,
+                "logged": logged,
+                "planned": got,
+                "error": err,
+                "log_fits": not refused,
+                "plan_fits": planned["fits"],
+                "fit_mismatch": mismatch,
+            }
+        )
     if args.json:
         print(json.dumps({"rows": rows, "skipped": skipped}, indent=2))
         return 0
     print(f"{'id':>3}  {'model':46} {'metric':12} {'logged':>12} {'planned':>12} {'error':>8}  fits log/plan")
     for r in rows:
-        print(f"{r['id']:>3}  {r['model'][:46]:46} {r['metric']:12} {r['logged']:>12,.2f} {r['planned']:>12,.2f} "
-              f"{r['error']:>+8.1%}  {'yes' if r['log_fits'] else 'no'}/{'yes' if r['plan_fits'] else 'no'}"
-              f"{'  MISMATCH' if r['fit_mismatch'] else ''}")
+        print(
+            f"{r['id']:>3}  {r['model'][:46]:46} {r['metric']:12} {r['logged']:>12,.2f} {r['planned']:>12,.2f} "
+            f"{r['error']:>+8.1%}  {'yes' if r['log_fits'] else 'no'}/{'yes' if r['plan_fits'] else 'no'}"
+            f"{'  MISMATCH' if r['fit_mismatch'] else ''}"
+        )
     errors = [abs(r["error"]) for r in rows]
     within = sum(e <= 0.10 for e in errors)
     mismatches = sum(r["fit_mismatch"] for r in rows)
     print()
     print(f"scored records: {len(rows)}   skipped: {len(skipped)}")
     if errors:
-        print(f"median |error|: {statistics.median(errors):.1%}   mean |error|: {statistics.mean(errors):.1%}   "
-              f"p90 |error|: {sorted(errors)[int(0.9 * (len(errors) - 1))]:.1%}")
-        print(f"within 10%: {within}/{len(rows)} = {within / len(rows):.0%}   "
-              f"within 5%: {sum(e <= 0.05 for e in errors)}/{len(rows)}")
+        print(
+            f"median |error|: {statistics.median(errors):.1%}   mean |error|: {statistics.mean(errors):.1%}   "
+            f"p90 |error|: {sorted(errors)[int(0.9 * (len(errors) - 1))]:.1%}"
+        )
+        print(
+            f"within 10%: {within}/{len(rows)} = {within / len(rows):.0%}   "
+            f"within 5%: {sum(e <= 0.05 for e in errors)}/{len(rows)}"
+        )
     print(f"log refused but plan fits: {mismatches}")
     print("targets: median <= 5%, >= 80% within 10%, 0 mismatches")
     print()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from planner.errors import PlannerError
 from planner.launch import launch_command
@@ -136,7 +137,9 @@ def _text(result: Plan) -> str:
         f"  Maximum concurrency for {result.max_model_len:,} tokens per request: {result.max_concurrency:.2f}x",
     ]
     if result.max_concurrency_at_target is not None:
-        lines.append(f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x")
+        lines.append(
+            f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
+        )
     lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")

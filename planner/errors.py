@@ -6,8 +6,13 @@ catch one base class and show its one-line message.
 
 from __future__ import annotations
 
-__all__ = ["PlannerError", "InvalidParameterError", "UnknownGPUError", "UnknownModelError",
-           "UnsupportedModelError"]
+__all__ = [
+    "InvalidParameterError",
+    "PlannerError",
+    "UnknownGPUError",
+    "UnknownModelError",
+    "UnsupportedModelError",
+]
 
 
 class PlannerError(Exception):

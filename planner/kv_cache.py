@@ -96,7 +96,7 @@ def kv_groups(spec: ModelSpec, layer_range: tuple[int, int], *, hybrid: bool = T
             ``--disable-hybrid-kv-cache-manager`` do.
     """
     counts: dict[str, int] = {}
-    for kind in spec.layer_attention[layer_range[0]:layer_range[1]]:
+    for kind in spec.layer_attention[layer_range[0] : layer_range[1]]:
         kind = kind if hybrid else "full"
         counts[kind] = counts.get(kind, 0) + 1
     groups = []
@@ -142,7 +142,7 @@ class KVPool:
 
     @property
     def tokens(self) -> int:
-        """"GPU KV cache size" in tokens: ``num_blocks // num_kv_groups · block_size``."""
+        """ "GPU KV cache size" in tokens: ``num_blocks // num_kv_groups · block_size``."""
         return self.num_blocks // max(1, self.num_kv_groups) * self.block_size
 
     def blocks_per_request(self, context_tokens: int) -> int:
@@ -163,8 +163,14 @@ class KVPool:
         return self.num_blocks / self.blocks_per_request(context_tokens)
 
 
-def build_pool(groups: tuple[KVGroup, ...], *, available_bytes: float, page_bytes: int, block_size: int,
-               max_num_batched_tokens: int) -> KVPool:
+def build_pool(
+    groups: tuple[KVGroup, ...],
+    *,
+    available_bytes: float,
+    page_bytes: int,
+    block_size: int,
+    max_num_batched_tokens: int,
+) -> KVPool:
     """Lay out ``available_bytes`` of KV memory in blocks as vLLM V1 does (see module docstring).
 
     Args:
@@ -174,10 +180,8 @@ def build_pool(groups: tuple[KVGroup, ...], *, available_bytes: float, page_byte
         block_size: tokens per block.
         max_num_batched_tokens: prefill chunk size.
     """
-    if len(groups) > 1:
-        group_size = min(g.num_layers for g in groups)
-    else:
-        group_size = groups[0].num_layers if groups else 1
+    # Uniform models keep one pool per layer; hybrid ones share pools of the smallest group.
+    group_size = min((g.num_layers for g in groups), default=1)
     blocks = int(max(0.0, available_bytes) // (page_bytes * group_size)) if page_bytes else 0
     return KVPool(block_size, page_bytes, groups, group_size, blocks, max_num_batched_tokens)
 

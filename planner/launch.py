@@ -48,9 +48,23 @@ def tgi_command(plan: Plan) -> str:
     """The ``docker run ... text-generation-inference`` command for ``plan`` (launcher flags)."""
     s = plan.scenario
     version = s.engine_version if s.engine == "tgi" and s.engine_version else "3.3.7"
-    args = ["docker", "run", "--gpus", "all", "--shm-size", "1g", "-p", "8080:80", "-e", "HF_TOKEN",
-            "-v", "$PWD/data:/data", f"ghcr.io/huggingface/text-generation-inference:{version}",
-            "--model-id", plan.model_id]
+    args = [
+        "docker",
+        "run",
+        "--gpus",
+        "all",
+        "--shm-size",
+        "1g",
+        "-p",
+        "8080:80",
+        "-e",
+        "HF_TOKEN",
+        "-v",
+        "$PWD/data:/data",
+        f"ghcr.io/huggingface/text-generation-inference:{version}",
+        "--model-id",
+        plan.model_id,
+    ]
     if s.tensor_parallel_size > 1:
         args += ["--num-shard", str(s.tensor_parallel_size)]
     if s.quantization in _TGI_QUANTIZE:
@@ -62,8 +76,14 @@ def tgi_command(plan: Plan) -> str:
     max_total = s.max_total_tokens or plan.max_model_len
     max_input = s.max_input_tokens or max_total - 1
     prefill = s.max_batch_prefill_tokens or max_input + 50
-    args += ["--max-input-tokens", str(max_input), "--max-total-tokens", str(max_total),
-             "--max-batch-prefill-tokens", str(prefill)]
+    args += [
+        "--max-input-tokens",
+        str(max_input),
+        "--max-total-tokens",
+        str(max_total),
+        "--max-batch-prefill-tokens",
+        str(prefill),
+    ]
     if s.cuda_memory_fraction != 1.0:
         args += ["--cuda-memory-fraction", f"{s.cuda_memory_fraction:g}"]
     # $PWD must stay unquoted so the shell expands it.

@@ -13,8 +13,9 @@ Field names and defaults follow the ``transformers`` configuration classes of ea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from planner.errors import UnsupportedModelError
 
@@ -189,9 +190,7 @@ def _text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[
 def _int(cfg: Mapping[str, Any], key: str, model_id: str) -> int:
     value = cfg.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
-        raise UnsupportedModelError(
-            f"{model_id}: config field {key!r} is {value!r}; expected a positive integer"
-        )
+        raise UnsupportedModelError(f"{model_id}: config field {key!r} is {value!r}; expected a positive integer")
     return int(value)
 
 
@@ -229,16 +228,18 @@ def _quant(config: Mapping[str, Any], text: Mapping[str, Any]) -> QuantConfig:
     if not isinstance(qc, Mapping):
         return QuantConfig()
     method = str(qc.get("quant_method", "")).lower()
-    not_converted = tuple(
-        str(m) for m in (qc.get("modules_to_not_convert") or qc.get("ignore") or ()) if m is not None
-    )
+    not_converted = tuple(str(m) for m in (qc.get("modules_to_not_convert") or qc.get("ignore") or ()) if m is not None)
     if method == "awq":
-        return QuantConfig("awq", int(qc.get("bits", qc.get("w_bit", 4))),
-                           int(qc.get("group_size", qc.get("q_group_size", 128))),
-                           bool(qc.get("zero_point", True)), None, not_converted)
+        return QuantConfig(
+            "awq",
+            int(qc.get("bits", qc.get("w_bit", 4))),
+            int(qc.get("group_size", qc.get("q_group_size", 128))),
+            bool(qc.get("zero_point", True)),
+            None,
+            not_converted,
+        )
     if method == "gptq":
-        return QuantConfig("gptq", int(qc.get("bits", 4)), int(qc.get("group_size", 128)), True, None,
-                           not_converted)
+        return QuantConfig("gptq", int(qc.get("bits", 4)), int(qc.get("group_size", 128)), True, None, not_converted)
     if method in ("fp8", "fbgemm_fp8"):
         block = qc.get("weight_block_size")
         return QuantConfig("fp8", 8, None, False, tuple(block) if block else None, not_converted)
@@ -258,8 +259,9 @@ def _quant(config: Mapping[str, Any], text: Mapping[str, Any]) -> QuantConfig:
     return QuantConfig(method or "none", 16)
 
 
-def _layer_attention(text: Mapping[str, Any], model_type: str, num_layers: int,
-                     notes: list[str]) -> tuple[tuple[AttentionKind, ...], int | None, int | None]:
+def _layer_attention(
+    text: Mapping[str, Any], model_type: str, num_layers: int, notes: list[str]
+) -> tuple[tuple[AttentionKind, ...], int | None, int | None]:
     window = text.get("sliding_window")
     window = int(window) if isinstance(window, (int, float)) and window > 0 else None
     chunk = text.get("attention_chunk_size")
@@ -282,8 +284,7 @@ def _layer_attention(text: Mapping[str, Any], model_type: str, num_layers: int,
         pattern = int(text.get("sliding_window_pattern") or 6)
         if "sliding_window_pattern" not in text:
             notes.append("sliding_window_pattern missing; assumed 6 (5 sliding : 1 full, Gemma 3 default)")
-        return (tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers)),
-                window, None)
+        return (tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers)), window, None)
     if model_type in ("llama4", "llama4_text") and chunk:
         no_rope = text.get("no_rope_layers")
         if isinstance(no_rope, list) and len(no_rope) == num_layers:
@@ -303,12 +304,13 @@ def _layer_attention(text: Mapping[str, Any], model_type: str, num_layers: int,
     return tuple("full" for _ in range(num_layers)), None, None
 
 
-def _moe(text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int,
-         intermediate: int) -> dict[str, Any]:
+def _moe(text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int, intermediate: int) -> dict[str, Any]:
     experts = int(text.get("num_local_experts") or text.get("num_experts") or text.get("n_routed_experts") or 0)
     if experts <= 1:
-        return {"moe_layers": tuple(False for _ in range(num_layers)),
-                "dense_intermediate_sizes": tuple(intermediate for _ in range(num_layers))}
+        return {
+            "moe_layers": tuple(False for _ in range(num_layers)),
+            "dense_intermediate_sizes": tuple(intermediate for _ in range(num_layers)),
+        }
     moe_inter = int(text.get("moe_intermediate_size") or intermediate)
     shared = int(text.get("n_shared_experts") or 0)
     shared_inter = int(text.get("shared_expert_intermediate_size") or 0)
@@ -383,7 +385,9 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
     head_dim = text.get("head_dim")
     if not isinstance(head_dim, int) or head_dim <= 0:
         if hidden % heads:
-            raise UnsupportedModelError(f"{model_id}: head_dim missing and hidden_size {hidden} is not a multiple of {heads} heads")
+            raise UnsupportedModelError(
+                f"{model_id}: head_dim missing and hidden_size {hidden} is not a multiple of {heads} heads"
+            )
         head_dim = hidden // heads
     intermediate = text.get("intermediate_size")
     if not isinstance(intermediate, int) or intermediate <= 0:
@@ -409,8 +413,12 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
         nope = int(text.get("qk_nope_head_dim") or 128)
         v_head_dim = int(text.get("v_head_dim") or nope)
         q_lora = text.get("q_lora_rank")
-        mla = {"kv_lora_rank": int(text["kv_lora_rank"]), "q_lora_rank": int(q_lora) if q_lora else None,
-               "qk_rope_head_dim": rope, "qk_nope_head_dim": nope}
+        mla = {
+            "kv_lora_rank": int(text["kv_lora_rank"]),
+            "q_lora_rank": int(q_lora) if q_lora else None,
+            "qk_rope_head_dim": rope,
+            "qk_nope_head_dim": nope,
+        }
         head_dim = rope + nope
 
     kinds, window, chunk = _layer_attention(text, model_type, layers, notes)
@@ -449,4 +457,3 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
         **mla,
         **_moe(text, model_type, layers, hidden, intermediate),
     )
-

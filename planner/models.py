@@ -63,16 +63,18 @@ def list_models() -> tuple[CatalogModel, ...]:
             seen.add(entry["id"])
             spec = parse_config(entry["config"], entry["id"])
             pub = entry.get("published_params") or {}
-            out.append(CatalogModel(
-                id=entry["id"],
-                spec=spec,
-                total_params=count_params(spec).total,
-                published_params=pub.get("text"),
-                published_source=pub.get("source"),
-                config_source=str(entry.get("config_source", "")),
-                config_reconstructed=bool(entry.get("config_reconstructed", False)),
-                notes=str(entry.get("notes", "")),
-            ))
+            out.append(
+                CatalogModel(
+                    id=entry["id"],
+                    spec=spec,
+                    total_params=count_params(spec).total,
+                    published_params=pub.get("text"),
+                    published_source=pub.get("source"),
+                    config_source=str(entry.get("config_source", "")),
+                    config_reconstructed=bool(entry.get("config_reconstructed", False)),
+                    notes=str(entry.get("notes", "")),
+                )
+            )
     return tuple(out)
 
 

@@ -51,8 +51,9 @@ class LayerParams:
     @property
     def total(self) -> int:
         """All parameters of the layer."""
-        return (self.attn_q_o + self.attn_kv + self.attn_mla_up + self.mlp + self.experts
-                + self.shared_experts + self.small)
+        return (
+            self.attn_q_o + self.attn_kv + self.attn_mla_up + self.mlp + self.experts + self.shared_experts + self.small
+        )
 
 
 @dataclass(frozen=True)

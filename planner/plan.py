@@ -80,7 +80,11 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, S
             out.append((f"--max-model-len {shorter}", replace(s, max_model_len=shorter)))
         tp = s.tensor_parallel_size
         for bigger in (2, 4, 8):
-            if bigger > tp and spec.num_attention_heads % bigger == 0 and bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS:
+            if (
+                bigger > tp
+                and spec.num_attention_heads % bigger == 0
+                and bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
+            ):
                 flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
                 out.append((f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
         if spec.quant.method == "none" and s.quantization is None:
@@ -97,8 +101,14 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, S
         except PlannerError:
             current = None
         if current is not None:
-            bigger_gpus = sorted((g for g in list_gpus() if g.memory_total_bytes > current.memory_total_bytes
-                                  and g.vendor == current.vendor), key=lambda g: g.memory_total_bytes)
+            bigger_gpus = sorted(
+                (
+                    g
+                    for g in list_gpus()
+                    if g.memory_total_bytes > current.memory_total_bytes and g.vendor == current.vendor
+                ),
+                key=lambda g: g.memory_total_bytes,
+            )
             for g in bigger_gpus[:4]:
                 out.append((f"a bigger GPU: {g.name}", replace(s, gpu=g.id, gpu_memory_gb=None)))
     return out

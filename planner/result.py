@@ -175,8 +175,7 @@ class Plan:
             "fits": self.fits,
             "reason": self.reason,
             "advice": [
-                {"change": a.change, "max_concurrency": a.max_concurrency, "num_gpus": a.num_gpus}
-                for a in self.advice
+                {"change": a.change, "max_concurrency": a.max_concurrency, "num_gpus": a.num_gpus} for a in self.advice
             ],
             "notes": list(self.notes),
         }

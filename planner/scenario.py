@@ -133,8 +133,9 @@ def validate(s: Scenario) -> Scenario:
     if s.dtype not in DTYPES:
         raise InvalidParameterError("dtype", s.dtype, "one of " + ", ".join(DTYPES))
     if s.quantization not in QUANTIZATION_CHOICES:
-        raise InvalidParameterError("quantization", s.quantization,
-                                    "none or one of " + ", ".join(q for q in QUANTIZATION_CHOICES if q))
+        raise InvalidParameterError(
+            "quantization", s.quantization, "none or one of " + ", ".join(q for q in QUANTIZATION_CHOICES if q)
+        )
     if s.kv_cache_dtype not in KV_CACHE_DTYPES:
         raise InvalidParameterError("kv_cache_dtype", s.kv_cache_dtype, "one of " + ", ".join(KV_CACHE_DTYPES))
     for name in ("weight_quant", "kv_quant"):
@@ -151,9 +152,13 @@ def validate(s: Scenario) -> Scenario:
             continue
         is_int = name in _INT_FIELDS
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (is_int and value != int(value)):
-            raise InvalidParameterError(name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}")
+            raise InvalidParameterError(
+                name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}"
+            )
         if not math.isfinite(value) or not low <= value <= high:
-            raise InvalidParameterError(name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}")
+            raise InvalidParameterError(
+                name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}"
+            )
     if s.engine_version is not None and (not isinstance(s.engine_version, str) or len(s.engine_version) > 40):
         raise InvalidParameterError("engine_version", s.engine_version, "a version such as 0.19.0")
     return s

@@ -8,15 +8,15 @@ by 2**30, so their log figures are GiB.
 from __future__ import annotations
 
 __all__ = [
+    "DTYPE_BYTES",
     "GB",
     "GIB",
     "KIB",
     "MB",
     "MIB",
-    "DTYPE_BYTES",
     "bytes_to_gib",
-    "gib_to_bytes",
     "ceil_div",
+    "gib_to_bytes",
 ]
 
 KIB = 2**10

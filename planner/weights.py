@@ -74,8 +74,14 @@ class WeightsSplit:
     total_bytes: float
 
 
-def linear_bytes_per_param(method: str, model_dtype_bytes: float, *, group_size: int | None = None,
-                           block_size: tuple[int, int] | None = None, in_features: int = 4096) -> float:
+def linear_bytes_per_param(
+    method: str,
+    model_dtype_bytes: float,
+    *,
+    group_size: int | None = None,
+    block_size: tuple[int, int] | None = None,
+    in_features: int = 4096,
+) -> float:
     """Bytes per weight of a quantized linear layer, scales included.
 
     Args:
@@ -122,8 +128,7 @@ def pp_layer_ranges(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
-def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int,
-                           stage: int) -> WeightsSplit:
+def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage: int) -> WeightsSplit:
     """Weight bytes held by one GPU of pipeline stage ``stage`` (every TP rank of a stage is alike).
 
     Args:
@@ -151,17 +156,15 @@ def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int,
     other = 0.0
     for i in range(first, last):
         p = layer_params(spec, i)
-        if spec.is_mla:
-            # q_a / kv_a down-projections are ReplicatedLinear in vLLM's DeepseekV2Attention.
-            kv = p.attn_kv
-        else:
-            kv = p.attn_kv * kv_per_rank / spec.num_kv_heads
+        # MLA's q_a / kv_a down-projections are ReplicatedLinear in vLLM's DeepseekV2Attention; GQA k/v
+        # projections split by TP until each rank holds one KV head.
+        kv = p.attn_kv if spec.is_mla else p.attn_kv * kv_per_rank / spec.num_kv_heads
         experts = p.experts
         if method == "mxfp4" and spec.moe_intermediate_size:
             padded = ceil_div(spec.moe_intermediate_size, _MXFP4_INTERMEDIATE_PAD) * _MXFP4_INTERMEDIATE_PAD
             experts = experts * padded / spec.moe_intermediate_size
         layers_bytes += (p.attn_q_o + p.attn_mla_up) / tp * dense_bytes
-        layers_bytes += kv * (dense_bytes if not spec.is_mla else dense_bytes) / (1 if spec.is_mla else 1)
+        layers_bytes += kv * dense_bytes
         layers_bytes += (p.mlp + p.shared_experts) / tp * dense_bytes
         layers_bytes += experts / tp * expert_bytes
         other += p.small * dbytes

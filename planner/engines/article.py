@@ -19,10 +19,12 @@ Llama 3.1 8B, int4 weights, fp16 KV, 8,192 context) gives 131,072 bytes per toke
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from planner.engines.common import resolve
-from planner.errors import InvalidParameterError
+from planner.errors import InvalidParameterError, UnknownModelError
+from planner.models import get_model
 from planner.params import count_params
 from planner.result import Formula, MemoryTerms, Plan
 from planner.scenario import Scenario
@@ -55,9 +57,17 @@ class ArticleBudget:
     concurrent_requests: int
 
 
-def design_memory_budget(*, params_b: float, num_layers: int, num_kv_heads: int, head_dim: int,
-                         gpu_memory_gb: float, weight_quant: str = "fp16", kv_quant: str = "fp16",
-                         target_context: int = 8192) -> ArticleBudget:
+def design_memory_budget(
+    *,
+    params_b: float,
+    num_layers: int,
+    num_kv_heads: int,
+    head_dim: int,
+    gpu_memory_gb: float,
+    weight_quant: str = "fp16",
+    kv_quant: str = "fp16",
+    target_context: int = 8192,
+) -> ArticleBudget:
     """The article's memory budget (formulas in the module docstring).
 
     Args:
@@ -73,8 +83,14 @@ def design_memory_budget(*, params_b: float, num_layers: int, num_kv_heads: int,
     for name, value in (("weight_quant", weight_quant), ("kv_quant", kv_quant)):
         if value not in ARTICLE_BYTES_PER_VALUE:
             raise InvalidParameterError(name, value, "one of " + ", ".join(ARTICLE_BYTES_PER_VALUE))
-    for name, value in (("params_b", params_b), ("num_layers", num_layers), ("num_kv_heads", num_kv_heads),
-                        ("head_dim", head_dim), ("gpu_memory_gb", gpu_memory_gb), ("target_context", target_context)):
+    for name, value in (
+        ("params_b", params_b),
+        ("num_layers", num_layers),
+        ("num_kv_heads", num_kv_heads),
+        ("head_dim", head_dim),
+        ("gpu_memory_gb", gpu_memory_gb),
+        ("target_context", target_context),
+    ):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
             raise InvalidParameterError(name, value, "a positive number")
     weights_gib = params_b * 1e9 * ARTICLE_BYTES_PER_VALUE[weight_quant] / GIB
@@ -84,21 +100,32 @@ def design_memory_budget(*, params_b: float, num_layers: int, num_kv_heads: int,
     return ArticleBudget(weights_gib, free_gib, per_token, tokens, tokens // target_context)
 
 
-def _published_params_b(total_params: int) -> float:
-    """The article states sizes as the model's name does (8, 70): round to two significant digits."""
-    return float(f"{total_params / 1e9:.2g}")
+def _published_params_b(model_id: str, total_params: int) -> float:
+    """The size the article would type: the published figure ("8B", "70B") where the catalog has one,
+    else the computed count rounded to two significant digits."""
+    try:
+        published = get_model(model_id).published_params or ""
+    except UnknownModelError:
+        published = ""
+    match = re.match(r"\s*(\d+(?:\.\d+)?)\s*B", published)
+    return float(match.group(1)) if match else float(f"{total_params / 1e9:.2g}")
 
 
 def plan_article(scenario: Scenario) -> Plan:
     """Plan ``scenario`` with the article's rule. Article inputs set in the scenario
     (``params_b``, ``num_layers``, ..., ``gpu_memory_gb``) override the catalog model and GPU."""
-    needs_catalog = None in (scenario.params_b, scenario.num_layers, scenario.num_kv_heads, scenario.head_dim,
-                             scenario.gpu_memory_gb)
+    needs_catalog = None in (
+        scenario.params_b,
+        scenario.num_layers,
+        scenario.num_kv_heads,
+        scenario.head_dim,
+        scenario.gpu_memory_gb,
+    )
     spec = gpu = None
     if needs_catalog:
         r = resolve(scenario)
         spec, gpu = r.spec, r.gpu
-    params_b = scenario.params_b or _published_params_b(count_params(spec).total)
+    params_b = scenario.params_b or _published_params_b(spec.model_id, count_params(spec).total)
     layers = scenario.num_layers or spec.num_layers
     kv_heads = scenario.num_kv_heads or spec.num_kv_heads
     head_dim = scenario.head_dim or spec.head_dim
@@ -106,29 +133,54 @@ def plan_article(scenario: Scenario) -> Plan:
     weight_q = scenario.weight_quant or "fp16"
     kv_q = scenario.kv_quant or "fp16"
     context = scenario.target_context or scenario.max_model_len or 8192
-    b = design_memory_budget(params_b=params_b, num_layers=layers, num_kv_heads=kv_heads, head_dim=head_dim,
-                             gpu_memory_gb=gpu_gb, weight_quant=weight_q, kv_quant=kv_q, target_context=context)
+    b = design_memory_budget(
+        params_b=params_b,
+        num_layers=layers,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        gpu_memory_gb=gpu_gb,
+        weight_quant=weight_q,
+        kv_quant=kv_q,
+        target_context=context,
+    )
     total_bytes = gpu_gb * GIB
     kv_bytes = max(0.0, b.free_gib) * GIB
-    terms = MemoryTerms(total_bytes, total_bytes, b.weights_gib * GIB, None, ARTICLE_OVERHEAD * GIB, None,
-                        kv_bytes, 0.0)
+    terms = MemoryTerms(
+        total_bytes, total_bytes, b.weights_gib * GIB, None, ARTICLE_OVERHEAD * GIB, None, kv_bytes, 0.0
+    )
     reason = None
     if b.free_gib <= 0:
         reason = f"weights ({b.weights_gib:.2f}) plus the 1.5 overhead exceed the GPU's {gpu_gb:g} GB"
     elif b.concurrent_requests < 1:
         reason = f"{b.total_tokens:,} tokens of KV cache hold no full {context:,}-token request"
     formulas = (
-        Formula("Weights", f"{params_b:g}e9 params × {ARTICLE_BYTES_PER_VALUE[weight_q]:g} B / 2^30",
-                f"{b.weights_gib:.2f} GiB", "the article's design_memory_budget"),
+        Formula(
+            "Weights",
+            f"{params_b:g}e9 params × {ARTICLE_BYTES_PER_VALUE[weight_q]:g} B / 2^30",
+            f"{b.weights_gib:.2f} GiB",
+            "the article's design_memory_budget",
+        ),
         Formula("Free for KV", f"{gpu_gb:g} − {b.weights_gib:.2f} − {ARTICLE_OVERHEAD}", f"{b.free_gib:.2f}"),
-        Formula("KV bytes per token", f"2 × {layers} layers × {kv_heads} KV heads × {head_dim} × "
-                f"{ARTICLE_BYTES_PER_VALUE[kv_q]:g} B", f"{b.kv_bytes_per_token:,} B"),
+        Formula(
+            "KV bytes per token",
+            f"2 × {layers} layers × {kv_heads} KV heads × {head_dim} × {ARTICLE_BYTES_PER_VALUE[kv_q]:g} B",
+            f"{b.kv_bytes_per_token:,} B",
+        ),
         Formula("Total tokens", f"floor({b.free_gib:.4f} × 2^30 / {b.kv_bytes_per_token:,})", f"{b.total_tokens:,}"),
         Formula("Concurrent requests", f"floor({b.total_tokens:,} / {context:,})", f"{b.concurrent_requests}"),
     )
-    resolved = replace(scenario, params_b=params_b, num_layers=layers, num_kv_heads=kv_heads, head_dim=head_dim,
-                       gpu_memory_gb=gpu_gb, weight_quant=weight_q, kv_quant=kv_q, target_context=context,
-                       max_model_len=context)
+    resolved = replace(
+        scenario,
+        params_b=params_b,
+        num_layers=layers,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        gpu_memory_gb=gpu_gb,
+        weight_quant=weight_q,
+        kv_quant=kv_q,
+        target_context=context,
+        max_model_len=context,
+    )
     return Plan(
         scenario=resolved,
         engine_label="Article rule of thumb",
@@ -150,7 +202,9 @@ def plan_article(scenario: Scenario) -> Plan:
         fits=reason is None,
         reason=reason,
         formulas=formulas,
-        notes=("The article's rule of thumb ignores gpu_memory_utilization, activation memory, CUDA graphs, "
-               "tensor parallelism, sliding windows and how checkpoints are really quantized; compare it "
-               "with the vLLM engine.",),
+        notes=(
+            "The article's rule of thumb ignores gpu_memory_utilization, activation memory, CUDA graphs, "
+            "tensor parallelism, sliding windows and how checkpoints are really quantized; compare it "
+            "with the vLLM engine.",
+        ),
     )

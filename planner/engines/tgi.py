@@ -95,10 +95,14 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     weights = weights_bytes_per_rank(spec, method=r.quantization, dtype=r.dtype, tp=shards, pp=1, stage=0).total_bytes
     kv_bytes = kv_dtype_bytes(scenario.kv_cache_dtype, r.dtype)
     heads = 1 if spec.is_mla else kv_heads_per_rank(spec.num_kv_heads, shards)
-    width = ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)) if spec.is_mla else heads * (spec.head_dim + spec.v_head_dim)
+    width = (
+        ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0))
+        if spec.is_mla
+        else heads * (spec.head_dim + spec.v_head_dim)
+    )
     per_token = spec.num_layers * width * kv_bytes
     act = DTYPE_BYTES[r.dtype]
-    inter = (spec.num_experts_per_tok * spec.moe_intermediate_size if spec.is_moe else spec.intermediate_size)
+    inter = spec.num_experts_per_tok * spec.moe_intermediate_size if spec.is_moe else spec.intermediate_size
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
     # The allocator keeps the larger of the two peaks cached: layer activations are freed before the
     # fp32 logits and their log-softmax are built.
@@ -123,11 +127,12 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     elif max_total > spec.max_position_embeddings:
         reason = f"--max-total-tokens {max_total:,} exceeds the model's {spec.max_position_embeddings:,} positions"
     elif usable <= 0:
-        reason = ("the warm-up prefill leaves no memory for the KV cache: lower --max-batch-prefill-tokens "
-                  f"({prefill:,}) or shard over more GPUs")
+        reason = (
+            "the warm-up prefill leaves no memory for the KV cache: lower --max-batch-prefill-tokens "
+            f"({prefill:,}) or shard over more GPUs"
+        )
     elif tokens < max_total:
-        reason = (f"max_batch_total_tokens {tokens:,} is below --max-total-tokens {max_total:,}: TGI refuses "
-                  "to start")
+        reason = f"max_batch_total_tokens {tokens:,} is below --max-total-tokens {max_total:,}: TGI refuses to start"
     terms = MemoryTerms(
         total_bytes=total,
         budget_bytes=total * scenario.cuda_memory_fraction,
@@ -139,22 +144,43 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         unused_bytes=max(0.0, total - weights - activation - CUDA_CONTEXT_BYTES - kv_memory),
     )
     concurrency = tokens / max_total
-    headroom = (f"0.95 × free" if kind == "fraction_of_free"
-                else f"free − (1 − {scenario.cuda_memory_fraction:g} × {wiggle}) × {fmt_gib(total)}")
+    headroom = (
+        "0.95 × free"
+        if kind == "fraction_of_free"
+        else f"free − (1 − {scenario.cuda_memory_fraction:g} × {wiggle}) × {fmt_gib(total)}"
+    )
     formulas = (
-        Formula("Warm-up activation", f"{prefill:,} prefill tokens × 2 × {spec.vocab_size:,} vocab × 4 B "
-                "(fp32 logits and log-probs)", fmt_gib(activation), "flash_causal_lm.py::warmup"),
-        Formula("Free after warm-up", f"{fmt_gib(total)} − {fmt_gib(CUDA_CONTEXT_BYTES)} context − {fmt_gib(weights)}"
-                f" weights − {fmt_gib(activation)} activation − {fmt_gib(warmup_kv)} warm-up KV", fmt_gib(free),
-                "utils/import_utils.py::get_cuda_free_memory"),
+        Formula(
+            "Warm-up activation",
+            f"{prefill:,} prefill tokens × 2 × {spec.vocab_size:,} vocab × 4 B (fp32 logits and log-probs)",
+            fmt_gib(activation),
+            "flash_causal_lm.py::warmup",
+        ),
+        Formula(
+            "Free after warm-up",
+            f"{fmt_gib(total)} − {fmt_gib(CUDA_CONTEXT_BYTES)} context − {fmt_gib(weights)}"
+            f" weights − {fmt_gib(activation)} activation − {fmt_gib(warmup_kv)} warm-up KV",
+            fmt_gib(free),
+            "utils/import_utils.py::get_cuda_free_memory",
+        ),
         Formula("Usable for KV", headroom, fmt_gib(max(0.0, usable)), "flash_causal_lm.py::warmup"),
-        Formula("max_batch_total_tokens", f"({fmt_gib(max(0.0, usable))} // {per_token:,.0f} B per token + "
-                f"{prefill:,} warm-up tokens), in blocks of {block}", f"{tokens:,} tokens",
-                "backends/v3/src/lib.rs"),
+        Formula(
+            "max_batch_total_tokens",
+            f"({fmt_gib(max(0.0, usable))} // {per_token:,.0f} B per token + "
+            f"{prefill:,} warm-up tokens), in blocks of {block}",
+            f"{tokens:,} tokens",
+            "backends/v3/src/lib.rs",
+        ),
         Formula("Concurrency at max_total_tokens", f"{tokens:,} / {max_total:,}", f"{concurrency:.2f}x"),
     )
-    resolved = replace(scenario, max_input_tokens=max_input, max_total_tokens=max_total,
-                       max_batch_prefill_tokens=prefill, max_model_len=max_total, engine_version=version)
+    resolved = replace(
+        scenario,
+        max_input_tokens=max_input,
+        max_total_tokens=max_total,
+        max_batch_prefill_tokens=prefill,
+        max_model_len=max_total,
+        engine_version=version,
+    )
     target = scenario.target_context
     return Plan(
         scenario=resolved,
@@ -177,6 +203,8 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         fits=reason is None,
         reason=reason,
         formulas=formulas,
-        notes=tuple(spec.assumptions) + ("TGI admits requests by tokens, not sequences: concurrency is "
-                                         "max_batch_total_tokens / max_total_tokens",),
+        notes=(
+            *spec.assumptions,
+            "TGI admits requests by tokens, not sequences: concurrency is max_batch_total_tokens / max_total_tokens",
+        ),
     )

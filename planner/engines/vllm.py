@@ -99,27 +99,136 @@ class VLLMProfile:
     source: str
 
 
-_V0 = VLLMProfile("0.6.5", (0, 6, 5), "v0", 1.0, False, 0.20 * GIB, 1.8 * GIB, 0.07 * GIB, False, False, False,
-                  False, "V0 memory_profiling (PR #10511); non-torch 0.09-0.26 GiB in ids 16, 55, 56")
+_V0 = VLLMProfile(
+    "0.6.5",
+    (0, 6, 5),
+    "v0",
+    1.0,
+    False,
+    0.20 * GIB,
+    1.8 * GIB,
+    0.07 * GIB,
+    False,
+    False,
+    False,
+    False,
+    "V0 memory_profiling (PR #10511); non-torch 0.09-0.26 GiB in ids 16, 55, 56",
+)
 #: Oldest to newest; a version uses the last profile whose ``since`` it reaches.
 VERSION_PROFILES: tuple[VLLMProfile, ...] = (
-    replace(_V0, name="0.6.3", since=(0, 0, 0), non_torch_tp1_bytes=0.35 * GIB,
-            source="V0 peak-torch accounting of v0.6.3/0.6.4 (ids 1, 2)"),
+    replace(
+        _V0,
+        name="0.6.3",
+        since=(0, 0, 0),
+        non_torch_tp1_bytes=0.35 * GIB,
+        source="V0 peak-torch accounting of v0.6.3/0.6.4 (ids 1, 2)",
+    ),
     _V0,
-    VLLMProfile("0.8", (0, 8, 0), "v1", 9.7, True, 0.13 * GIB, 0.55 * GIB, 0.07 * GIB, False, False, False, False,
-                "V1 engine default from v0.8.0"),
-    VLLMProfile("0.10", (0, 10, 0), "v1", 9.7, True, 0.13 * GIB, 0.55 * GIB, 0.07 * GIB, True, False, False, False,
-                "v0.11 DEBUG logs (ids 28-37): activation 9.7 x S·V·4, non-torch 0.13 / 0.55 GiB"),
-    VLLMProfile("0.17", (0, 17, 0), "v1", 3.85, True, 0.13 * GIB, 0.55 * GIB, 0.07 * GIB, True, False, False, False,
-                "activation fell at v0.17.0 (ids 50-52)"),
-    VLLMProfile("0.18", (0, 18, 0), "v1", 3.85, True, 0.25 * GIB, 2.1 * GIB, 0.07 * GIB, True, False, False, False,
-                "v0.18/v0.19 logs: non-torch 0.25 GiB at TP 1, 2.07-2.13 GiB at TP 2-4 (ids 38-45, 52)"),
-    VLLMProfile("0.21", (0, 21, 0), "v1", 3.85, True, 0.25 * GIB, 2.1 * GIB, 0.07 * GIB, True, True, False, False,
-                "CUDA-graph memory estimate on by default since v0.21.0 (PR #30515; v0.27.1 log)"),
-    VLLMProfile("0.26", (0, 26, 0), "v1", 3.85, True, 0.25 * GIB, 2.1 * GIB, 0.07 * GIB, True, True, True, False,
-                "_report_kv_cache_config prints int(max_concurrency x max_model_len) (vLLM #51041)"),
-    VLLMProfile("0.27", (0, 27, 0), "v1", 3.85, True, 0.25 * GIB, 2.1 * GIB, 0.07 * GIB, True, True, True, True,
-                "≥160 GiB default tier (PR #51726; release assumed v0.27)"),
+    VLLMProfile(
+        "0.8",
+        (0, 8, 0),
+        "v1",
+        9.7,
+        True,
+        0.13 * GIB,
+        0.55 * GIB,
+        0.07 * GIB,
+        False,
+        False,
+        False,
+        False,
+        "V1 engine default from v0.8.0",
+    ),
+    VLLMProfile(
+        "0.10",
+        (0, 10, 0),
+        "v1",
+        9.7,
+        True,
+        0.13 * GIB,
+        0.55 * GIB,
+        0.07 * GIB,
+        True,
+        False,
+        False,
+        False,
+        "v0.11 DEBUG logs (ids 28-37): activation 9.7 x S·V·4, non-torch 0.13 / 0.55 GiB",
+    ),
+    VLLMProfile(
+        "0.17",
+        (0, 17, 0),
+        "v1",
+        3.85,
+        True,
+        0.13 * GIB,
+        0.55 * GIB,
+        0.07 * GIB,
+        True,
+        False,
+        False,
+        False,
+        "activation fell at v0.17.0 (ids 50-52)",
+    ),
+    VLLMProfile(
+        "0.18",
+        (0, 18, 0),
+        "v1",
+        3.85,
+        True,
+        0.25 * GIB,
+        2.1 * GIB,
+        0.07 * GIB,
+        True,
+        False,
+        False,
+        False,
+        "v0.18/v0.19 logs: non-torch 0.25 GiB at TP 1, 2.07-2.13 GiB at TP 2-4 (ids 38-45, 52)",
+    ),
+    VLLMProfile(
+        "0.21",
+        (0, 21, 0),
+        "v1",
+        3.85,
+        True,
+        0.25 * GIB,
+        2.1 * GIB,
+        0.07 * GIB,
+        True,
+        True,
+        False,
+        False,
+        "CUDA-graph memory estimate on by default since v0.21.0 (PR #30515; v0.27.1 log)",
+    ),
+    VLLMProfile(
+        "0.26",
+        (0, 26, 0),
+        "v1",
+        3.85,
+        True,
+        0.25 * GIB,
+        2.1 * GIB,
+        0.07 * GIB,
+        True,
+        True,
+        True,
+        False,
+        "_report_kv_cache_config prints int(max_concurrency x max_model_len) (vLLM #51041)",
+    ),
+    VLLMProfile(
+        "0.27",
+        (0, 27, 0),
+        "v1",
+        3.85,
+        True,
+        0.25 * GIB,
+        2.1 * GIB,
+        0.07 * GIB,
+        True,
+        True,
+        True,
+        True,
+        "≥160 GiB default tier (PR #51726; release assumed v0.27)",
+    ),
 )
 #: The newest vLLM version whose behaviour the planner models (log id 60 is v0.28.0).
 NEWEST_VERSION = "0.28.0"
@@ -148,7 +257,8 @@ def profile_for(version: str | None) -> VLLMProfile:
 def default_limits(profile: VLLMProfile, *, total_bytes: float, gpu_id: str, max_model_len: int) -> tuple[int, int]:
     """vLLM's default ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve``.
 
-    V1 v0.8/v0.9: 1024 / 2048 everywhere. V1 (``EngineArgs._set_default_args``, OPENAI_API_SERVER context): 1024 / 8192 on GPUs of at least
+    V1 v0.8/v0.9: 1024 / 2048 everywhere. V1 (``EngineArgs._set_default_args``, OPENAI_API_SERVER
+    context): 1024 / 8192 on GPUs of at least
     70 GiB that are not A100s, 256 / 2048 otherwise; from the ≥160 GiB tier on, 16384 batched tokens on
     such GPUs. V0: 256 sequences and ``max(max_model_len, 2048)`` batched tokens without chunked
     prefill, which V0 enables (at 2048) only above 32k context.
@@ -218,8 +328,9 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     page = page_bytes_per_layer(spec, tp=tp, block_size=block, dtype_bytes=kv_bytes)
     stages = []
     for stage, layer_range in enumerate(pp_layer_ranges(spec.num_layers, pp)):
-        weights = weights_bytes_per_rank(spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp,
-                                         stage=stage).total_bytes
+        weights = weights_bytes_per_rank(
+            spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp, stage=stage
+        ).total_bytes
         forward = _forward_peak_bytes(spec, mnbt, tp, act_bytes)
         sampler = 0.0
         if stage == pp - 1:
@@ -237,8 +348,9 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
             graph = CUDA_GRAPH_BYTES_PER_LAYER * n_layers
         available = budget - weights - activation - non_torch - graph
         groups = kv_groups(spec, layer_range, hybrid=profile.hybrid_kv)
-        pool = build_pool(groups, available_bytes=available, page_bytes=page, block_size=block,
-                          max_num_batched_tokens=mnbt)
+        pool = build_pool(
+            groups, available_bytes=available, page_bytes=page, block_size=block, max_num_batched_tokens=mnbt
+        )
         stages.append(_Stage(stage, weights, activation, non_torch, graph, available, pool))
     limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
     pool = limiting.pool
@@ -256,23 +368,33 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
 
     reason = None
     if spec.num_attention_heads % tp:
-        reason = (f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
-                  "vLLM refuses to start")
+        reason = (
+            f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
+            "vLLM refuses to start"
+        )
     elif pp > spec.num_layers:
         reason = f"pipeline_parallel_size {pp} exceeds the model's {spec.num_layers} layers"
     elif max_len > spec.max_position_embeddings:
-        reason = (f"max_model_len {max_len:,} exceeds the model's max_position_embeddings "
-                  f"{spec.max_position_embeddings:,}; vLLM refuses it")
+        reason = (
+            f"max_model_len {max_len:,} exceeds the model's max_position_embeddings "
+            f"{spec.max_position_embeddings:,}; vLLM refuses it"
+        )
     elif limiting.weights > budget:
-        reason = (f"the weights alone ({fmt_gib(limiting.weights)} per GPU) exceed the "
-                  f"{fmt_gib(budget)} budget (total × gpu_memory_utilization)")
+        reason = (
+            f"the weights alone ({fmt_gib(limiting.weights)} per GPU) exceed the "
+            f"{fmt_gib(budget)} budget (total × gpu_memory_utilization)"
+        )
     elif limiting.available <= 0:
-        reason = (f"no memory is left for the KV cache: weights, activation and overheads take "
-                  f"{fmt_gib(budget - limiting.available)} of the {fmt_gib(budget)} budget")
+        reason = (
+            f"no memory is left for the KV cache: weights, activation and overheads take "
+            f"{fmt_gib(budget - limiting.available)} of the {fmt_gib(budget)} budget"
+        )
     elif pool.num_blocks < per_request_blocks:
         need = per_request_blocks * page * pool.group_size
-        reason = (f"one request of max_model_len {max_len:,} tokens needs {fmt_gib(need)} of KV cache, more than "
-                  f"the {fmt_gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens")
+        reason = (
+            f"one request of max_model_len {max_len:,} tokens needs {fmt_gib(need)} of KV cache, more than "
+            f"the {fmt_gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens"
+        )
 
     terms = MemoryTerms(
         total_bytes=total,
@@ -282,21 +404,28 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         non_torch_bytes=limiting.non_torch,
         cuda_graph_bytes=limiting.cuda_graph,
         kv_cache_bytes=max(0.0, limiting.available),
-        unused_bytes=max(0.0, total - budget) + (0.0 if limiting.available >= 0 else 0.0),
+        unused_bytes=max(0.0, total - budget),
     )
     if profile.arch == "v1" and not profile.cuda_graph_subtracted and not scenario.enforce_eager:
-        notes.append(f"vLLM {profile.name}+ captures CUDA graphs after sizing the KV cache, so their pool "
-                     "(0.1-1.9 GiB) comes out of the 1 − gpu_memory_utilization headroom")
+        notes.append(
+            f"vLLM {profile.name}+ captures CUDA graphs after sizing the KV cache, so their pool "
+            "(0.1-1.9 GiB) comes out of the 1 − gpu_memory_utilization headroom"
+        )
     if spec.vision_params:
-        notes.append("multimodal model: the vision tower's weights are counted; its encoder profile run can "
-                     "raise the activation peak above the estimate")
+        notes.append(
+            "multimodal model: the vision tower's weights are counted; its encoder profile run can "
+            "raise the activation peak above the estimate"
+        )
     if tp > spec.num_kv_heads and not spec.is_mla:
-        notes.append(f"TP {tp} exceeds the {spec.num_kv_heads} KV heads: each GPU keeps one KV head "
-                     "(replicated), so KV per token does not shrink further")
+        notes.append(
+            f"TP {tp} exceeds the {spec.num_kv_heads} KV heads: each GPU keeps one KV head "
+            "(replicated), so KV per token does not shrink further"
+        )
     target = scenario.target_context
     per_token_model = pool.bytes_per_token * tp * pp if not spec.is_mla else pool.bytes_per_token * pp
-    formulas = _formulas(profile, total, scenario, limiting, page, pool, tokens, concurrency, max_len, mnbt,
-                         max_num_seqs, spec)
+    formulas = _formulas(
+        profile, total, scenario, limiting, page, pool, tokens, concurrency, max_len, mnbt, max_num_seqs, spec
+    )
     return Plan(
         scenario=resolved,
         engine_label=f"vLLM {resolved.engine_version} ({profile.arch.upper()} accounting of {profile.name}+)",
@@ -339,41 +468,84 @@ def _estimate_max_len(pool: KVPool, profile: VLLMProfile, max_len: int) -> int:
     return low
 
 
-def _formulas(profile: VLLMProfile, total: float, s: Scenario, st: _Stage, page: int, pool: KVPool,
-              tokens: int, concurrency: float, max_len: int, mnbt: int, seqs: int,
-              spec: ModelSpec) -> tuple[Formula, ...]:
-    src = "vllm/v1/worker/gpu_worker.py::determine_available_memory" if profile.arch == "v1" else \
-        "vllm/worker/worker.py::determine_num_available_blocks"
+def _page_expression(spec: ModelSpec, pool: KVPool, page: int, tp: int) -> str:
+    if spec.is_mla:
+        width = (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
+        return (
+            f"{pool.block_size} tokens × ({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) latent × "
+            f"{page / (pool.block_size * width):g} B"
+        )
+    heads = kv_heads_per_rank(spec.num_kv_heads, tp)
+    dtype_bytes = page / (pool.block_size * heads * (spec.head_dim + spec.v_head_dim))
+    return (
+        f"{pool.block_size} tokens × {heads} KV heads/GPU × ({spec.head_dim} + {spec.v_head_dim}) dims × "
+        f"{dtype_bytes:g} B"
+    )
+
+
+def _formulas(
+    profile: VLLMProfile,
+    total: float,
+    s: Scenario,
+    st: _Stage,
+    page: int,
+    pool: KVPool,
+    tokens: int,
+    concurrency: float,
+    max_len: int,
+    mnbt: int,
+    seqs: int,
+    spec: ModelSpec,
+) -> tuple[Formula, ...]:
+    src = (
+        "vllm/v1/worker/gpu_worker.py::determine_available_memory"
+        if profile.arch == "v1"
+        else "vllm/worker/worker.py::determine_num_available_blocks"
+    )
     budget = total * s.gpu_memory_utilization
     lines = [
         Formula("Requested memory", f"{fmt_gib(total)} × {s.gpu_memory_utilization:.2f}", fmt_gib(budget), src),
-        Formula("Activation peak",
-                f"max(forward {mnbt:,} tokens, sampler {profile.sampler_factor} × {min(seqs, mnbt):,} seqs × "
-                f"{spec.vocab_size:,} vocab × 4 B)" if profile.activation_is_max else
-                f"forward {mnbt:,} tokens + sampler {min(seqs, mnbt):,} seqs × {spec.vocab_size:,} × 4 B",
-                fmt_gib(st.activation), "profile_run / _dummy_sampler_run"),
-        Formula("KV cache memory",
-                f"{fmt_gib(budget)} − {fmt_gib(st.weights)} weights − {fmt_gib(st.activation)} activation − "
-                f"{fmt_gib(st.non_torch)} non-torch − {fmt_gib(st.cuda_graph)} CUDA graphs",
-                fmt_gib(max(0.0, st.available)), src),
-        Formula("Page per layer",
-                (f"{pool.block_size} tokens × ({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) latent × "
-                 f"{page / (pool.block_size * ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0))):g} B")
-                if spec.is_mla else
-                (f"{pool.block_size} tokens × {kv_heads_per_rank(spec.num_kv_heads, s.tensor_parallel_size)} KV "
-                 f"heads/GPU × ({spec.head_dim} + {spec.v_head_dim}) dims × "
-                 f"{page / (pool.block_size * kv_heads_per_rank(spec.num_kv_heads, s.tensor_parallel_size) * (spec.head_dim + spec.v_head_dim)):g} B"),
-                f"{page:,} B", "vllm/v1/kv_cache_interface.py"),
-        Formula("GPU blocks",
-                f"{fmt_gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool)",
-                f"{pool.num_blocks:,}", "vllm/v1/core/kv_cache_utils.py"),
-        Formula("GPU KV cache size",
-                f"{pool.num_blocks:,} // {pool.num_kv_groups} groups × {pool.block_size}" if not
-                profile.tokens_from_concurrency else f"int({concurrency:.2f} × {max_len:,})",
-                f"{tokens:,} tokens", "vllm/v1/core/kv_cache_utils.py::_report_kv_cache_config"),
-        Formula("Maximum concurrency",
-                f"{pool.num_blocks:,} blocks / {pool.blocks_per_request(max_len):,} blocks per "
-                f"{max_len:,}-token request", f"{concurrency:.2f}x",
-                "get_max_concurrency_for_kv_cache_config"),
+        Formula(
+            "Activation peak",
+            f"max(forward {mnbt:,} tokens, sampler {profile.sampler_factor} × {min(seqs, mnbt):,} seqs × "
+            f"{spec.vocab_size:,} vocab × 4 B)"
+            if profile.activation_is_max
+            else f"forward {mnbt:,} tokens + sampler {min(seqs, mnbt):,} seqs × {spec.vocab_size:,} × 4 B",
+            fmt_gib(st.activation),
+            "profile_run / _dummy_sampler_run",
+        ),
+        Formula(
+            "KV cache memory",
+            f"{fmt_gib(budget)} − {fmt_gib(st.weights)} weights − {fmt_gib(st.activation)} activation − "
+            f"{fmt_gib(st.non_torch)} non-torch − {fmt_gib(st.cuda_graph)} CUDA graphs",
+            fmt_gib(max(0.0, st.available)),
+            src,
+        ),
+        Formula(
+            "Page per layer",
+            _page_expression(spec, pool, page, s.tensor_parallel_size),
+            f"{page:,} B",
+            "vllm/v1/kv_cache_interface.py",
+        ),
+        Formula(
+            "GPU blocks",
+            f"{fmt_gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool)",
+            f"{pool.num_blocks:,}",
+            "vllm/v1/core/kv_cache_utils.py",
+        ),
+        Formula(
+            "GPU KV cache size",
+            f"{pool.num_blocks:,} // {pool.num_kv_groups} groups × {pool.block_size}"
+            if not profile.tokens_from_concurrency
+            else f"int({concurrency:.2f} × {max_len:,})",
+            f"{tokens:,} tokens",
+            "vllm/v1/core/kv_cache_utils.py::_report_kv_cache_config",
+        ),
+        Formula(
+            "Maximum concurrency",
+            f"{pool.num_blocks:,} blocks / {pool.blocks_per_request(max_len):,} blocks per {max_len:,}-token request",
+            f"{concurrency:.2f}x",
+            "get_max_concurrency_for_kv_cache_config",
+        ),
     ]
     return tuple(lines)

@@ -1,0 +1,52 @@
+"""TGI's warm-up token budget against a public TGI log."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.engines.tgi import plan_tgi, wiggle_room
+from planner.scenario import Scenario
+
+
+def test_a10g_llama_31_8b_tgi_22() -> None:
+    # TGI log id 62 (shared/reference/vllm_capacity_logs.json): TGI 2.2.0 on an A10G with default launcher
+    # settings logged "Setting max batch total tokens to 19056". 5% tolerance: the warm-up peak is modelled.
+    plan = plan_tgi(
+        Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="a10g", engine_version="2.2.0")
+    )
+    assert plan.fits
+    assert plan.kv_cache_tokens == pytest.approx(19_056, rel=0.05)
+    assert plan.max_model_len == 4096  # "Default `max_total_tokens` to 4096"
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("2.2.0", ("fraction_of_free", 0.95)),
+        ("2.4.0", ("reserve_of_total", 0.95)),
+        ("3.3.7", ("reserve_of_total", 0.90)),
+    ],
+)
+def test_wiggle_room_by_version(version: str, expected: tuple[str, float]) -> None:
+    # capacity_accounting.md section 2: 0.95 x free before v2.3, TGI_WIGGLE_ROOM 0.95 in v2.3-3.0, 0.90 in v3.3.
+    assert wiggle_room(version) == expected
+
+
+def test_launcher_checks() -> None:
+    bad = plan_tgi(
+        Scenario(
+            engine="tgi",
+            model="meta-llama/Llama-3.1-8B-Instruct",
+            gpu="h100",
+            max_input_tokens=8192,
+            max_total_tokens=4096,
+        )
+    )
+    assert not bad.fits and "--max-input-tokens" in bad.reason
+
+
+def test_fp8_kv_doubles_budget() -> None:
+    base = Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", max_total_tokens=8192)
+    bf16 = plan_tgi(base)
+    fp8 = plan_tgi(base.with_changes(kv_cache_dtype="fp8"))
+    assert fp8.kv_cache_tokens == pytest.approx(2 * bf16.kv_cache_tokens, rel=0.05)
