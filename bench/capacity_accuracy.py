@@ -28,6 +28,10 @@ DEFAULT_LOGS = ROOT.parent / "shared" / "reference" / "vllm_capacity_logs.json"
 GPU_ALIASES = {
     "46 GB-class GPU (48 GB card; model not named)": "l40s",  # "46GB" is the L40S's 46068 MiB nvidia-smi total
 }
+#: Records whose log does not name the model but whose figures identify it (the record's notes say how).
+INFERRED_MODELS = {
+    16: "Qwen/Qwen3-0.6B",  # weights 1.12 GiB and 112 KiB per token: Qwen3-0.6B, inferred by the log's notes
+}
 #: Log quantization strings and the ``--quantization`` they mean (None: the checkpoint's own).
 QUANT_FLAGS = {
     "fp8 (runtime, --quantization fp8)": "fp8",
@@ -36,7 +40,7 @@ QUANT_FLAGS = {
 
 
 def _model(record: dict) -> str | None:
-    model = record.get("model_id")
+    model = record.get("model_id") or INFERRED_MODELS.get(record["id"])
     if not model:
         return None
     return model.split(" (")[0]
@@ -101,6 +105,21 @@ def command_for(record: dict) -> list[str] | str:
     return args
 
 
+def needed_command(record: dict) -> list[str] | None:
+    """For a start-up failure that logged "X GiB KV cache is needed": the CLI arguments that plan the
+    same model and length on any GPU (the figure depends on the model, TP and dtypes only)."""
+    if record.get("kv_needed_for_max_len_gib") is None or (record.get("pipeline_parallel_size") or 1) > 1:
+        return None
+    model = _model(record)
+    if model is None:
+        return None
+    args = [sys.executable, "-m", "planner", "plan", "--engine", "vllm", "--model", model, "--gpu", "b300",
+            "--max-model-len", str(record["max_model_len"]), "--json"]
+    if record.get("kv_cache_dtype"):
+        args += ["--kv-cache-dtype", record["kv_cache_dtype"]]
+    return args
+
+
 def score(record: dict, planned: dict) -> tuple[str, float, float, float]:
     """(metric, logged, planned, relative error) for the best KV figure the log gives."""
     if record.get("kv_cache_size_gib") is not None:
@@ -149,8 +168,19 @@ def main() -> int:
                 "fit_mismatch": mismatch,
             }
         )
+    needed_rows = []
+    for record in records:
+        cmd = needed_command(record)
+        if cmd is None:
+            continue
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            got = json.loads(proc.stdout)["kv_needed_for_max_len_gib"]
+            logged = record["kv_needed_for_max_len_gib"]
+            needed_rows.append({"id": record["id"], "model": _model(record), "logged": logged, "planned": got,
+                                "error": (got - logged) / logged})
     if args.json:
-        print(json.dumps({"rows": rows, "skipped": skipped}, indent=2))
+        print(json.dumps({"rows": rows, "needed_rows": needed_rows, "skipped": skipped}, indent=2))
         return 0
     print(f"{'id':>3}  {'model':46} {'metric':12} {'logged':>12} {'planned':>12} {'error':>8}  fits log/plan")
     for r in rows:
@@ -175,6 +205,12 @@ def main() -> int:
         )
     print(f"log refused but plan fits: {mismatches}")
     print("targets: median <= 5%, >= 80% within 10%, 0 mismatches")
+    if needed_rows:
+        print()
+        print("start-up check 'X GiB KV cache is needed' for max_model_len (bytes-per-token check, any GPU):")
+        for r in needed_rows:
+            print(f"  {r['id']:>3}  {r['model'][:46]:46} logged {r['logged']:8.2f} GiB  planned {r['planned']:8.2f} GiB"
+                  f"  {r['error']:+.1%}")
     print()
     print("skipped records:")
     for rid, why in skipped:

@@ -130,31 +130,42 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
         values = [getattr(p.per_gpu, attr) for p in plans]
         if all(v is None for v in values):
             continue
-        fig.add_trace(go.Bar(
-            name=name, y=y, orientation="h", marker_color=color,
-            x=[None if v is None else v / GIB for v in values],
-            customdata=[[("n/a" if v is None else f"{v:,.0f}")] for v in values],
-            hovertemplate=f"<b>%{{y}}</b><br>{name}: %{{x:.3f}} GiB (%{{customdata[0]}} bytes)<extra></extra>",
-        ))
-    fig.add_trace(go.Scatter(
-        name="GPU memory (total)", y=y, x=[p.per_gpu.total_bytes / GIB for p in plans], mode="markers",
-        marker={"symbol": "line-ns", "size": 28, "line": {"width": 3, "color": "black"}, "color": "black"},
-        hovertemplate="<b>%{y}</b><br>Device total: %{x:.3f} GiB<extra></extra>",
-    ))
+        fig.add_trace(
+            go.Bar(
+                name=name,
+                y=y,
+                orientation="h",
+                marker_color=color,
+                x=[None if v is None else v / GIB for v in values],
+                customdata=[[("n/a" if v is None else f"{v:,.0f}")] for v in values],
+                hovertemplate=f"<b>%{{y}}</b><br>{name}: %{{x:.3f}} GiB (%{{customdata[0]}} bytes)<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            name="GPU memory (total)",
+            y=y,
+            x=[p.per_gpu.total_bytes / GIB for p in plans],
+            mode="markers",
+            marker={"symbol": "line-ns", "size": 28, "line": {"width": 3, "color": "black"}, "color": "black"},
+            hovertemplate="<b>%{y}</b><br>Device total: %{x:.3f} GiB<extra></extra>",
+        )
+    )
     fig.update_layout(
         barmode="stack",
-        height=140 + 70 * len(plans),
+        height=max(260, 120 + 70 * len(plans)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis_title="GiB per GPU (2^30 bytes)",
         yaxis={"autorange": "reversed", "automargin": True},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        legend={"orientation": "v", "traceorder": "normal", "x": 1.01, "y": 1, "yanchor": "top"},
         hovermode="closest",
     )
     return fig
 
 
-def concurrency_figure(plans: Sequence[Plan], labels: Sequence[str], min_context: int = 512,
-                       max_context: int | None = None) -> go.Figure:
+def concurrency_figure(
+    plans: Sequence[Plan], labels: Sequence[str], min_context: int = 512, max_context: int | None = None
+) -> go.Figure:
     """Concurrent requests that fit against context length, a line per scenario.
 
     The x axis is log-2 spaced with ticks 512, 1K, 2K, …; the y axis is logarithmic (a value of 0,
@@ -189,32 +200,59 @@ def concurrency_figure(plans: Sequence[Plan], labels: Sequence[str], min_context
         for part, dash, suffix, show in ((solid, "solid", "", True), (dotted, "dot", " (beyond max_model_len)", False)):
             if not part:
                 continue
-            fig.add_trace(go.Scatter(
-                x=part, y=[_positive(plan.concurrency_at(c)) for c in part], mode="lines+markers",
-                name=label + suffix, legendgroup=label, showlegend=show or not solid,
-                line={"color": color, "dash": dash, "width": 2.5 if dash == "solid" else 1.5},
-                marker={"size": 5},
-                hovertemplate=f"<b>{label}</b>{suffix}<br>context %{{x:,}} tokens<br>"
-                              "%{y:,.2f} concurrent requests<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=part,
+                    y=[_positive(plan.concurrency_at(c)) for c in part],
+                    mode="lines+markers",
+                    name=label + suffix,
+                    legendgroup=label,
+                    showlegend=show or not solid,
+                    line={"color": color, "dash": dash, "width": 2.5 if dash == "solid" else 1.5},
+                    marker={"size": 5},
+                    hovertemplate=f"<b>{label}</b>{suffix}<br>context %{{x:,}} tokens<br>"
+                    "%{y:,.2f} concurrent requests<extra></extra>",
+                )
+            )
         if min_context <= plan.max_model_len <= high:
             value = plan.concurrency_at(plan.max_model_len)
             fig.add_vline(x=plan.max_model_len, line={"color": color, "dash": "dash", "width": 1}, opacity=0.6)
-            fig.add_trace(go.Scatter(
-                x=[plan.max_model_len], y=[_positive(value)], mode="markers", legendgroup=label, showlegend=False,
-                marker={"symbol": "diamond", "size": 12, "color": color, "line": {"width": 1, "color": "white"}},
-                hovertemplate=f"<b>{label}</b><br>max_model_len %{{x:,}} tokens<br>"
-                              f"{value:,.2f} concurrent requests<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[plan.max_model_len],
+                    y=[_positive(value)],
+                    mode="markers",
+                    legendgroup=label,
+                    showlegend=False,
+                    marker={"symbol": "diamond", "size": 12, "color": color, "line": {"width": 1, "color": "white"}},
+                    hovertemplate=f"<b>{label}</b><br>max_model_len %{{x:,}} tokens<br>"
+                    f"{value:,.2f} concurrent requests<extra></extra>",
+                )
+            )
     ticks = context_points(min_context, high)
-    fig.add_hline(y=1, line={"color": "grey", "dash": "dot", "width": 1},
-                  annotation_text="1 request", annotation_position="bottom left")
+    fig.add_hline(y=1, line={"color": "grey", "dash": "dot", "width": 1})
+    # Annotations on a log axis take log10 of the value: y=0 is one request.
+    fig.add_annotation(
+        x=0,
+        xref="paper",
+        y=0,
+        yref="y",
+        text="1 request",
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font={"color": "grey", "size": 11},
+    )
     fig.update_layout(
         height=520,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"type": "log", "title": "context length per request (tokens, log scale)",
-               "tickvals": ticks, "ticktext": [context_label(t) for t in ticks],
-               "range": [math.log10(min_context) - 0.05, math.log10(high) + 0.05]},
+        xaxis={
+            "type": "log",
+            "title": "context length per request (tokens, log scale)",
+            "tickvals": ticks,
+            "ticktext": [context_label(t) for t in ticks],
+            "range": [math.log10(min_context) - 0.05, math.log10(high) + 0.05],
+        },
         yaxis={"type": "log", "title": "max concurrent requests (log scale)"},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         hovermode="closest",

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.errors import PlannerError
+from planner.errors import InvalidParameterError, PlannerError
 from planner.launch import launch_command
 from planner.plan import plan
 from planner.result import Plan
@@ -79,6 +79,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _scenario(args: argparse.Namespace) -> Scenario:
     article_inputs = None not in (args.params_b, args.num_layers, args.num_kv_heads, args.head_dim, args.gpu_memory_gb)
+    for flag, value in (("--model", args.model), ("--gpu", args.gpu)):
+        if value is not None and not value.strip():
+            raise PlannerError(f"{flag} is empty; give a catalog name")
     if args.model is None and not article_inputs:
         raise PlannerError("--model is required (a catalog model id such as meta-llama/Llama-3.1-8B-Instruct)")
     if args.gpu is None and not article_inputs:
@@ -153,6 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = plan(_scenario(args))
+    except InvalidParameterError as exc:
+        flag = "--" + exc.name.replace("_", "-")
+        print(f"python -m planner {args.command}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}",
+              file=sys.stderr)
+        return 2
     except PlannerError as exc:
         print(f"python -m planner {args.command}: error: {exc}", file=sys.stderr)
         return 2

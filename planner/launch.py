@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from planner.errors import PlannerError
+from planner.models import get_model
 from planner.result import Plan
 
 __all__ = ["launch_command", "tgi_command", "vllm_command"]
@@ -14,13 +16,31 @@ _TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bi
 _TGI_KV = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
 
 
+#: Schemes vLLM applies to an unquantized checkpoint while loading (``--quantization fp8``,
+#: ``--quantization bitsandbytes``); the others come with the checkpoint.
+_RUNTIME_QUANTIZATION = ("fp8", "bitsandbytes")
+_EXPORT_NAMES = {"awq": "AWQ int4", "gptq": "GPTQ int4", "int8": "w8a8 int8", "mxfp4": "MXFP4"}
+
+
+def _checkpoint_method(model_id: str) -> str:
+    try:
+        return get_model(model_id).spec.quant.method
+    except PlannerError:
+        return "none"
+
+
 def vllm_command(plan: Plan) -> str:
     """The ``vllm serve`` command for ``plan`` (flags as ``vllm serve --help`` spells them).
 
     Settings left at vLLM's defaults are omitted, except ``--gpu-memory-utilization`` and
-    ``--max-model-len``, which the plan depends on most and which are worth pinning.
+    ``--max-model-len``, which the plan depends on most and which are worth pinning. ``--quantization``
+    appears only for schemes vLLM applies at load time (fp8, bitsandbytes); AWQ, GPTQ, w8a8 and MXFP4
+    come with the checkpoint, so when the planned checkpoint is not such an export the command starts
+    with a comment line saying one is needed.
     """
     s = plan.scenario
+    if s.engine == "article" and s.params_b is not None and s.model not in plan.model_id:
+        return "# the article engine with hand-typed model inputs has no checkpoint to serve"
     args = ["vllm", "serve", plan.model_id]
     if s.tensor_parallel_size > 1:
         args += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
@@ -28,8 +48,13 @@ def vllm_command(plan: Plan) -> str:
         args += ["--pipeline-parallel-size", str(s.pipeline_parallel_size)]
     if s.dtype != "auto":
         args += ["--dtype", s.dtype]
-    if s.quantization:
+    prefix = ""
+    if s.quantization in _RUNTIME_QUANTIZATION:
         args += ["--quantization", s.quantization]
+    elif s.quantization and _checkpoint_method(plan.model_id) != s.quantization:
+        # vLLM reads AWQ/GPTQ/int8/MXFP4 from the checkpoint's quantization_config; a flag cannot
+        # quantize a bf16 checkpoint into them.
+        prefix = f"# needs a {_EXPORT_NAMES[s.quantization]} export of {plan.model_id} (vLLM detects its scheme)\n"
     if s.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", s.kv_cache_dtype]
     args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", str(plan.max_model_len)]
@@ -41,7 +66,7 @@ def vllm_command(plan: Plan) -> str:
         args += ["--block-size", str(s.block_size)]
     if s.enforce_eager:
         args.append("--enforce-eager")
-    return shlex.join(args)
+    return prefix + shlex.join(args)
 
 
 def tgi_command(plan: Plan) -> str:

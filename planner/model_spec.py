@@ -377,11 +377,11 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
     layers = _int(text, "num_hidden_layers", model_id)
     heads = _int(text, "num_attention_heads", model_id)
     vocab = _int(text, "vocab_size", model_id) if "vocab_size" in text else _int(config, "vocab_size", model_id)
-    kv_heads = text.get("num_key_value_heads")
-    if kv_heads is None:
+    if text.get("num_key_value_heads") is None:
         notes.append(f"num_key_value_heads missing; assumed {heads} (multi-head attention)")
         kv_heads = heads
-    kv_heads = int(kv_heads)
+    else:
+        kv_heads = _int(text, "num_key_value_heads", model_id)
     head_dim = text.get("head_dim")
     if not isinstance(head_dim, int) or head_dim <= 0:
         if hidden % heads:

@@ -21,6 +21,10 @@ __all__ = ["plan", "plan_many"]
 
 #: Most TP sizes the advice suggests (one 8-GPU node).
 _MAX_ADVICE_GPUS = 8
+#: Suggestions kept.
+_MAX_ADVICE = 5
+#: A "bigger GPU" must have at least this much more memory to be worth suggesting.
+_MIN_GPU_STEP = 1.1
 
 
 def _plan_once(scenario: Scenario, spec: ModelSpec | None) -> Plan:
@@ -64,37 +68,31 @@ def plan_many(scenarios: list[Scenario]) -> list[Plan | PlannerError]:
     return out
 
 
-def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, Scenario]]:
-    out: list[tuple[str, Scenario]] = []
+def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, str, Scenario]]:
+    """Single changes worth trying, as (category, description, changed scenario)."""
+    out: list[tuple[str, str, Scenario]] = []
     if s.engine == "article":
         if s.weight_quant != "int4":
-            out.append(("int4 weights", replace(s, weight_quant="int4")))
+            out.append(("quant", "int4 weights", replace(s, weight_quant="int4")))
         if s.kv_quant not in ("fp8", "int8", "int4"):
-            out.append(("fp8 KV cache", replace(s, kv_quant="fp8")))
+            out.append(("kv", "fp8 KV cache", replace(s, kv_quant="fp8")))
     else:
         if s.kv_cache_dtype not in ("fp8", "fp8_e4m3", "fp8_e5m2"):
-            out.append(("--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
-        estimate = result.estimated_max_model_len or 0
-        if s.engine == "vllm" and 1024 <= estimate < result.max_model_len:
-            shorter = estimate // 1024 * 1024
-            out.append((f"--max-model-len {shorter}", replace(s, max_model_len=shorter)))
+            out.append(("kv", "--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
         tp = s.tensor_parallel_size
         for bigger in (2, 4, 8):
-            if (
-                bigger > tp
-                and spec.num_attention_heads % bigger == 0
-                and bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
-            ):
+            fits_node = bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
+            if bigger > tp and spec.num_attention_heads % bigger == 0 and fits_node:
                 flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
-                out.append((f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
+                out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
         if spec.quant.method == "none" and s.quantization is None:
             try:
                 fp8 = get_gpu(s.gpu).fp8_support if s.gpu != "custom" else False
             except PlannerError:
                 fp8 = False
             if fp8:
-                out.append(("--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
-            out.append(("an AWQ int4 checkpoint of this model", replace(s, quantization="awq")))
+                out.append(("quant", "--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
+            out.append(("quant", "an AWQ int4 checkpoint of this model", replace(s, quantization="awq")))
     if s.gpu != "custom":
         try:
             current = get_gpu(s.gpu)
@@ -105,30 +103,66 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, S
                 (
                     g
                     for g in list_gpus()
-                    if g.memory_total_bytes > current.memory_total_bytes and g.vendor == current.vendor
+                    if g.memory_total_bytes > _MIN_GPU_STEP * current.memory_total_bytes and g.vendor == current.vendor
                 ),
                 key=lambda g: g.memory_total_bytes,
             )
-            for g in bigger_gpus[:4]:
-                out.append((f"a bigger GPU: {g.name}", replace(s, gpu=g.id, gpu_memory_gb=None)))
+            for g in bigger_gpus[:3]:
+                out.append(("gpu", f"a bigger GPU: {g.name}", replace(s, gpu=g.id, gpu_memory_gb=None)))
     return out
 
 
+def _try(candidate: Scenario, spec: ModelSpec | None) -> Plan | None:
+    try:
+        return _plan_once(validate(candidate), spec)
+    except PlannerError:
+        return None
+
+
+def _shorten(s: Scenario, alt: Plan) -> tuple[str, Scenario] | None:
+    """vLLM only: cap ``max_model_len`` at what fits (rounded down to 1024), if that is at least 1024."""
+    estimate = alt.estimated_max_model_len or 0
+    if s.engine != "vllm" or not 1024 <= estimate < alt.max_model_len:
+        return None
+    shorter = estimate // 1024 * 1024
+    return f"--max-model-len {shorter}", replace(s, max_model_len=shorter)
+
+
 def _advice(s: Scenario, result: Plan, spec: ModelSpec | None) -> tuple[Advice, ...]:
+    """Changes that make ``s`` fit: single changes first, then pairs from different categories, each
+    optionally followed by a shorter ``max_model_len``; every one re-planned to prove it fits."""
     model_spec = spec or (get_model(s.model).spec if s.engine != "article" or s.params_b is None else None)
     if model_spec is None:
         return ()
-    found: list[Advice] = []
-    seen_gpu_fix = False
-    for change, candidate in _candidates(s, result, model_spec):
-        if change.startswith("a bigger GPU") and seen_gpu_fix:
-            continue
-        try:
-            alt = _plan_once(validate(candidate), spec)
-        except PlannerError:
-            continue
-        if alt.fits:
-            found.append(Advice(change, alt.scenario, alt.max_concurrency, alt.num_gpus))
-            seen_gpu_fix = seen_gpu_fix or change.startswith("a bigger GPU")
-    found.sort(key=lambda a: (a.num_gpus, a.change.startswith("a bigger GPU")))
-    return tuple(found[:5])
+    found: dict[str, Advice] = {}
+
+    def consider(changes: list[str], candidate: Scenario) -> None:
+        alt = _try(candidate, spec)
+        if alt is None:
+            return
+        if not alt.fits:
+            shorter = _shorten(candidate, alt)
+            if shorter is None:
+                return
+            alt = _try(shorter[1], spec)
+            if alt is None or not alt.fits:
+                return
+            changes = [*changes, shorter[0]]
+        key = " + ".join(changes)
+        found.setdefault(key, Advice(key, alt.scenario, alt.max_concurrency, alt.num_gpus))
+
+    singles = _candidates(s, result, model_spec)
+    consider([], s)
+    for _, change, candidate in singles:
+        consider([change], candidate)
+    if len(found) < _MAX_ADVICE:
+        for i, (cat_a, change_a, cand_a) in enumerate(singles):
+            for cat_b, change_b, _ in singles[i + 1 :]:
+                if cat_a == cat_b:
+                    continue
+                combined = next(c for k, ch, c in _candidates(cand_a, result, model_spec) if ch == change_b)
+                consider([change_a, change_b], combined)
+    ranked = sorted(
+        found.values(), key=lambda a: (a.num_gpus, a.change.count("+"), a.change.startswith("a bigger GPU"))
+    )
+    return tuple(ranked[:_MAX_ADVICE])

@@ -101,11 +101,23 @@ class Preset:
 
 def _article_scenario(case: ArticleCase, engine: str) -> Scenario:
     if engine == "article":
-        return Scenario(engine="article", model=case.model, gpu=case.gpu, params_b=case.params_b,
-                        weight_quant=case.weight_quant, kv_quant=case.kv_quant,
-                        target_context=case.context_tokens)
-    return Scenario(engine=engine, model=case.model, gpu=case.gpu, quantization=_VLLM_QUANT[case.weight_quant],
-                    kv_cache_dtype=_VLLM_KV[case.kv_quant], max_model_len=case.context_tokens)
+        return Scenario(
+            engine="article",
+            model=case.model,
+            gpu=case.gpu,
+            params_b=case.params_b,
+            weight_quant=case.weight_quant,
+            kv_quant=case.kv_quant,
+            target_context=case.context_tokens,
+        )
+    return Scenario(
+        engine=engine,
+        model=case.model,
+        gpu=case.gpu,
+        quantization=_VLLM_QUANT[case.weight_quant],
+        kv_cache_dtype=_VLLM_KV[case.kv_quant],
+        max_model_len=case.context_tokens,
+    )
 
 
 def article_scenarios(engine: str = "article") -> tuple[Scenario, ...]:
@@ -129,22 +141,40 @@ def article_scenarios(engine: str = "article") -> tuple[Scenario, ...]:
 
 def recipes() -> tuple[Preset, ...]:
     """Three deployment starting points: personal, production and long-context agent."""
-    personal = Scenario(model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", gpu="rtx-4090",
-                        max_model_len=8192, max_num_seqs=16)
-    production = Scenario(model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", gpu="h100-sxm-80gb",
-                          tensor_parallel_size=2, max_model_len=16384)
-    agent = Scenario(model="Qwen/Qwen3-30B-A3B-Instruct-2507", gpu="h200-sxm-141gb", max_model_len=131072,
-                     kv_cache_dtype="fp8")
+    personal = Scenario(
+        model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", gpu="rtx-4090", max_model_len=8192, max_num_seqs=16
+    )
+    production = Scenario(
+        model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+        gpu="h100-sxm-80gb",
+        tensor_parallel_size=2,
+        max_model_len=16384,
+    )
+    agent = Scenario(
+        model="Qwen/Qwen3-30B-A3B-Instruct-2507", gpu="h200-sxm-141gb", max_model_len=131072, kv_cache_dtype="fp8"
+    )
     return (
-        Preset("personal", "Recipe: personal (RTX 4090, Llama 3.1 8B AWQ)",
-               "One consumer GPU serving a 4-bit 8B model to a few users: 8K context, 16 sequences.",
-               (personal,), ("Personal",)),
-        Preset("production", "Recipe: production (2× H100, Llama 3.3 70B FP8)",
-               "A 70B FP8 checkpoint split over two H100s with tensor parallelism, 16K context.",
-               (production,), ("Production",)),
-        Preset("agent", "Recipe: long-context agent (H200, Qwen3 30B-A3B)",
-               "A mixture-of-experts model with a 128K context on one H200, fp8 KV cache to fit it.",
-               (agent,), ("Long-context agent",)),
+        Preset(
+            "personal",
+            "Recipe: personal (RTX 4090, Llama 3.1 8B AWQ)",
+            "One consumer GPU serving a 4-bit 8B model to a few users: 8K context, 16 sequences.",
+            (personal,),
+            ("Personal",),
+        ),
+        Preset(
+            "production",
+            "Recipe: production (2× H100, Llama 3.3 70B FP8)",
+            "A 70B FP8 checkpoint split over two H100s with tensor parallelism, 16K context.",
+            (production,),
+            ("Production",),
+        ),
+        Preset(
+            "agent",
+            "Recipe: long-context agent (H200, Qwen3 30B-A3B)",
+            "A mixture-of-experts model with a 128K context on one H200, fp8 KV cache to fit it.",
+            (agent,),
+            ("Long-context agent",),
+        ),
     )
 
 
@@ -153,24 +183,43 @@ def presets() -> tuple[Preset, ...]:
     under ``article`` and ``vllm``), the three recipes, and the recipes together."""
     titles = tuple(case.title for case in ARTICLE_CASES)
     out = [
-        Preset("article-article", "Article scenarios 1–4 — article rule",
-               "The article's four scenarios under its own rule of thumb. 2 and 3 are reconstructed.",
-               article_scenarios("article"), titles),
-        Preset("article-vllm", "Article scenarios 1–4 — vLLM",
-               "The same four scenarios under vLLM's own accounting. 2 and 3 are reconstructed.",
-               article_scenarios("vllm"), titles),
+        Preset(
+            "article-article",
+            "Article scenarios 1–4 — article rule",
+            "The article's four scenarios under its own rule of thumb. 2 and 3 are reconstructed.",
+            article_scenarios("article"),
+            titles,
+        ),
+        Preset(
+            "article-vllm",
+            "Article scenarios 1–4 — vLLM",
+            "The same four scenarios under vLLM's own accounting. 2 and 3 are reconstructed.",
+            article_scenarios("vllm"),
+            titles,
+        ),
     ]
     for case in ARTICLE_CASES:
-        out.append(Preset(
-            f"article-{case.number}", f"{case.title}: article rule vs vLLM",
-            f"{case.title}, {case.context_tokens:,} tokens, {case.weight_quant} weights, {case.kv_quant} KV, "
-            "under the article's rule and under vLLM.",
-            (_article_scenario(case, "article"), _article_scenario(case, "vllm")),
-            (f"{case.title} · article", f"{case.title} · vLLM")))
+        out.append(
+            Preset(
+                f"article-{case.number}",
+                f"{case.title}: article rule vs vLLM",
+                f"{case.title}, {case.context_tokens:,} tokens, {case.weight_quant} weights, {case.kv_quant} KV, "
+                "under the article's rule and under vLLM.",
+                (_article_scenario(case, "article"), _article_scenario(case, "vllm")),
+                (f"{case.title} · article", f"{case.title} · vLLM"),
+            )
+        )
     recipe_list = recipes()
     out.extend(recipe_list)
-    out.append(Preset("recipes", "Recipes: all three", "The three recipes side by side.",
-                      tuple(r.scenarios[0] for r in recipe_list), tuple(r.labels[0] for r in recipe_list)))
+    out.append(
+        Preset(
+            "recipes",
+            "Recipes: all three",
+            "The three recipes side by side.",
+            tuple(r.scenarios[0] for r in recipe_list),
+            tuple(r.labels[0] for r in recipe_list),
+        )
+    )
     return tuple(out)
 
 
@@ -190,8 +239,11 @@ def scenario_from_advice(original: Scenario, plan: Plan, advice: Advice) -> Scen
     Returns:
         ``original`` with the advice's changes.
     """
-    changes = {f.name: getattr(advice.scenario, f.name) for f in fields(Scenario)
-               if getattr(advice.scenario, f.name) != getattr(plan.scenario, f.name)}
+    changes = {
+        f.name: getattr(advice.scenario, f.name)
+        for f in fields(Scenario)
+        if getattr(advice.scenario, f.name) != getattr(plan.scenario, f.name)
+    }
     if "gpu" in changes and original.gpu_memory_gb is None:
         changes.pop("gpu_memory_gb", None)
     return replace(original, **changes)

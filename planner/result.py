@@ -94,6 +94,8 @@ class Plan:
         estimated_max_model_len: the longest context one request could have (vLLM's estimate).
         fits: whether the engine would start and serve one full-length request.
         reason: why not, in plain words (``None`` when it fits).
+        kv_needed_for_max_len_bytes: KV memory one request of ``max_model_len`` needs on the limiting
+            GPU (vLLM's "X GiB KV cache is needed" start-up check).
         max_num_seqs / max_num_batched_tokens: the scheduler limits in force (defaults resolved);
             ``None`` for engines without them.
         advice: cheapest changes that make it fit, each proven by a re-plan.
@@ -122,6 +124,7 @@ class Plan:
     estimated_max_model_len: int | None
     fits: bool
     reason: str | None
+    kv_needed_for_max_len_bytes: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     advice: tuple[Advice, ...] = ()
@@ -172,6 +175,9 @@ class Plan:
             "max_concurrency_at_target": self.max_concurrency_at_target,
             "target_context": self.scenario.target_context,
             "estimated_max_model_len": self.estimated_max_model_len,
+            "kv_needed_for_max_len_gib": (
+                None if self.kv_needed_for_max_len_bytes is None else self.kv_needed_for_max_len_bytes / GIB
+            ),
             "fits": self.fits,
             "reason": self.reason,
             "advice": [

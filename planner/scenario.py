@@ -122,6 +122,11 @@ class Scenario:
 _INT_FIELDS = {f.name for f in fields(Scenario) if "int" in str(f.type)}
 
 
+def _bound(value: float) -> str:
+    """A limit as people read it: ``10,485,760`` or ``0.01``, never ``1.04858e+07``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 def validate(s: Scenario) -> Scenario:
     """Check every field of ``s`` and return it.
 
@@ -151,14 +156,11 @@ def validate(s: Scenario) -> Scenario:
         if value is None:
             continue
         is_int = name in _INT_FIELDS
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (is_int and value != int(value)):
-            raise InvalidParameterError(
-                name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}"
-            )
-        if not math.isfinite(value) or not low <= value <= high:
-            raise InvalidParameterError(
-                name, value, f"{'an integer' if is_int else 'a number'} from {low:g} to {high:g}"
-            )
+        accepted = f"{'an integer' if is_int else 'a number'} from {_bound(low)} to {_bound(high)}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InvalidParameterError(name, value, accepted)
+        if (is_int and value != int(value)) or not low <= value <= high:
+            raise InvalidParameterError(name, value, accepted)
     if s.engine_version is not None and (not isinstance(s.engine_version, str) or len(s.engine_version) > 40):
         raise InvalidParameterError("engine_version", s.engine_version, "a version such as 0.19.0")
     return s

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
@@ -83,14 +84,29 @@ _CHOICES: dict[str, tuple[str | None, ...]] = {
     "weight_quant": ARTICLE_PRECISIONS,
     "kv_quant": ARTICLE_PRECISIONS,
 }
-_INT_FIELDS = frozenset({
-    "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-    "block_size", "max_input_tokens", "max_total_tokens", "max_batch_prefill_tokens", "target_context",
-    "num_layers", "num_kv_heads", "head_dim",
-})
-_FLOAT_FIELDS = frozenset({"gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb",
-                           "custom_gpu_memory_gib"})
+_INT_FIELDS = frozenset(
+    {
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "block_size",
+        "max_input_tokens",
+        "max_total_tokens",
+        "max_batch_prefill_tokens",
+        "target_context",
+        "num_layers",
+        "num_kv_heads",
+        "head_dim",
+    }
+)
+_FLOAT_FIELDS = frozenset(
+    {"gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb", "custom_gpu_memory_gib"}
+)
 _BOOL_FIELDS = frozenset({"enforce_eager"})
+#: ``0.19.0``, ``v0.11``, ``3.3.7``, ``0.9.0-v0``: major.minor, optional patch and an ASCII suffix.
+_VERSION = re.compile(r"v?[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+.][A-Za-z0-9.]{1,20})?")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -133,13 +149,14 @@ def _format(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return repr(value)
+        text = repr(value)  # shortest string that parses back to the same float
+        return text[:-2] if text.endswith(".0") else text
     return str(value)
 
 
 def _parse_number(text: str, low: float, high: float, *, integer: bool) -> int | float:
     """A finite number in ``[low, high]`` (an integer when ``integer``); raises :class:`_Bad`."""
-    accepted = (f"an integer from {int(low)} to {int(high)}" if integer else f"a number from {low:g} to {high:g}")
+    accepted = f"an integer from {int(low)} to {int(high)}" if integer else f"a number from {low:g} to {high:g}"
     try:
         number = float(text)
     except (ValueError, OverflowError):
@@ -184,7 +201,7 @@ def _parse_field(name: str, text: str) -> object:
         except PlannerError:
             raise _Bad("a catalog model id such as meta-llama/Llama-3.1-8B-Instruct") from None
     if name == "engine_version":
-        if not text or len(text) > 40 or not all(c.isascii() and (c.isalnum() or c in ".-+") for c in text):
+        if len(text) > 40 or not _VERSION.fullmatch(text):
             raise _Bad("a version such as 0.19.0")
         return text
     raise _Bad("a known parameter")  # pragma: no cover - every field is handled above
@@ -226,8 +243,10 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
     highest = 0
     items = list(params.items()) if isinstance(params, Mapping) else []
     if len(items) > MAX_PARAMS:
-        warnings.append(f"{len(items) - MAX_PARAMS} parameters after the first {MAX_PARAMS} were ignored "
-                        f"(accepted: at most {MAX_PARAMS})")
+        warnings.append(
+            f"{len(items) - MAX_PARAMS} parameters after the first {MAX_PARAMS} were ignored "
+            f"(accepted: at most {MAX_PARAMS})"
+        )
         items = items[:MAX_PARAMS]
     for raw_key, raw_value in items:
         key = raw_key if isinstance(raw_key, str) else str(raw_key)
@@ -240,6 +259,8 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
             continue
         text = text.strip()
         split = _split_key(key)
+        if split is not None:
+            highest = max(highest, split[0] + 1)
         try:
             if len(text) > MAX_VALUE_CHARS:
                 raise _Bad(f"at most {MAX_VALUE_CHARS} characters")
@@ -250,7 +271,6 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
             elif split is not None:
                 index, name = split
                 values[index][name] = _parse_field(name, text)
-                highest = max(highest, index + 1)
             else:
                 unknown.append(_show(key))
                 continue
@@ -260,9 +280,13 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
         if times > 1:
             warnings.append(f"{key} was given {times} times; using the last value {_show(text)}")
     if unknown:
-        warnings.append("ignored unknown parameters: " + ", ".join(unknown)
-                        + f" (accepted: Scenario fields, s2.–s{MAX_SCENARIOS}. prefixes, {COUNT_KEY}, "
-                        + ", ".join(PAGE_KEYS) + ")")
+        warnings.append(
+            "ignored unknown parameters: "
+            + ", ".join(unknown)
+            + f" (accepted: Scenario fields, s2.–s{MAX_SCENARIOS}. prefixes, {COUNT_KEY}, "
+            + ", ".join(PAGE_KEYS)
+            + ")"
+        )
     n = count or max(1, highest)
     if highest > n:
         warnings.append(f"{COUNT_KEY}={n}: parameters of scenarios {n + 1}–{highest} were ignored")
@@ -287,8 +311,9 @@ def _build(given: dict[str, object], index: int, warnings: list[str]) -> Scenari
     return Scenario()
 
 
-def encode(scenarios: Sequence[Scenario], *, min_context: int | None = None,
-           max_context: int | None = None) -> dict[str, str]:
+def encode(
+    scenarios: Sequence[Scenario], *, min_context: int | None = None, max_context: int | None = None
+) -> dict[str, str]:
     """Write scenarios (and the page keys) as query parameters, non-default fields only.
 
     Args:

@@ -199,6 +199,7 @@ def plan_article(scenario: Scenario) -> Plan:
         max_concurrency=b.concurrent_requests,
         max_concurrency_at_target=b.concurrent_requests,
         estimated_max_model_len=b.total_tokens,
+        kv_needed_for_max_len_bytes=float(context * b.kv_bytes_per_token),
         fits=reason is None,
         reason=reason,
         formulas=formulas,

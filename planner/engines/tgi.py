@@ -28,6 +28,7 @@ import re
 from dataclasses import replace
 
 from planner.engines.common import fmt_gib, resolve
+from planner.errors import InvalidParameterError
 from planner.kv_cache import kv_dtype_bytes, kv_heads_per_rank
 from planner.model_spec import ModelSpec
 from planner.result import Formula, MemoryTerms, Plan
@@ -50,8 +51,15 @@ V2_DEFAULT_TOTAL = 4096
 
 
 def _version(version: str | None) -> tuple[int, int]:
+    """(major, minor) of a TGI version string; ``None`` is the newest known.
+
+    Raises:
+        InvalidParameterError: no ``major.minor`` in the string, or a major version TGI never had.
+    """
     match = re.search(r"(\d+)\.(\d+)", version or NEWEST_TGI_VERSION)
-    return (int(match.group(1)), int(match.group(2))) if match else (3, 3)
+    if not match or not 1 <= int(match.group(1)) <= 3:
+        raise InvalidParameterError("engine_version", version, "a TGI version from 1.0 to 3.x, such as 2.2.0 or 3.3.7")
+    return int(match.group(1)), int(match.group(2))
 
 
 def wiggle_room(version: str | None) -> tuple[str, float]:
@@ -85,9 +93,10 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         A plan whose ``kv_cache_tokens`` is ``max_batch_total_tokens`` and whose concurrency is
         ``max_batch_total_tokens / max_total_tokens``.
     """
+    version = scenario.engine_version or NEWEST_TGI_VERSION
+    _version(version)
     r = resolve(scenario, spec)
     spec, gpu = r.spec, r.gpu
-    version = scenario.engine_version or NEWEST_TGI_VERSION
     shards = scenario.tensor_parallel_size
     max_input, max_total, prefill = _defaults(spec, scenario, version)
     block = BLOCK_SIZE_V3 if _version(version) >= (3, 0) else BLOCK_SIZE_V2
@@ -200,6 +209,7 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         max_concurrency=concurrency,
         max_concurrency_at_target=tokens / target if target else None,
         estimated_max_model_len=tokens,
+        kv_needed_for_max_len_bytes=float(max_total * per_token),
         fits=reason is None,
         reason=reason,
         formulas=formulas,

@@ -100,10 +100,7 @@ def test_every_gpu_is_well_formed(gpu: GPU) -> None:
     # The driver total is never above the marketed size read as GiB.
     assert gpu.memory_marketed_gb is not None
     assert gpu.memory_total_bytes < gpu.memory_marketed_gb * GIB
-    assert (
-        gpu.memory_bandwidth_bytes_per_s is not None
-        and gpu.memory_bandwidth_bytes_per_s > 1e11
-    )
+    assert gpu.memory_bandwidth_bytes_per_s is not None and gpu.memory_bandwidth_bytes_per_s > 1e11
     assert gpu.fp8_support == (gpu.fp8_tflops is not None)
     assert (gpu.price_usd_per_hour is None) == (gpu.price_source is None)
 
@@ -177,8 +174,7 @@ def test_driver_reserve_is_the_median_of_the_known_pairs(
     # nvidia-smi total minus CUDA total, on every SKU that has both: 430.1, 468.4, 518.6, 615.1,
     # 728.6 and 870.4 MiB (module docstring of planner.gpus); the median is 566.8 -> 567 MiB.
     reserves_mib = {
-        gpu.id: raw_entries[gpu.id]["memory_nvidia_smi_mib"]
-        - gpu.memory_total_bytes / MIB
+        gpu.id: raw_entries[gpu.id]["memory_nvidia_smi_mib"] - gpu.memory_total_bytes / MIB
         for gpu in list_gpus()
         if gpu.memory_total_source in {"vllm_log", "measured"}
         and raw_entries[gpu.id]["memory_nvidia_smi_mib"] is not None
@@ -199,16 +195,12 @@ def test_driver_reserve_is_the_median_of_the_known_pairs(
 
 
 @pytest.mark.parametrize("gpu", list_gpus(), ids=lambda gpu: gpu.id)
-def test_derived_totals_follow_the_documented_rule(
-    raw_entries: dict[str, dict], gpu: GPU
-) -> None:
+def test_derived_totals_follow_the_documented_rule(raw_entries: dict[str, dict], gpu: GPU) -> None:
     smi_mib = raw_entries[gpu.id]["memory_nvidia_smi_mib"]
     if gpu.memory_total_source == "derived_nvidia_smi":
         assert gpu.memory_total_bytes == smi_mib * MIB - CUDA_DRIVER_RESERVE_BYTES
     elif gpu.memory_total_source == "derived_marketed":
-        assert (
-            smi_mib is None
-        )  # rule (3) is only used when there is no nvidia-smi figure
+        assert smi_mib is None  # rule (3) is only used when there is no nvidia-smi figure
         expected = round(gpu.memory_marketed_gb * GIB) - CUDA_DRIVER_RESERVE_BYTES
         assert gpu.memory_total_bytes == expected
     if smi_mib is not None:
@@ -232,9 +224,7 @@ def test_derived_totals_follow_the_documented_rule(
         ("h100-pcie-80gb", 80 - 567 / 1024, "derived_marketed"),
     ],
 )
-def test_derived_totals_golden(
-    gpu_id: str, expected_gib: float, expected_source: str
-) -> None:
+def test_derived_totals_golden(gpu_id: str, expected_gib: float, expected_source: str) -> None:
     gpu = get_gpu(gpu_id)
     assert gpu.memory_total_gib == pytest.approx(expected_gib, abs=1e-9)
     assert gpu.memory_total_source == expected_source
@@ -276,9 +266,7 @@ def test_memory_bandwidth(gpu_id: str, expected_bytes_per_s: float) -> None:
         ("t4", None, None),  # Turing: no BF16 or FP8 tensor cores
     ],
 )
-def test_dense_tensor_throughput(
-    gpu_id: str, bf16: float | None, fp8: float | None
-) -> None:
+def test_dense_tensor_throughput(gpu_id: str, bf16: float | None, fp8: float | None) -> None:
     gpu = get_gpu(gpu_id)
     assert gpu.bf16_tflops == (None if bf16 is None else pytest.approx(bf16, abs=0.01))
     assert gpu.fp8_tflops == (None if fp8 is None else pytest.approx(fp8, abs=0.01))
@@ -286,9 +274,7 @@ def test_dense_tensor_throughput(
 
 
 def test_prices_carry_a_source() -> None:
-    priced = {
-        gpu.id: gpu.price_usd_per_hour for gpu in list_gpus() if gpu.price_usd_per_hour
-    }
+    priced = {gpu.id: gpu.price_usd_per_hour for gpu in list_gpus() if gpu.price_usd_per_hour}
     # skypilot-catalog Lambda vms.csv (A6000 0.80, A100 SXM4 40GB 1.29); computespec page (H100 2.49).
     assert priced == {"rtx-a6000": 0.80, "a100-sxm4-40gb": 1.29, "h100-sxm-80gb": 2.49}
 
@@ -333,9 +319,7 @@ def test_prices_carry_a_source() -> None:
         ("NVIDIA-GEFORCE-RTX-5090", "rtx-5090"),
     ],
 )
-def test_lookup_accepts_ids_marketing_and_driver_names(
-    name: str, expected_id: str
-) -> None:
+def test_lookup_accepts_ids_marketing_and_driver_names(name: str, expected_id: str) -> None:
     assert get_gpu(name).id == expected_id
 
 
@@ -345,21 +329,15 @@ def test_every_id_name_and_alias_resolves_to_its_own_gpu(gpu: GPU) -> None:
         assert get_gpu(name) is gpu
 
 
-@pytest.mark.parametrize(
-    ("name", "suggestion"), [("H1000", "h100-sxm-80gb"), ("rtx 4080", "rtx-4090")]
-)
-def test_unknown_name_names_the_value_and_the_closest_ids(
-    name: str, suggestion: str
-) -> None:
+@pytest.mark.parametrize(("name", "suggestion"), [("H1000", "h100-sxm-80gb"), ("rtx 4080", "rtx-4090")])
+def test_unknown_name_names_the_value_and_the_closest_ids(name: str, suggestion: str) -> None:
     with pytest.raises(UnknownGPUError) as excinfo:
         get_gpu(name)
     message = str(excinfo.value)
     assert repr(name) in message
     assert suggestion in message
     assert "\n" not in message
-    assert isinstance(excinfo.value, PlannerError) and isinstance(
-        excinfo.value, LookupError
-    )
+    assert isinstance(excinfo.value, PlannerError) and isinstance(excinfo.value, LookupError)
 
 
 def test_custom_is_not_a_catalog_name() -> None:
@@ -378,9 +356,7 @@ def test_lookup_rejects_non_names(name: object) -> None:
 
 
 def test_custom_gpu_fields() -> None:
-    gpu = custom_gpu(
-        memory_gib=40, bandwidth_gb_per_s=1000, bf16_tflops=300, name=" My card "
-    )
+    gpu = custom_gpu(memory_gib=40, bandwidth_gb_per_s=1000, bf16_tflops=300, name=" My card ")
     assert gpu.is_custom and gpu.id == "custom" and gpu.name == "My card"
     assert gpu.memory_total_bytes == 40 * GIB
     assert gpu.memory_total_gib == 40.0
@@ -396,9 +372,7 @@ def test_custom_gpu_minimal_and_fp8() -> None:
     assert gpu.memory_total_bytes == 512 * MIB
     assert gpu.fp8_support and gpu.fp8_tflops == 1000.0
     assert gpu.memory_bandwidth_bytes_per_s is None and gpu.bf16_tflops is None
-    assert (
-        custom_gpu(memory_gib=4096).memory_total_gib == 4096.0
-    )  # the upper bound is accepted
+    assert custom_gpu(memory_gib=4096).memory_total_gib == 4096.0  # the upper bound is accepted
 
 
 def test_custom_gpu_arguments_are_keyword_only() -> None:
@@ -406,12 +380,8 @@ def test_custom_gpu_arguments_are_keyword_only() -> None:
         custom_gpu(80)  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(
-    "parameter", ["memory_gib", "bandwidth_gb_per_s", "bf16_tflops", "fp8_tflops"]
-)
-@pytest.mark.parametrize(
-    "bad", [math.nan, math.inf, -math.inf, -1.0, 0, 0.0, "80", True], ids=repr
-)
+@pytest.mark.parametrize("parameter", ["memory_gib", "bandwidth_gb_per_s", "bf16_tflops", "fp8_tflops"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1.0, 0, 0.0, "80", True], ids=repr)
 def test_custom_gpu_rejects_bad_numbers(parameter: str, bad: object) -> None:
     kwargs: dict[str, object] = {"memory_gib": 80.0, parameter: bad}
     with pytest.raises(InvalidParameterError) as excinfo:
