@@ -113,8 +113,21 @@ def needed_command(record: dict) -> list[str] | None:
     model = _model(record)
     if model is None:
         return None
-    args = [sys.executable, "-m", "planner", "plan", "--engine", "vllm", "--model", model, "--gpu", "b300",
-            "--max-model-len", str(record["max_model_len"]), "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "planner",
+        "plan",
+        "--engine",
+        "vllm",
+        "--model",
+        model,
+        "--gpu",
+        "b300",
+        "--max-model-len",
+        str(record["max_model_len"]),
+        "--json",
+    ]
     if record.get("kv_cache_dtype"):
         args += ["--kv-cache-dtype", record["kv_cache_dtype"]]
     return args
@@ -177,8 +190,15 @@ def main() -> int:
         if proc.returncode == 0:
             got = json.loads(proc.stdout)["kv_needed_for_max_len_gib"]
             logged = record["kv_needed_for_max_len_gib"]
-            needed_rows.append({"id": record["id"], "model": _model(record), "logged": logged, "planned": got,
-                                "error": (got - logged) / logged})
+            needed_rows.append(
+                {
+                    "id": record["id"],
+                    "model": _model(record),
+                    "logged": logged,
+                    "planned": got,
+                    "error": (got - logged) / logged,
+                }
+            )
     if args.json:
         print(json.dumps({"rows": rows, "needed_rows": needed_rows, "skipped": skipped}, indent=2))
         return 0
@@ -209,8 +229,10 @@ def main() -> int:
         print()
         print("start-up check 'X GiB KV cache is needed' for max_model_len (bytes-per-token check, any GPU):")
         for r in needed_rows:
-            print(f"  {r['id']:>3}  {r['model'][:46]:46} logged {r['logged']:8.2f} GiB  planned {r['planned']:8.2f} GiB"
-                  f"  {r['error']:+.1%}")
+            print(
+                f"  {r['id']:>3}  {r['model'][:46]:46} logged {r['logged']:8.2f} GiB  planned {r['planned']:8.2f} GiB"
+                f"  {r['error']:+.1%}"
+            )
     print()
     print("skipped records:")
     for rid, why in skipped:

@@ -158,8 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = plan(_scenario(args))
     except InvalidParameterError as exc:
         flag = "--" + exc.name.replace("_", "-")
-        print(f"python -m planner {args.command}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}",
-              file=sys.stderr)
+        print(
+            f"python -m planner {args.command}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}",
+            file=sys.stderr,
+        )
         return 2
     except PlannerError as exc:
         print(f"python -m planner {args.command}: error: {exc}", file=sys.stderr)

@@ -177,19 +177,13 @@ def list_gpus() -> tuple[GPU, ...]:
     Raises:
         PlannerError: If the data file is missing a field or repeats an id.
     """
-    text = (
-        resources.files("planner")
-        .joinpath("data", _DATA_FILE)
-        .read_text(encoding="utf-8")
-    )
+    text = resources.files("planner").joinpath("data", _DATA_FILE).read_text(encoding="utf-8")
     wanted = {field.name for field in fields(GPU)} - {"is_custom"}
     gpus = []
     for entry in json.loads(text)["gpus"]:
         missing = wanted - entry.keys()
         if missing:
-            raise PlannerError(
-                f"GPU catalog entry {entry.get('id')!r} lacks {', '.join(sorted(missing))}"
-            )
+            raise PlannerError(f"GPU catalog entry {entry.get('id')!r} lacks {', '.join(sorted(missing))}")
         values = {key: entry[key] for key in wanted}
         values["aliases"] = tuple(values["aliases"])
         gpus.append(GPU(**values))
@@ -218,9 +212,7 @@ def _lookup_table() -> dict[str, GPU]:
             key = _normalize(name)
             other = table.setdefault(key, gpu)
             if other is not gpu:
-                raise PlannerError(
-                    f"GPU name {name!r} matches both {other.id!r} and {gpu.id!r}"
-                )
+                raise PlannerError(f"GPU name {name!r} matches both {other.id!r} and {gpu.id!r}")
     return table
 
 
@@ -254,12 +246,9 @@ def get_gpu(name: str) -> GPU:
     if gpu is not None:
         return gpu
     close_keys = difflib.get_close_matches(key, list(table), n=10, cutoff=0.0)
-    suggestions = list(dict.fromkeys(table[close_key].id for close_key in close_keys))[
-        :3
-    ]
+    suggestions = list(dict.fromkeys(table[close_key].id for close_key in close_keys))[:3]
     raise UnknownGPUError(
-        f"unknown GPU {name!r}; closest catalog ids: {', '.join(suggestions)}"
-        " (planner.gpus.gpu_ids() lists all)"
+        f"unknown GPU {name!r}; closest catalog ids: {', '.join(suggestions)} (planner.gpus.gpu_ids() lists all)"
     )
 
 
@@ -269,17 +258,11 @@ def _check_positive(name: str, value: object, *, maximum: float | None = None) -
     Raises:
         InvalidParameterError: Naming ``name``, the value and the accepted range.
     """
-    accepted = "a finite number > 0" + (
-        f" and <= {maximum:g}" if maximum is not None else ""
-    )
+    accepted = "a finite number > 0" + (f" and <= {maximum:g}" if maximum is not None else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(name, value, accepted)
     number = float(value)
-    if (
-        not math.isfinite(number)
-        or number <= 0
-        or (maximum is not None and number > maximum)
-    ):
+    if not math.isfinite(number) or number <= 0 or (maximum is not None and number > maximum):
         raise InvalidParameterError(name, value, accepted)
     return number
 
@@ -315,11 +298,7 @@ def custom_gpu(
         1000000000000.0
     """
     memory = _check_positive("memory_gib", memory_gib, maximum=MAX_CUSTOM_MEMORY_GIB)
-    bandwidth = (
-        None
-        if bandwidth_gb_per_s is None
-        else _check_positive("bandwidth_gb_per_s", bandwidth_gb_per_s) * GB
-    )
+    bandwidth = None if bandwidth_gb_per_s is None else _check_positive("bandwidth_gb_per_s", bandwidth_gb_per_s) * GB
     bf16 = None if bf16_tflops is None else _check_positive("bf16_tflops", bf16_tflops)
     fp8 = None if fp8_tflops is None else _check_positive("fp8_tflops", fp8_tflops)
     if not isinstance(name, str) or not name.strip():

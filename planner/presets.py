@@ -76,6 +76,9 @@ ARTICLE_CASES: tuple[ArticleCase, ...] = (
 
 #: Article weight precision → vLLM ``--quantization`` (fp16 = the checkpoint as is).
 _VLLM_QUANT = {"fp16": None, "fp8": "fp8", "int8": "int8", "int4": "awq"}
+#: Where the catalog has the real export the article's precision stands for, vLLM plans that checkpoint
+#: (its quantization_config, group scales and unquantized embeddings included).
+_VLLM_CHECKPOINT = {("meta-llama/Llama-3.1-8B-Instruct", "int4"): "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"}
 #: Article KV precision → vLLM ``--kv-cache-dtype``.
 _VLLM_KV = {"fp16": "auto", "fp8": "fp8", "int8": "fp8", "int4": "fp8"}
 
@@ -110,11 +113,12 @@ def _article_scenario(case: ArticleCase, engine: str) -> Scenario:
             kv_quant=case.kv_quant,
             target_context=case.context_tokens,
         )
+    export = _VLLM_CHECKPOINT.get((case.model, case.weight_quant))
     return Scenario(
         engine=engine,
-        model=case.model,
+        model=export or case.model,
         gpu=case.gpu,
-        quantization=_VLLM_QUANT[case.weight_quant],
+        quantization=None if export else _VLLM_QUANT[case.weight_quant],
         kv_cache_dtype=_VLLM_KV[case.kv_quant],
         max_model_len=case.context_tokens,
     )

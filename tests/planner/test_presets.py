@@ -39,7 +39,13 @@ def test_reconstructed_scenarios_are_labelled():
 
 def test_vllm_mapping_of_article_scenarios():
     s1, s2, s3, s4 = article_scenarios("vllm")
-    assert (s1.quantization, s1.kv_cache_dtype, s1.max_model_len) == ("awq", "auto", 8192)
+    # Scenario 1's int4 Llama 3.1 8B is planned as the real AWQ export (its config carries the scheme).
+    assert (s1.model, s1.quantization, s1.kv_cache_dtype, s1.max_model_len) == (
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        None,
+        "auto",
+        8192,
+    )
     assert (s2.quantization, s2.kv_cache_dtype, s2.max_model_len) == (None, "auto", 32768)
     assert (s3.quantization, s3.kv_cache_dtype) == ("int8", "fp8")
     assert (s4.gpu, s4.quantization, s4.kv_cache_dtype) == ("h100-sxm-80gb", "awq", "fp8")

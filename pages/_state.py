@@ -1,4 +1,4 @@
-"""Scenarios shared by every page, with the URL as the shareable copy.
+"""Streamlit glue shared by the pages: URL/session state. Not a page (st.navigation lists pages explicitly).
 
 The query string (decoded by :mod:`planner.url_state`) is read when it changes; session state keeps
 the scenarios for pages opened without one (switching pages drops the query string), and every page
@@ -16,7 +16,7 @@ from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import Scenario
 
-__all__ = ["SCENARIOS_KEY", "VIEW_KEY", "cached_plan", "load", "save"]
+__all__ = ["SCENARIOS_KEY", "VIEW_KEY", "cached_plan", "load", "save", "set_scenarios"]
 
 #: Session-state key of the current scenarios (a tuple of :class:`Scenario`).
 SCENARIOS_KEY = "planner.scenarios"

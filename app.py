@@ -1,0 +1,15 @@
+"""LLM Serving Planner: the router. Pages live in ``pages/``, logic in ``planner/``."""
+
+import streamlit as st
+
+st.set_page_config(page_title="LLM Serving Planner", page_icon=":material/memory:", layout="wide")
+
+st.sidebar.markdown("### LLM Serving Planner")
+st.sidebar.caption("How much GPU memory a model needs to serve, and how many requests fit.")
+
+st.navigation(
+    [
+        st.Page("pages/budget.py", title="VRAM Budget", icon=":material/memory:", default=True),
+        st.Page("pages/concurrency.py", title="Concurrency vs Context", icon=":material/show_chart:"),
+    ]
+).run()

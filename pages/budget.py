@@ -1,0 +1,141 @@
+"""VRAM Budget: edit up to four scenarios, see where each GPU's memory goes and what fits."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from pages import _editor as editor
+from pages import _state as state
+from planner.charts import memory_breakdown_figure, scenario_label
+from planner.errors import PlannerError
+from planner.launch import launch_command
+from planner.presets import presets, scenario_from_advice
+from planner.url_state import MAX_SCENARIOS
+
+st.title("VRAM Budget")
+st.caption(
+    "Where each GPU's memory goes — weights, activations, CUDA graphs, KV cache — and how many "
+    "requests fit. GiB = 2^30 bytes. The link in the address bar restores these scenarios."
+)
+
+scenarios, warnings, fresh = state.load()
+for line in warnings:
+    st.warning(f"URL parameter ignored — {line}")
+
+PRESETS = {p.key: p for p in presets()}
+
+
+def _load_preset() -> None:
+    state.set_scenarios(PRESETS[st.session_state["w.preset"]].scenarios)
+
+
+with st.expander("Presets: the article's scenarios and deployment recipes", expanded=False):
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    with c1:
+        chosen = st.selectbox("Preset", list(PRESETS), key="w.preset", format_func=lambda key: PRESETS[key].name)
+    with c2:
+        st.button("Load preset", key="w.load_preset", on_click=_load_preset, width="stretch")
+    st.caption(PRESETS[chosen].description + " Loading replaces the scenarios below.")
+
+if fresh or editor.COUNT_WIDGET not in st.session_state:
+    st.session_state[editor.COUNT_WIDGET] = len(scenarios)
+count = st.radio("Scenarios to compare", range(1, MAX_SCENARIOS + 1), key=editor.COUNT_WIDGET, horizontal=True)
+
+edited = []
+for index, column in enumerate(st.columns(count, border=True)):
+    editor.seed(index, scenarios[min(index, len(scenarios) - 1)], overwrite=fresh)
+    with column:
+        st.subheader(f"Scenario {index + 1}")
+        edited.append(editor.edit_scenario(index))
+state.save(edited)
+
+labels = [scenario_label(i, s) for i, s in enumerate(edited)]
+results = []
+for s in edited:
+    try:
+        results.append(state.cached_plan(s))
+    except PlannerError as exc:
+        results.append(exc)
+
+
+def _apply_advice(index: int, advice_index: int) -> None:
+    plan = results[index]
+    new = list(edited)
+    new[index] = scenario_from_advice(edited[index], plan, plan.advice[advice_index])
+    state.set_scenarios(new)
+
+
+st.header("Verdict")
+for index, (column, result) in enumerate(zip(st.columns(count), results, strict=True)):
+    with column:
+        st.markdown(f"**{labels[index]}**")
+        if isinstance(result, PlannerError):
+            st.error(f"Cannot plan this scenario: {result}")
+            continue
+        if result.fits:
+            st.success(f"Fits — {result.engine_label}")
+        else:
+            st.error(f"Does not fit: {result.reason}")
+        terms = result.per_gpu.as_gib()
+        m1, m2 = st.columns(2)
+        m1.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
+        m2.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
+        m1.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
+        m2.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
+        m1.metric(
+            f"Concurrency @ {result.max_model_len:,}",
+            f"{result.max_concurrency:,.2f}",
+            help="Requests of max_model_len tokens that fit in the KV cache at once.",
+        )
+        target = result.scenario.target_context
+        m2.metric(
+            f"Concurrency @ {target:,}" if target else "Concurrency @ target",
+            "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
+            help="Set a target context to see concurrency at it.",
+        )
+        if result.advice:
+            st.markdown("**What would make it fit** (each re-planned):")
+            for a_index, advice in enumerate(result.advice):
+                st.button(
+                    f"{advice.change} → {advice.max_concurrency:,.1f} requests on {advice.num_gpus} GPU(s)",
+                    key=f"w{index}.advice{a_index}",
+                    on_click=_apply_advice,
+                    args=(index, a_index),
+                    width="stretch",
+                )
+
+planned = [(label, r) for label, r in zip(labels, results, strict=True) if not isinstance(r, PlannerError)]
+if planned:
+    st.header("Memory per GPU")
+    st.plotly_chart(
+        memory_breakdown_figure([r for _, r in planned], [label for label, _ in planned]), key="memory_chart"
+    )
+    st.caption(
+        "The limiting GPU of each scenario; terms an engine does not model are left out. The black tick "
+        "is the device's total memory."
+    )
+    st.header("Details")
+    for tab, (label, result) in zip(st.tabs([label for label, _ in planned]), planned, strict=True):
+        with tab:
+            st.markdown("**Launch command**")
+            st.code(launch_command(result), language="bash", wrap_lines=True)
+            with st.expander("Formulas with your numbers", expanded=False):
+                st.dataframe(
+                    [
+                        {"what": f.label, "formula": f.expression, "value": f.value, "source": f.source}
+                        for f in result.formulas
+                    ],
+                    hide_index=True,
+                    width="stretch",
+                )
+            for note in result.notes:
+                st.caption(f"ℹ️ {note}")
+            st.download_button(
+                "Download plan (JSON)",
+                json.dumps(result.to_json(), indent=2),
+                file_name=f"plan-{labels.index(label) + 1}.json",
+                mime="application/json",
+                key=f"w.json.{labels.index(label)}",
+            )

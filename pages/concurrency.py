@@ -1,0 +1,84 @@
+"""Concurrency vs Context: how many requests fit as the context per request grows."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages import _state as state
+from planner.charts import (
+    concurrency_figure,
+    concurrency_table,
+    context_label,
+    context_points,
+    model_context_limit,
+    scenario_label,
+)
+from planner.errors import PlannerError
+
+st.title("Concurrency vs Context")
+st.caption(
+    "Concurrent requests the KV cache holds at each context length, from each engine's own block "
+    "accounting. Edit the scenarios on the VRAM Budget page; the link restores them here too."
+)
+
+scenarios, warnings, fresh = state.load()
+for line in warnings:
+    st.warning(f"URL parameter ignored — {line}")
+
+plans, labels = [], []
+for index, scenario in enumerate(scenarios):
+    try:
+        plans.append(state.cached_plan(scenario))
+        labels.append(scenario_label(index, scenario))
+    except PlannerError as exc:
+        st.error(f"Scenario {index + 1} cannot be planned: {exc}")
+
+if not plans:
+    state.save(scenarios)
+    st.info(
+        "No scenario could be planned, so there is nothing to chart. Fix the scenarios on the VRAM Budget "
+        "page (left sidebar)."
+    )
+    st.stop()
+
+saved_low, saved_high = st.session_state.get(state.VIEW_KEY, (None, None))
+longest = max(model_context_limit(p) for p in plans)
+options = sorted({*context_points(128, max(longest, 256)), *(v for v in (saved_low, saved_high) if v)})
+low = saved_low if saved_low in options else 512
+high = saved_high if saved_high in options else longest
+if fresh:
+    st.session_state.pop("w.context_range", None)  # a link's range wins over the widget's last value
+low, high = st.select_slider(
+    "Context range (tokens)",
+    options=options,
+    value=(low, high) if low < high else (options[0], options[-1]),
+    key="w.context_range",
+    format_func=context_label,
+)
+if low >= high:
+    st.info("Pick a range with two different ends.")
+    st.stop()
+state.save(scenarios, view=(low, high))
+
+st.plotly_chart(concurrency_figure(plans, labels, min_context=low, max_context=high), key="concurrency_chart")
+st.caption(
+    "Solid: up to the scenario's max_model_len (diamond). Dotted: longer contexts the model supports, if "
+    "--max-model-len were raised with the same KV memory. n/a beyond a model's own limit."
+)
+
+table = concurrency_table(plans, labels, context_points(low, high))
+shown = table.astype(object).map(lambda v: "n/a" if pd.isna(v) else v)
+shown["context_tokens"] = table["context_tokens"].map(context_label)
+st.table(
+    shown.rename(columns={"context_tokens": "context (tokens)"})
+    .set_index("context (tokens)")
+    .map(lambda v: v if isinstance(v, str) else f"{v:,.2f}")
+)
+st.download_button(
+    "Download table (CSV)",
+    table.to_csv(index=False),
+    file_name="concurrency_vs_context.csv",
+    mime="text/csv",
+    key="w.csv",
+)
