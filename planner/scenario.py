@@ -16,6 +16,7 @@ from planner.kv_cache import KV_CACHE_DTYPES
 __all__ = [
     "DTYPES",
     "ENGINES",
+    "INT_FIELDS",
     "LIMITS",
     "QUANTIZATION_CHOICES",
     "Scenario",
@@ -119,7 +120,8 @@ class Scenario:
         return validate(replace(self, **changes))
 
 
-_INT_FIELDS = {f.name for f in fields(Scenario) if "int" in str(f.type)}
+#: Scenario fields that hold whole numbers.
+INT_FIELDS = frozenset(f.name for f in fields(Scenario) if "int" in str(f.type))
 
 
 def _bound(value: float) -> str:
@@ -155,7 +157,7 @@ def validate(s: Scenario) -> Scenario:
         value = getattr(s, name)
         if value is None:
             continue
-        is_int = name in _INT_FIELDS
+        is_int = name in INT_FIELDS
         accepted = f"{'an integer' if is_int else 'a number'} from {_bound(low)} to {_bound(high)}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InvalidParameterError(name, value, accepted)

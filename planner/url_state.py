@@ -41,6 +41,7 @@ from planner.scenario import (
     ARTICLE_PRECISIONS,
     DTYPES,
     ENGINES,
+    INT_FIELDS,
     LIMITS,
     QUANTIZATION_CHOICES,
     Scenario,
@@ -84,26 +85,8 @@ _CHOICES: dict[str, tuple[str | None, ...]] = {
     "weight_quant": ARTICLE_PRECISIONS,
     "kv_quant": ARTICLE_PRECISIONS,
 }
-_INT_FIELDS = frozenset(
-    {
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "max_model_len",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "block_size",
-        "max_input_tokens",
-        "max_total_tokens",
-        "max_batch_prefill_tokens",
-        "target_context",
-        "num_layers",
-        "num_kv_heads",
-        "head_dim",
-    }
-)
-_FLOAT_FIELDS = frozenset(
-    {"gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb", "custom_gpu_memory_gib"}
-)
+_INT_FIELDS = INT_FIELDS
+_FLOAT_FIELDS = frozenset(LIMITS) - INT_FIELDS
 _BOOL_FIELDS = frozenset({"enforce_eager"})
 #: ``0.19.0``, ``v0.11``, ``3.3.7``, ``0.9.0-v0``: major.minor, optional patch and an ASCII suffix.
 _VERSION = re.compile(r"v?[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+.][A-Za-z0-9.]{1,20})?")
