@@ -22,10 +22,15 @@ from planner.units import GIB
 __all__ = [
     "COLORS",
     "MEMORY_TERMS",
+    "NOT_FIT_COLOR",
+    "NOT_FIT_SUFFIX",
+    "OVERFLOW_NAME",
     "concurrency_figure",
     "concurrency_table",
     "context_label",
     "context_points",
+    "is_empty_concurrency",
+    "key_figures_table",
     "memory_breakdown_figure",
     "model_context_limit",
     "scenario_label",
@@ -43,6 +48,12 @@ MEMORY_TERMS: tuple[tuple[str, str, str], ...] = (
     ("kv_cache_bytes", "KV cache", "#54A24B"),
     ("unused_bytes", "Unused headroom", "#D3D3D3"),
 )
+#: Legend name and colour of the part of a stack beyond the device's total memory.
+OVERFLOW_NAME = "Over GPU total"
+_OVERFLOW_COLOR = "#D62728"
+#: Line colour and legend suffix of a scenario the engine rejects (drawn grey and dotted).
+NOT_FIT_COLOR = "#8C8C8C"
+NOT_FIT_SUFFIX = " (does not fit)"
 #: Smallest and largest context the concurrency chart spans, tokens.
 _MIN_CONTEXT, _MAX_CONTEXT = 1, 10_485_760
 
@@ -73,14 +84,15 @@ def context_label(tokens: int) -> str:
 def model_context_limit(plan: Plan) -> int:
     """The longest context the plan's model supports (``max_position_embeddings``), tokens.
 
-    Falls back to ``plan.max_model_len`` when the model is not in the catalog (the article engine's
-    custom sizes); never below ``plan.max_model_len``.
+    Falls back to ``plan.max_model_len`` when the model is not in the catalog or has no limit (the
+    article engine's custom sizes). A ``max_model_len`` above the model's limit does not raise it:
+    contexts beyond it are n/a (the engine refuses such a length).
     """
     try:
         limit = get_model(plan.scenario.model).spec.max_position_embeddings
     except PlannerError:
-        limit = plan.max_model_len
-    return max(limit or plan.max_model_len, plan.max_model_len)
+        limit = None
+    return limit or plan.max_model_len
 
 
 def _check_range(min_context: int, max_context: int | None) -> None:
@@ -112,8 +124,13 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
     """A stacked horizontal bar per scenario of the limiting GPU's memory, GiB.
 
     Terms the engine does not model (``None``) are left out of that bar, not drawn as zero; a term
-    no scenario has gets no legend entry. A black tick marks the device's total memory, so a stack
-    that overflows it is visible. Hover shows each term in GiB (2**30 bytes) and in bytes.
+    no scenario has gets no legend entry. A bar never runs past the device's total memory except
+    in an explicit red, hatched :data:`OVERFLOW_NAME` segment: terms are drawn bottom-up until the
+    total is reached, whatever is left of them is that segment, and "Unused headroom" only fills
+    what remains below the total (``min(unused, total − used)``). The total is a black line with a
+    white halo and a label; where the engine's budget (``budget_bytes``, e.g. total ×
+    ``gpu_memory_utilization``) is below the total, a dashed line marks it. Hover shows each term's
+    full value in GiB (2**30 bytes) and in bytes.
 
     Args:
         plans: the plans, one bar each.
@@ -125,37 +142,100 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
     if len(labels) != len(plans):
         raise InvalidParameterError("labels", len(labels), f"one label per plan ({len(plans)})")
     y = list(labels)
+    totals = [p.per_gpu.total_bytes for p in plans]
+    used = [sum(getattr(p.per_gpu, attr) or 0.0 for attr, _, _ in MEMORY_TERMS[:-1]) for p in plans]
+    overflow = [max(0.0, u - t) for u, t in zip(used, totals, strict=True)]
+    room = [max(0.0, t - u) for u, t in zip(used, totals, strict=True)]
+    drawn = [0.0] * len(plans)  # bytes stacked so far per bar (capped at the total)
     fig = go.Figure()
     for attr, name, color in MEMORY_TERMS:
         values = [getattr(p.per_gpu, attr) for p in plans]
         if all(v is None for v in values):
             continue
+        if attr == "unused_bytes":
+            values = [None if v is None else min(v, r) for v, r in zip(values, room, strict=True)]
+        shown: list[float | None] = []
+        for i, v in enumerate(values):
+            part = None if v is None else max(0.0, min(v, totals[i] - drawn[i]))
+            drawn[i] += part or 0.0
+            shown.append(None if part is None else part / GIB)
         fig.add_trace(
             go.Bar(
                 name=name,
                 y=y,
                 orientation="h",
                 marker_color=color,
-                x=[None if v is None else v / GIB for v in values],
-                customdata=[[("n/a" if v is None else f"{v:,.0f}")] for v in values],
-                hovertemplate=f"<b>%{{y}}</b><br>{name}: %{{x:.3f}} GiB (%{{customdata[0]}} bytes)<extra></extra>",
+                x=shown,
+                customdata=[["n/a", "n/a"] if v is None else [f"{v:,.0f}", f"{v / GIB:,.3f}"] for v in values],
+                hovertemplate=f"<b>%{{y}}</b><br>{name}: %{{customdata[1]}} GiB (%{{customdata[0]}} bytes)"
+                "<extra></extra>",
             )
         )
+    if any(overflow):
+        fig.add_trace(
+            go.Bar(
+                name=OVERFLOW_NAME,
+                y=y,
+                orientation="h",
+                x=[o / GIB if o > 0 else None for o in overflow],
+                marker={"color": _OVERFLOW_COLOR, "pattern": {"shape": "/", "fgcolor": "white", "solidity": 0.3}},
+                customdata=[[f"{u / GIB:,.3f}", f"{t / GIB:,.3f}"] for u, t in zip(used, totals, strict=True)],
+                hovertemplate="<b>%{y}</b><br>Over the GPU total by %{x:.3f} GiB<br>"
+                "weights + overheads + KV: %{customdata[0]} GiB of %{customdata[1]} GiB<extra></extra>",
+            )
+        )
+    for i, (plan, total) in enumerate(zip(plans, totals, strict=True)):
+        x = total / GIB
+        for width, color in ((8, "white"), (3, "black")):  # a white halo keeps it visible on any colour
+            fig.add_shape(type="line", x0=x, x1=x, y0=i - 0.48, y1=i + 0.48, line={"color": color, "width": width})
+        fig.add_annotation(
+            x=x,
+            y=i,
+            text=f"total {x:.1f} GiB",
+            showarrow=False,
+            xanchor="left",
+            xshift=6,
+            font={"size": 11, "color": "black"},
+            bgcolor="rgba(255,255,255,0.85)",
+        )
+        budget = plan.per_gpu.budget_bytes
+        if 0 < budget < total * 0.999:
+            fig.add_shape(
+                type="line",
+                x0=budget / GIB,
+                x1=budget / GIB,
+                y0=i - 0.48,
+                y1=i + 0.48,
+                line={"color": "#333333", "width": 2, "dash": "dash"},
+            )
     fig.add_trace(
         go.Scatter(
             name="GPU memory (total)",
             y=y,
-            x=[p.per_gpu.total_bytes / GIB for p in plans],
+            x=[t / GIB for t in totals],
             mode="markers",
-            marker={"symbol": "line-ns", "size": 28, "line": {"width": 3, "color": "black"}, "color": "black"},
+            marker={"symbol": "line-ns", "size": 24, "line": {"width": 3, "color": "black"}, "color": "black"},
             hovertemplate="<b>%{y}</b><br>Device total: %{x:.3f} GiB<extra></extra>",
         )
     )
+    budgets = [p.per_gpu.budget_bytes for p in plans]
+    if any(0 < b < t * 0.999 for b, t in zip(budgets, totals, strict=True)):
+        fig.add_trace(
+            go.Scatter(
+                name="Engine budget (e.g. total × utilization)",
+                y=y,
+                x=[b / GIB if 0 < b < t * 0.999 else None for b, t in zip(budgets, totals, strict=True)],
+                mode="markers",
+                marker={"symbol": "line-ns", "size": 24, "line": {"width": 2, "color": "#333333"}},
+                hovertemplate="<b>%{y}</b><br>Engine budget: %{x:.3f} GiB<extra></extra>",
+            )
+        )
+    widest = max([(t + o) / GIB for t, o in zip(totals, overflow, strict=True)], default=1.0)
     fig.update_layout(
         barmode="stack",
         height=max(260, 120 + 70 * len(plans)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis_title="GiB per GPU (2^30 bytes)",
+        xaxis={"title": "GiB per GPU (2^30 bytes)", "range": [0, widest * 1.18]},
         yaxis={"autorange": "reversed", "automargin": True},
         legend={"orientation": "v", "traceorder": "normal", "x": 1.01, "y": 1, "yanchor": "top"},
         hovermode="closest",
@@ -171,8 +251,10 @@ def concurrency_figure(
     The x axis is log-2 spaced with ticks 512, 1K, 2K, …; the y axis is logarithmic (a value of 0,
     nothing fits, is left out). Each line is solid up to the scenario's ``max_model_len`` and dotted
     beyond it up to the model's ``max_position_embeddings`` (what raising ``--max-model-len`` would
-    give with the same KV memory); a diamond marks ``max_model_len``. Values are
-    :meth:`Plan.concurrency_at`.
+    give with the same KV memory); a diamond marks ``max_model_len``. No point lies beyond the
+    model's limit (:func:`model_context_limit`): those contexts are n/a. A scenario that does not fit
+    (``plan.fits`` false) is one grey dotted line named ``label + " (does not fit)"`` with its
+    ``plan.reason`` in the hover, and no diamond. Values are :meth:`Plan.concurrency_at`.
 
     Args:
         plans: the plans.
@@ -191,10 +273,15 @@ def concurrency_figure(
     high = max(high, min_context + 1)
     fig = go.Figure()
     for index, (plan, label, limit) in enumerate(zip(plans, labels, limits, strict=True)):
-        color = COLORS[index % len(COLORS)]
         points = [c for c in context_points(min_context, high) if c <= limit]
-        if min_context <= plan.max_model_len <= high:
+        marks_max_len = min_context <= plan.max_model_len <= min(high, limit)
+        if marks_max_len:
             points = sorted({*points, plan.max_model_len})
+        if not plan.fits:
+            if points:
+                fig.add_trace(_not_fit_trace(plan, label, points))
+            continue
+        color = COLORS[index % len(COLORS)]
         solid = [c for c in points if c <= plan.max_model_len]
         dotted = [c for c in points if c >= plan.max_model_len]
         for part, dash, suffix, show in ((solid, "solid", "", True), (dotted, "dot", " (beyond max_model_len)", False)):
@@ -214,7 +301,7 @@ def concurrency_figure(
                     "%{y:,.2f} concurrent requests<extra></extra>",
                 )
             )
-        if min_context <= plan.max_model_len <= high:
+        if marks_max_len:
             value = plan.concurrency_at(plan.max_model_len)
             fig.add_vline(x=plan.max_model_len, line={"color": color, "dash": "dash", "width": 1}, opacity=0.6)
             fig.add_trace(
@@ -258,6 +345,22 @@ def concurrency_figure(
         hovermode="closest",
     )
     return fig
+
+
+def _not_fit_trace(plan: Plan, label: str, points: Sequence[int]) -> go.Scatter:
+    """The line of a scenario the engine rejects: grey, dotted, ``(does not fit)`` in the legend."""
+    reason = (plan.reason or "the engine rejects it").replace("<", "&lt;")
+    return go.Scatter(
+        x=list(points),
+        y=[_positive(plan.concurrency_at(c)) for c in points],
+        mode="lines+markers",
+        name=label + NOT_FIT_SUFFIX,
+        legendgroup=label,
+        line={"color": NOT_FIT_COLOR, "dash": "dot", "width": 1.5},
+        marker={"size": 6, "symbol": "x", "color": NOT_FIT_COLOR},
+        hovertemplate=f"<b>{label}</b>{NOT_FIT_SUFFIX}<br>{reason}<br>context %{{x:,}} tokens<br>"
+        "%{y:,.2f} concurrent requests (if it started)<extra></extra>",
+    )
 
 
 def _positive(value: float) -> float | None:

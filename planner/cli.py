@@ -150,6 +150,24 @@ def _text(result: Plan) -> str:
     return "\n".join(lines)
 
 
+_ENGINE_FLAGS = {
+    "tgi": ("max_input_tokens", "max_total_tokens", "max_batch_prefill_tokens"),
+    "article": ("params_b", "num_layers", "num_kv_heads", "head_dim", "gpu_memory_gb", "weight_quant", "kv_quant"),
+}
+
+
+def _ignored_flags(args: argparse.Namespace) -> list[str]:
+    """Flags given that the chosen engine or GPU does not use, so the user is not misled."""
+    notes = []
+    for engine, names in _ENGINE_FLAGS.items():
+        given = ["--" + n.replace("_", "-") for n in names if getattr(args, n) is not None]
+        if given and args.engine != engine:
+            notes.append(f"{', '.join(given)} only apply to --engine {engine}; ignored")
+    if args.custom_gpu_memory_gib is not None and args.gpu != "custom":
+        notes.append("--custom-gpu-memory-gib only applies to --gpu custom; ignored")
+    return notes
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input)."""
     parser = _build_parser()
@@ -158,14 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = plan(_scenario(args))
     except InvalidParameterError as exc:
         flag = "--" + exc.name.replace("_", "-")
-        print(
-            f"python -m planner {args.command}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}",
-            file=sys.stderr,
-        )
+        problem = "is required" if exc.value is None else f"{exc.value!r} is not valid"
+        print(f"python -m planner {args.command}: error: {flag} {problem}: expected {exc.accepted}", file=sys.stderr)
         return 2
     except PlannerError as exc:
         print(f"python -m planner {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    for note in _ignored_flags(args):
+        print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
     if args.json:
         payload = result.to_json()
         payload["launch_command"] = launch_command(result)

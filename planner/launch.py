@@ -19,7 +19,7 @@ _TGI_KV = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"
 #: Schemes vLLM applies to an unquantized checkpoint while loading (``--quantization fp8``,
 #: ``--quantization bitsandbytes``); the others come with the checkpoint.
 _RUNTIME_QUANTIZATION = ("fp8", "bitsandbytes")
-_EXPORT_NAMES = {"awq": "AWQ int4", "gptq": "GPTQ int4", "int8": "w8a8 int8", "mxfp4": "MXFP4"}
+_EXPORT_NAMES = {"awq": "an AWQ int4", "gptq": "a GPTQ int4", "int8": "a w8a8 int8", "mxfp4": "an MXFP4"}
 
 
 def _checkpoint_method(model_id: str) -> str:
@@ -54,7 +54,7 @@ def vllm_command(plan: Plan) -> str:
     elif s.quantization and _checkpoint_method(plan.model_id) != s.quantization:
         # vLLM reads AWQ/GPTQ/int8/MXFP4 from the checkpoint's quantization_config; a flag cannot
         # quantize a bf16 checkpoint into them.
-        prefix = f"# needs a {_EXPORT_NAMES[s.quantization]} export of {plan.model_id} (vLLM detects its scheme)\n"
+        prefix = f"# needs {_EXPORT_NAMES[s.quantization]} export of {plan.model_id} (vLLM detects its scheme)\n"
     if s.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", s.kv_cache_dtype]
     args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", str(plan.max_model_len)]

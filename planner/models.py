@@ -20,7 +20,7 @@ from planner.errors import UnknownModelError
 from planner.model_spec import ModelSpec, parse_config
 from planner.params import count_params
 
-__all__ = ["CatalogModel", "get_model", "list_models", "model_ids"]
+__all__ = ["CatalogModel", "get_model", "list_models", "model_ids", "quantized_exports"]
 
 _DATA_FILES = ("models_serving.json", "models_reference.json")
 
@@ -105,3 +105,26 @@ def get_model(model_id: str) -> CatalogModel:
     close = difflib.get_close_matches(key, list(_by_key()), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(_by_key()[c].id for c in close)}?" if close else ""
     raise UnknownModelError(f"model {model_id!r} is not in the catalog{hint}")
+
+
+def quantized_exports(model_id: str) -> tuple[CatalogModel, ...]:
+    """Catalog checkpoints that are quantized exports of ``model_id``.
+
+    An export is a quantized catalog model whose repo name contains the base model's repo name and whose
+    architecture matches (layers, hidden size, vocabulary): ``hugging-quants/Meta-Llama-3.1-8B-Instruct-
+    AWQ-INT4`` for ``meta-llama/Llama-3.1-8B-Instruct``.
+    """
+    try:
+        base = get_model(model_id)
+    except UnknownModelError:
+        return ()
+    name = base.id.split("/")[-1].lower()
+    b = base.spec
+    return tuple(
+        m
+        for m in list_models()
+        if m.id != base.id
+        and m.spec.quant.method != "none"
+        and name in m.id.split("/")[-1].lower()
+        and (m.spec.num_layers, m.spec.hidden_size, m.spec.vocab_size) == (b.num_layers, b.hidden_size, b.vocab_size)
+    )

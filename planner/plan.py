@@ -13,7 +13,7 @@ from planner.engines.vllm import plan_vllm
 from planner.errors import PlannerError
 from planner.gpus import get_gpu, list_gpus
 from planner.model_spec import ModelSpec
-from planner.models import get_model
+from planner.models import get_model, quantized_exports
 from planner.result import Advice, Plan
 from planner.scenario import Scenario, validate
 
@@ -21,6 +21,9 @@ __all__ = ["plan", "plan_many"]
 
 #: Most TP sizes the advice suggests (one 8-GPU node).
 _MAX_ADVICE_GPUS = 8
+#: Utilization the advice may raise to: vLLM's own examples go to 0.95; above it CUDA graphs and
+#: other processes run out of headroom.
+_HIGH_UTILIZATION = 0.95
 #: Suggestions kept.
 _MAX_ADVICE = 5
 #: A "bigger GPU" must have at least this much more memory to be worth suggesting.
@@ -85,14 +88,32 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
             if bigger > tp and spec.num_attention_heads % bigger == 0 and fits_node:
                 flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
                 out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
+        if s.engine == "vllm" and s.gpu_memory_utilization < _HIGH_UTILIZATION:
+            out.append(
+                (
+                    "util",
+                    f"--gpu-memory-utilization {_HIGH_UTILIZATION}",
+                    replace(s, gpu_memory_utilization=_HIGH_UTILIZATION),
+                )
+            )
         if spec.quant.method == "none" and s.quantization is None:
             try:
                 fp8 = get_gpu(s.gpu).fp8_support if s.gpu != "custom" else False
             except PlannerError:
                 fp8 = False
+            exports = quantized_exports(s.model)
             if fp8:
                 out.append(("quant", "--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
-            out.append(("quant", "an AWQ int4 checkpoint of this model", replace(s, quantization="awq")))
+            for export in exports:
+                out.append(
+                    (
+                        "quant",
+                        f"the {export.spec.quant.method.upper()} checkpoint {export.id}",
+                        replace(s, model=export.id),
+                    )
+                )
+            if not any(e.spec.quant.method in ("awq", "gptq") for e in exports):
+                out.append(("quant", "an AWQ int4 export of this model", replace(s, quantization="awq")))
     if s.gpu != "custom":
         try:
             current = get_gpu(s.gpu)

@@ -8,6 +8,8 @@ Scheme
 * Scenarios 2–4 use the same keys with a prefix: ``s2.gpu``, ``s3.max_model_len``, ``s4.engine``.
 * ``scenarios`` is the number of scenarios (1–4); written only when it is more than 1.
 * Only fields that differ from :class:`Scenario`'s defaults are written, so links stay short.
+* ``gpu=custom`` needs ``custom_gpu_memory_gib``; without it :func:`decode` warns and uses
+  :data:`DEFAULT_CUSTOM_GPU_MEMORY_GIB`.
 * Page-level selections that are not scenario fields: ``min_context`` and ``max_context`` (tokens,
   the concurrency chart's range).
 
@@ -50,6 +52,7 @@ from planner.scenario import (
 
 __all__ = [
     "COUNT_KEY",
+    "DEFAULT_CUSTOM_GPU_MEMORY_GIB",
     "MAX_PARAMS",
     "MAX_SCENARIOS",
     "MAX_VALUE_CHARS",
@@ -74,6 +77,8 @@ PAGE_KEYS = ("min_context", "max_context")
 _SHOWN_CHARS = 40
 #: Range of the page-level context keys, tokens.
 _CONTEXT_LIMITS = (1, 10_485_760)
+#: Memory a ``gpu=custom`` link without ``custom_gpu_memory_gib`` gets, GiB (the editor's default too).
+DEFAULT_CUSTOM_GPU_MEMORY_GIB = 80.0
 
 _DEFAULT = Scenario()
 _FIELDS = tuple(f.name for f in fields(Scenario))
@@ -282,7 +287,16 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
 
 
 def _build(given: dict[str, object], index: int, warnings: list[str]) -> Scenario:
-    """A scenario from decoded fields; a field the planner's ``validate`` still rejects is dropped."""
+    """A scenario from decoded fields; a field the planner's ``validate`` still rejects is dropped.
+
+    ``gpu=custom`` without ``custom_gpu_memory_gib`` gets :data:`DEFAULT_CUSTOM_GPU_MEMORY_GIB` and a
+    warning, so every page plans the same scenario (the planner itself rejects a custom GPU without
+    memory).
+    """
+    if given.get("gpu") == CUSTOM_GPU_ID and given.get("custom_gpu_memory_gib") is None:
+        key = scenario_key(index, "custom_gpu_memory_gib")
+        warnings.append(f"{key} missing; using {DEFAULT_CUSTOM_GPU_MEMORY_GIB:g} (GiB) for gpu=custom")
+        given["custom_gpu_memory_gib"] = DEFAULT_CUSTOM_GPU_MEMORY_GIB
     for _ in range(len(given) + 1):
         try:
             return validate(Scenario(**given))

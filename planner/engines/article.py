@@ -150,7 +150,10 @@ def plan_article(scenario: Scenario) -> Plan:
     )
     reason = None
     if b.free_gib <= 0:
-        reason = f"weights ({b.weights_gib:.2f}) plus the 1.5 overhead exceed the GPU's {gpu_gb:g} GB"
+        reason = (
+            f"weights ({b.weights_gib:.2f} GiB) plus the 1.5 GB overhead exceed the GPU's {gpu_gb:g} GB "
+            "(the article counts GB and GiB alike)"
+        )
     elif b.concurrent_requests < 1:
         reason = f"{b.total_tokens:,} tokens of KV cache hold no full {context:,}-token request"
     formulas = (

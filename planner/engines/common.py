@@ -42,7 +42,7 @@ def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
         spec = get_model(scenario.model).spec
     if scenario.gpu == "custom":
         if scenario.custom_gpu_memory_gib is None:
-            raise InvalidParameterError("custom_gpu_memory_gib", None, "the memory of the custom GPU in GiB")
+            raise InvalidParameterError("custom_gpu_memory_gib", None, "the custom GPU's memory in GiB")
         gpu = custom_gpu(memory_gib=scenario.custom_gpu_memory_gib)
     else:
         gpu = get_gpu(scenario.gpu)

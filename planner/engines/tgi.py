@@ -135,10 +135,10 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         reason = f"--max-batch-prefill-tokens {prefill:,} must be at least --max-input-tokens {max_input:,}"
     elif max_total > spec.max_position_embeddings:
         reason = f"--max-total-tokens {max_total:,} exceeds the model's {spec.max_position_embeddings:,} positions"
-    elif usable <= 0:
+    elif free < 0:
         reason = (
-            "the warm-up prefill leaves no memory for the KV cache: lower --max-batch-prefill-tokens "
-            f"({prefill:,}) or shard over more GPUs"
+            f"the warm-up prefill of {prefill:,} tokens runs out of memory ({fmt_gib(-free)} short): lower "
+            "--max-batch-prefill-tokens or shard over more GPUs"
         )
     elif tokens < max_total:
         reason = f"max_batch_total_tokens {tokens:,} is below --max-total-tokens {max_total:,}: TGI refuses to start"

@@ -266,6 +266,8 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     spec, gpu = r.spec, r.gpu
     profile = profile_for(scenario.engine_version)
     tp, pp = scenario.tensor_parallel_size, scenario.pipeline_parallel_size
+    if pp > spec.num_layers:
+        raise InvalidParameterError("pipeline_parallel_size", pp, f"at most the model's {spec.num_layers} layers")
     notes: list[str] = list(spec.assumptions)
     max_len = scenario.max_model_len or spec.max_position_embeddings
     total = float(gpu.memory_total_bytes)
@@ -273,7 +275,10 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     max_num_seqs = scenario.max_num_seqs or seqs_default
     mnbt = scenario.max_num_batched_tokens or mnbt_default
     block = scenario.block_size or DEFAULT_BLOCK_SIZE
-    resolved = replace(scenario, max_model_len=max_len, engine_version=scenario.engine_version or NEWEST_VERSION)
+    version = NEWEST_VERSION if scenario.engine_version in (None, "", "latest") else scenario.engine_version
+    resolved = replace(scenario, max_model_len=max_len, engine_version=version)
+    if profile is VERSION_PROFILES[0] and not version.startswith("0.6"):
+        notes.append(f"vLLM {version} predates the oldest accounting modelled (v0.6.3); planned with v0.6.3's rules")
     kv_bytes = kv_dtype_bytes(scenario.kv_cache_dtype, r.dtype)
     act_bytes = DTYPE_BYTES[r.dtype]
     budget = total * scenario.gpu_memory_utilization
@@ -315,8 +320,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         concurrency = pool.concurrency_at(max_len)
         tokens = int(concurrency * max_len) if profile.tokens_from_concurrency else pool.tokens
         per_request_blocks = pool.blocks_per_request(max_len)
-    kv_used = pool.num_blocks * page * pool.group_size
-    estimated = _estimate_max_len(pool, profile, max_len) if pool.num_blocks else 0
+    estimated = min(_estimate_max_len(pool, profile, max_len), spec.max_position_embeddings) if pool.num_blocks else 0
 
     reason = None
     if spec.num_attention_heads % tp:
@@ -324,8 +328,6 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
             f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
             "vLLM refuses to start"
         )
-    elif pp > spec.num_layers:
-        reason = f"pipeline_parallel_size {pp} exceeds the model's {spec.num_layers} layers"
     elif max_len > spec.max_position_embeddings:
         reason = (
             f"max_model_len {max_len:,} exceeds the model's max_position_embeddings "
@@ -386,7 +388,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         num_gpus=tp * pp,
         per_gpu=terms,
         weights_total_bytes=sum(s.weights for s in stages) * tp,
-        kv_cache_total_bytes=kv_used * tp * pp,
+        kv_cache_total_bytes=sum(max(0.0, st.available) for st in stages) * tp,
         kv_bytes_per_token=pool.bytes_per_token,
         kv_bytes_per_token_model=per_token_model if tp <= spec.num_kv_heads else pool.bytes_per_token * pp,
         block_size=block,

@@ -114,7 +114,7 @@ def test_checkpoint_quantization_asks_for_an_export(quantization: str) -> None:
     # AWQ/GPTQ/w8a8 come with the checkpoint's quantization_config; a flag cannot make them from bf16.
     command = vllm_command(_plan(model=LLAMA_8B, gpu="h100", quantization=quantization))
     comment, serve = command.split("\n")
-    assert comment.startswith("# needs a ") and LLAMA_8B in comment
+    assert comment.startswith("# needs a") and "export of" in comment and LLAMA_8B in comment
     assert "--quantization" not in shlex.split(serve)
 
 

@@ -50,3 +50,18 @@ def test_fp8_kv_doubles_budget() -> None:
     bf16 = plan_tgi(base)
     fp8 = plan_tgi(base.with_changes(kv_cache_dtype="fp8"))
     assert fp8.kv_cache_tokens == pytest.approx(2 * bf16.kv_cache_tokens, rel=0.05)
+
+
+def test_warmup_blocks_alone_can_serve() -> None:
+    # TGI adds the warm-up batch's blocks back (num_blocks = free // block + warmup_blocks), so a model that
+    # leaves no free memory after warm-up still starts when those blocks cover --max-total-tokens.
+    plan = plan_tgi(Scenario(engine="tgi", model="Qwen/Qwen3-30B-A3B", gpu="h100", max_model_len=16384))
+    assert plan.fits
+    assert plan.kv_cache_tokens >= plan.max_model_len
+
+
+def test_warmup_out_of_memory_does_not_fit() -> None:
+    plan = plan_tgi(
+        Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="rtx-4090", max_total_tokens=131072)
+    )
+    assert not plan.fits and "warm-up prefill" in plan.reason

@@ -278,3 +278,24 @@ def test_default_limits_follow_gpu_memory() -> None:
     assert default_limits(profile, total_bytes=79.19 * GIB, gpu_id="h100-sxm-80gb", max_model_len=8192) == (1024, 8192)
     assert default_limits(profile, total_bytes=79.15 * GIB, gpu_id="a100-sxm4-80gb", max_model_len=8192) == (256, 2048)
     assert default_limits(profile, total_bytes=23.5 * GIB, gpu_id="rtx-4090", max_model_len=8192) == (256, 2048)
+
+
+def test_more_pipeline_stages_than_layers_is_rejected() -> None:
+    # vLLM cannot give every stage a layer; the planner names the parameter instead of crashing.
+    with pytest.raises(InvalidParameterError, match="pipeline_parallel_size=33"):
+        plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, pipeline_parallel_size=33))
+
+
+def test_estimated_max_model_len_capped_at_model_limit() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, max_model_len=8192))
+    assert plan.estimated_max_model_len == 131_072  # max_position_embeddings of Llama 3.1
+
+
+def test_total_kv_is_never_below_one_gpu() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, tensor_parallel_size=2))
+    assert plan.kv_cache_total_bytes == pytest.approx(2 * plan.per_gpu.kv_cache_bytes)
+
+
+def test_unmodelled_old_version_is_noted() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, engine_version="0.1.0"))
+    assert any("predates" in note for note in plan.notes)
