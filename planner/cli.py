@@ -1,4 +1,5 @@
-"""Command line: ``python -m planner plan --engine vllm --model ... --gpu ... [--json]``.
+"""Command line: ``python -m planner plan --engine vllm --model ... --gpu ... [--json]`` and
+``python -m planner model <repo id> [--json]``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -13,7 +14,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from planner.errors import InvalidParameterError, PlannerError
+from planner.hub import ResolvedModel, resolve_model
 from planner.launch import launch_command
+from planner.params import count_params
 from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
@@ -74,6 +77,10 @@ def _build_parser() -> argparse.ArgumentParser:
     art.add_argument("--weight-quant", choices=_PRECISIONS)
     art.add_argument("--kv-quant", choices=_PRECISIONS)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    m = sub.add_parser("model", help="resolve a model id (catalog, cache, Hub) and print its architecture")
+    m.add_argument("model_id", help="a catalog id or any Hugging Face repo id")
+    m.add_argument("--refresh", action="store_true", help="ask the Hub again instead of the on-disk cache")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -168,10 +175,72 @@ def _ignored_flags(args: argparse.Namespace) -> list[str]:
     return notes
 
 
+def _model_json(resolved: ResolvedModel) -> dict[str, object]:
+    spec = resolved.spec
+    counts = count_params(spec)
+    return {
+        "model": resolved.model_id,
+        "source": resolved.source,
+        "revision": resolved.revision,
+        "files": list(resolved.files),
+        "architecture": spec.architecture,
+        "model_type": spec.model_type,
+        "attention": spec.attention_kind,
+        "num_hidden_layers": spec.num_layers,
+        "hidden_size": spec.hidden_size,
+        "num_attention_heads": spec.num_attention_heads,
+        "num_key_value_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "torch_dtype": spec.torch_dtype,
+        "quantization": spec.quant.method,
+        "quantization_bits": spec.quant.bits if spec.quant.method != "none" else None,
+        "quantization_group_size": spec.quant.group_size,
+        "num_experts": spec.num_experts or None,
+        "num_experts_per_tok": spec.num_experts_per_tok or None,
+        "kv_lora_rank": spec.kv_lora_rank,
+        "sliding_window": spec.sliding_window,
+        "layer_attention": {kind: spec.layer_attention.count(kind) for kind in sorted(set(spec.layer_attention))},
+        "tie_word_embeddings": spec.tie_word_embeddings,
+        "params_computed": counts.total,
+        "params_active_computed": counts.active,
+        "vision_params_computed": counts.vision or None,
+        "params_by_dtype": dict(resolved.params_by_dtype) or None,
+        "checkpoint_bytes": resolved.checkpoint_bytes,
+        "assumptions": list(spec.assumptions),
+        "notes": list(resolved.notes),
+    }
+
+
+def _model_text(data: dict[str, object]) -> str:
+    lines = [f"{data['model']} (from {data['source']})"]
+    for key, value in data.items():
+        if key in ("model", "source") or value in (None, [], {}):
+            continue
+        lines.append(
+            f"  {key:26} {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"  {key:26} {value}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input)."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if args.command == "model":
+        try:
+            data = _model_json(resolve_model(args.model_id, refresh=args.refresh))
+        except InvalidParameterError as exc:
+            print(
+                f"python -m planner model: error: {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr
+            )
+            return 2
+        except PlannerError as exc:
+            print(f"python -m planner model: error: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(data, indent=2) if args.json else _model_text(data))
+        return 0
     try:
         result = plan(_scenario(args))
     except InvalidParameterError as exc:

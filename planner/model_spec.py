@@ -109,6 +109,8 @@ class ModelSpec:
         vision_params: parameters of the vision tower and projector, 0 for text-only models.
         quant: quantization the checkpoint ships with.
         assumptions: human-readable notes of every default the parser filled in.
+        checkpoint_params_by_dtype: element counts per safetensors dtype of the real checkpoint (from the
+            Hub's safetensors headers), empty when unknown; :mod:`planner.weights` calibrates to them.
     """
 
     model_id: str
@@ -151,6 +153,7 @@ class ModelSpec:
     vision_params: int = 0
     quant: QuantConfig = field(default_factory=QuantConfig)
     assumptions: tuple[str, ...] = ()
+    checkpoint_params_by_dtype: tuple[tuple[str, int], ...] = ()
 
     @property
     def is_moe(self) -> bool:
@@ -245,6 +248,8 @@ def _quant(config: Mapping[str, Any], text: Mapping[str, Any]) -> QuantConfig:
         return QuantConfig("fp8", 8, None, False, tuple(block) if block else None, not_converted)
     if method == "mxfp4":
         return QuantConfig("mxfp4", 4, 32, False, None, not_converted)
+    if method == "nvfp4":
+        return QuantConfig("nvfp4", 4, 16, False, None, not_converted)
     if method == "bitsandbytes":
         bits = 4 if qc.get("load_in_4bit", True) else 8
         return QuantConfig("bitsandbytes", bits, 64 if bits == 4 else None, False, None, not_converted)

@@ -20,7 +20,7 @@ from planner.errors import UnknownModelError
 from planner.model_spec import ModelSpec, parse_config
 from planner.params import count_params
 
-__all__ = ["CatalogModel", "get_model", "list_models", "model_ids", "quantized_exports"]
+__all__ = ["CatalogModel", "get_model", "list_models", "model_ids", "quantized_exports", "similar_ids"]
 
 _DATA_FILES = ("models_serving.json", "models_reference.json")
 
@@ -102,9 +102,15 @@ def get_model(model_id: str) -> CatalogModel:
     found = _by_key().get(key)
     if found is not None:
         return found
-    close = difflib.get_close_matches(key, list(_by_key()), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(_by_key()[c].id for c in close)}?" if close else ""
+    close = similar_ids(model_id)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownModelError(f"model {model_id!r} is not in the catalog{hint}")
+
+
+def similar_ids(model_id: str, limit: int = 3) -> tuple[str, ...]:
+    """Catalog ids that look like ``model_id`` (difflib), closest first."""
+    close = difflib.get_close_matches(str(model_id).strip().lower(), list(_by_key()), n=limit * 2, cutoff=0.5)
+    return tuple(dict.fromkeys(_by_key()[c].id for c in close))[:limit]
 
 
 def quantized_exports(model_id: str) -> tuple[CatalogModel, ...]:

@@ -12,8 +12,9 @@ from planner.engines.tgi import plan_tgi
 from planner.engines.vllm import plan_vllm
 from planner.errors import PlannerError
 from planner.gpus import get_gpu, list_gpus
+from planner.hub import resolve_model
 from planner.model_spec import ModelSpec
-from planner.models import get_model, quantized_exports
+from planner.models import quantized_exports
 from planner.result import Advice, Plan
 from planner.scenario import Scenario, validate
 
@@ -34,7 +35,7 @@ def _plan_once(scenario: Scenario, spec: ModelSpec | None) -> Plan:
     if scenario.engine == "tgi":
         return plan_tgi(scenario, spec)
     if scenario.engine == "article":
-        return plan_article(scenario)
+        return plan_article(scenario, spec)
     return plan_vllm(scenario, spec)
 
 
@@ -43,7 +44,8 @@ def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = Tr
 
     Args:
         scenario: what to plan.
-        spec: a model to use instead of the catalog entry named by ``scenario.model``.
+        spec: a model to use instead of resolving ``scenario.model`` (catalog, on-disk cache, then the Hub,
+            see :func:`planner.hub.resolve_model`).
         advise: when it does not fit, search for the cheapest changes that make it fit.
 
     Returns:
@@ -54,6 +56,15 @@ def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = Tr
         PlannerError: invalid settings, unknown model or GPU.
     """
     scenario = validate(scenario)
+    article_inputs = None not in (
+        scenario.params_b,
+        scenario.num_layers,
+        scenario.num_kv_heads,
+        scenario.head_dim,
+        scenario.gpu_memory_gb,
+    )
+    if spec is None and not (scenario.engine == "article" and article_inputs):
+        spec = resolve_model(scenario.model).spec
     result = _plan_once(scenario, spec)
     if result.fits or not advise:
         return result
@@ -133,8 +144,11 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
     return out
 
 
-def _try(candidate: Scenario, spec: ModelSpec | None) -> Plan | None:
+def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
+    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec."""
     try:
+        if candidate.model != base.model:
+            spec = resolve_model(candidate.model).spec
         return _plan_once(validate(candidate), spec)
     except PlannerError:
         return None
@@ -152,20 +166,20 @@ def _shorten(s: Scenario, alt: Plan) -> tuple[str, Scenario] | None:
 def _advice(s: Scenario, result: Plan, spec: ModelSpec | None) -> tuple[Advice, ...]:
     """Changes that make ``s`` fit: single changes first, then pairs from different categories, each
     optionally followed by a shorter ``max_model_len``; every one re-planned to prove it fits."""
-    model_spec = spec or (get_model(s.model).spec if s.engine != "article" or s.params_b is None else None)
+    model_spec = spec
     if model_spec is None:
         return ()
     found: dict[str, Advice] = {}
 
     def consider(changes: list[str], candidate: Scenario) -> None:
-        alt = _try(candidate, spec)
+        alt = _try(candidate, s, model_spec)
         if alt is None:
             return
         if not alt.fits:
             shorter = _shorten(candidate, alt)
             if shorter is None:
                 return
-            alt = _try(shorter[1], spec)
+            alt = _try(shorter[1], s, model_spec)
             if alt is None or not alt.fits:
                 return
             changes = [*changes, shorter[0]]

@@ -29,19 +29,20 @@ from dataclasses import dataclass
 
 from planner.errors import InvalidParameterError
 from planner.model_spec import ModelSpec
-from planner.params import layer_params
+from planner.params import count_params, layer_params
 from planner.units import DTYPE_BYTES, ceil_div
 
 __all__ = [
     "QUANTIZATION_METHODS",
     "WeightsSplit",
+    "calibration_factor",
     "linear_bytes_per_param",
     "pp_layer_ranges",
     "weights_bytes_per_rank",
 ]
 
 #: Quantization methods the planner models, with vLLM's ``--quantization`` spelling where it has one.
-QUANTIZATION_METHODS = ("none", "fp8", "int8", "awq", "gptq", "bitsandbytes", "mxfp4")
+QUANTIZATION_METHODS = ("none", "fp8", "int8", "awq", "gptq", "bitsandbytes", "mxfp4", "nvfp4")
 
 #: Bytes of the per-group scale (fp16) and packed 4-bit zero point of AWQ/GPTQ, per group.
 _INT4_GROUP_OVERHEAD_BYTES = 2.5
@@ -49,6 +50,25 @@ _INT4_GROUP_OVERHEAD_BYTES = 2.5
 _BNB4_BYTES_PER_PARAM = 0.5 + 2 / 64
 #: MXFP4: 4-bit values plus one 8-bit shared exponent per 32 (OCP Microscaling spec v1.0).
 _MXFP4_BYTES_PER_PARAM = 0.5 + 1 / 32
+#: NVFP4 (ModelOpt): 4-bit values plus one fp8 scale per 16 (NVIDIA, "Introducing NVFP4").
+_NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
+#: safetensors element sizes, for calibrating to a checkpoint's real tensors.
+_SAFETENSORS_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
 #: vLLM pads the mxfp4 expert intermediate size to this multiple (``mxfp4.py``, Hopper/Triton path);
 #: gpt-oss-120b then loads 64.5 GiB against 64.38 logged (log id 29), 60.8 without padding.
 _MXFP4_INTERMEDIATE_PAD = 256
@@ -107,6 +127,8 @@ def linear_bytes_per_param(
         return 0.5 + _INT4_GROUP_OVERHEAD_BYTES / (group_size or 128)
     if method == "bitsandbytes":
         return _BNB4_BYTES_PER_PARAM
+    if method == "nvfp4":
+        return _NVFP4_BYTES_PER_PARAM
     if method == "mxfp4":
         return model_dtype_bytes  # only experts are mxfp4; see weights_bytes_per_rank
     raise InvalidParameterError("quantization", method, "one of " + ", ".join(QUANTIZATION_METHODS))
@@ -128,6 +150,28 @@ def pp_layer_ranges(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
+def calibration_factor(spec: ModelSpec, *, method: str) -> float:
+    """How much the formulas must be scaled to match the checkpoint's real tensors (1.0 when unknown).
+
+    With safetensors counts from the Hub (``spec.checkpoint_params_by_dtype``): for an unquantized
+    checkpoint, real element count over the computed parameter count (a structural correction that holds
+    for any runtime dtype or quantization); for a quantized one served as shipped, real bytes over the
+    formula's bytes (so packed qweight, scales and zeros count exactly).
+    """
+    counts = spec.checkpoint_params_by_dtype
+    if not counts:
+        return 1.0
+    if spec.quant.method == "none":
+        formula_params = count_params(spec).total
+        return sum(n for _, n in counts) / formula_params if formula_params else 1.0
+    if method != spec.quant.method:
+        return 1.0
+    real = sum(n * _SAFETENSORS_BYTES.get(d, 2) for d, n in counts)
+    dtype = spec.torch_dtype if spec.torch_dtype in DTYPE_BYTES else "bfloat16"
+    formula = _split(spec, method=method, dtype=dtype, tp=1, pp=1, stage=0).total_bytes
+    return real / formula if formula else 1.0
+
+
 def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage: int) -> WeightsSplit:
     """Weight bytes held by one GPU of pipeline stage ``stage`` (every TP rank of a stage is alike).
 
@@ -140,15 +184,31 @@ def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int,
         stage: 0-based pipeline stage.
 
     Returns:
-        The split by component; formulas and sources in the module docstring.
+        The split by component; formulas and sources in the module docstring, scaled by
+        :func:`calibration_factor` when the checkpoint's real tensor counts are known.
     """
+    split = _split(spec, method=method, dtype=dtype, tp=tp, pp=pp, stage=stage)
+    factor = calibration_factor(spec, method=method)
+    if factor == 1.0:
+        return split
+    return WeightsSplit(
+        split.rank_layers,
+        split.embedding_bytes * factor,
+        split.lm_head_bytes * factor,
+        split.layers_bytes * factor,
+        split.other_bytes * factor,
+        split.total_bytes * factor,
+    )
+
+
+def _split(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage: int) -> WeightsSplit:
     dbytes = DTYPE_BYTES[dtype]
     h = spec.hidden_size
     quant = spec.quant
     group = quant.group_size if method == quant.method else None
     block = quant.weight_block_size if method == quant.method else None
     lin = linear_bytes_per_param(method, dbytes, group_size=group, block_size=block, in_features=h)
-    expert_bytes = _MXFP4_BYTES_PER_PARAM if method == "mxfp4" else lin
+    expert_bytes = {"mxfp4": _MXFP4_BYTES_PER_PARAM}.get(method, lin)
     dense_bytes = dbytes if method == "mxfp4" else lin
     kv_per_rank = max(1, spec.num_kv_heads // tp)
     first, last = pp_layer_ranges(spec.num_layers, pp)[stage]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from planner.engines.common import resolve
 from planner.errors import InvalidParameterError, UnknownModelError
+from planner.model_spec import ModelSpec
 from planner.models import get_model
 from planner.params import count_params
 from planner.result import Formula, MemoryTerms, Plan
@@ -111,7 +112,7 @@ def _published_params_b(model_id: str, total_params: int) -> float:
     return float(match.group(1)) if match else float(f"{total_params / 1e9:.2g}")
 
 
-def plan_article(scenario: Scenario) -> Plan:
+def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     """Plan ``scenario`` with the article's rule. Article inputs set in the scenario
     (``params_b``, ``num_layers``, ..., ``gpu_memory_gb``) override the catalog model and GPU."""
     needs_catalog = None in (
@@ -123,7 +124,7 @@ def plan_article(scenario: Scenario) -> Plan:
     )
     spec = gpu = None
     if needs_catalog:
-        r = resolve(scenario)
+        r = resolve(scenario, spec)
         spec, gpu = r.spec, r.gpu
     params_b = scenario.params_b or _published_params_b(spec.model_id, count_params(spec).total)
     layers = scenario.num_layers or spec.num_layers

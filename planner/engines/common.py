@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from planner.errors import InvalidParameterError
 from planner.gpus import GPU, custom_gpu, get_gpu
+from planner.hub import resolve_model
 from planner.model_spec import ModelSpec
-from planner.models import get_model
 from planner.scenario import Scenario
 from planner.units import GIB
 
@@ -29,7 +29,7 @@ class Resolved:
 
 
 def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
-    """Resolve the catalog model (unless ``spec`` is given), the GPU and the effective dtypes.
+    """Resolve the model (catalog, cache, then Hub; unless ``spec`` is given), the GPU and the dtypes.
 
     ``--dtype auto`` takes the checkpoint's dtype, with float32 checkpoints served in bfloat16 and
     bfloat16 replaced by float16 on GPUs without bf16 (T4, V100). ``--quantization`` unset follows the
@@ -39,7 +39,7 @@ def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
         UnknownModelError / UnknownGPUError / InvalidParameterError: from the lookups.
     """
     if spec is None:
-        spec = get_model(scenario.model).spec
+        spec = resolve_model(scenario.model).spec
     if scenario.gpu == "custom":
         if scenario.custom_gpu_memory_gib is None:
             raise InvalidParameterError("custom_gpu_memory_gib", None, "the custom GPU's memory in GiB")
