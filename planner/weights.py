@@ -168,7 +168,8 @@ def calibration_factor(spec: ModelSpec, *, method: str) -> float:
         return 1.0
     real = sum(n * _SAFETENSORS_BYTES.get(d, 2) for d, n in counts)
     dtype = spec.torch_dtype if spec.torch_dtype in DTYPE_BYTES else "bfloat16"
-    formula = _split(spec, method=method, dtype=dtype, tp=1, pp=1, stage=0).total_bytes
+    # Compare like with like: the checkpoint holds no engine padding, so neither may the formula.
+    formula = _split(spec, method=method, dtype=dtype, tp=1, pp=1, stage=0, engine_padding=False).total_bytes
     return real / formula if formula else 1.0
 
 
@@ -201,7 +202,9 @@ def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int,
     )
 
 
-def _split(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage: int) -> WeightsSplit:
+def _split(
+    spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage: int, engine_padding: bool = True
+) -> WeightsSplit:
     dbytes = DTYPE_BYTES[dtype]
     h = spec.hidden_size
     quant = spec.quant
@@ -220,7 +223,7 @@ def _split(spec: ModelSpec, *, method: str, dtype: str, tp: int, pp: int, stage:
         # projections split by TP until each rank holds one KV head.
         kv = p.attn_kv if spec.is_mla else p.attn_kv * kv_per_rank / spec.num_kv_heads
         experts = p.experts
-        if method == "mxfp4" and spec.moe_intermediate_size:
+        if engine_padding and method == "mxfp4" and spec.moe_intermediate_size:
             padded = ceil_div(spec.moe_intermediate_size, _MXFP4_INTERMEDIATE_PAD) * _MXFP4_INTERMEDIATE_PAD
             experts = experts * padded / spec.moe_intermediate_size
         layers_bytes += (p.attn_q_o + p.attn_mla_up) / tp * dense_bytes
