@@ -3,6 +3,13 @@
 Widgets never get a ``value=``: their session-state keys are seeded from the current scenarios, so a
 URL, a preset or an advice can overwrite them, and keys Streamlit dropped (a widget not drawn on the
 last run) are seeded again.
+
+Streamlit drops the state of every widget not drawn on a run: the vLLM fields while the article
+engine is selected, the fields of scenarios 3–4 while only two are shown, all of them on another
+page. So each drawn column's values are also kept in a plain session-state dict
+(:data:`pages._state.EDITOR_MEMORY_KEY`, up to four columns), and a dropped key is re-seeded from it
+before the scenario's own value: what the user typed survives an engine switch or a lower scenario
+count for the session. A new link or preset clears that memory (``_state.load``).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from dataclasses import fields
 
 import streamlit as st
 
+from pages._state import EDITOR_MEMORY_KEY
 from planner.gpus import CUSTOM_GPU_ID, list_gpus
 from planner.kv_cache import KV_CACHE_DTYPES
 from planner.models import model_ids
@@ -66,12 +74,30 @@ def _to_widget(name: str, value: object) -> object:
 
 
 def seed(index: int, scenario: Scenario, *, overwrite: bool) -> None:
-    """Put ``scenario``'s values in the widget keys of column ``index`` (missing keys only, unless
-    ``overwrite``)."""
+    """Fill the widget keys of column ``index``.
+
+    With ``overwrite`` every key gets ``scenario``'s value (a link, preset or advice was loaded).
+    Otherwise only keys Streamlit dropped are filled: from the column's remembered values (what the
+    user last had there, including fields of another engine), else from ``scenario``.
+    """
+    memory = st.session_state.get(EDITOR_MEMORY_KEY, {}).get(index, {})
     for f in fields(Scenario):
         key = widget_key(index, f.name)
-        if overwrite or key not in st.session_state:
+        if overwrite:
             st.session_state[key] = _to_widget(f.name, getattr(scenario, f.name))
+        elif key not in st.session_state:
+            st.session_state[key] = memory.get(f.name, _to_widget(f.name, getattr(scenario, f.name)))
+
+
+def _remember(index: int) -> None:
+    """Keep column ``index``'s widget values where Streamlit does not drop them."""
+    memory = dict(st.session_state.get(EDITOR_MEMORY_KEY, {}))
+    memory[index] = {
+        f.name: st.session_state[widget_key(index, f.name)]
+        for f in fields(Scenario)
+        if widget_key(index, f.name) in st.session_state
+    }
+    st.session_state[EDITOR_MEMORY_KEY] = memory
 
 
 def _int_input(index: int, name: str, label: str, help_text: str, placeholder: str = "default") -> None:
@@ -229,6 +255,7 @@ def edit_scenario(index: int) -> Scenario:
                 placeholder="newest known",
                 help="e.g. 0.19.0 for vLLM, 3.3.7 for TGI.",
             )
+    _remember(index)
     return _collect(index, engine, gpu, used)
 
 

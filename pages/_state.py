@@ -16,12 +16,15 @@ from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import Scenario
 
-__all__ = ["SCENARIOS_KEY", "VIEW_KEY", "cached_plan", "load", "save", "set_scenarios"]
+__all__ = ["EDITOR_MEMORY_KEY", "SCENARIOS_KEY", "VIEW_KEY", "cached_plan", "load", "save", "set_scenarios"]
 
 #: Session-state key of the current scenarios (a tuple of :class:`Scenario`).
 SCENARIOS_KEY = "planner.scenarios"
 #: Session-state key of the concurrency chart's range ``(min_context, max_context)``, tokens.
 VIEW_KEY = "planner.view"
+#: Session-state key of the editor's remembered widget values, ``{index: {field: value}}`` (see
+#: ``pages/_editor.py``); dropped whenever scenarios are loaded afresh from a URL or a preset.
+EDITOR_MEMORY_KEY = "planner.editor_memory"
 _SEEN_KEY = "planner.seen_query"
 
 
@@ -47,6 +50,7 @@ def load() -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     st.session_state[SCENARIOS_KEY] = decoded.scenarios
     st.session_state[VIEW_KEY] = (decoded.min_context, decoded.max_context)
     st.session_state[_SEEN_KEY] = flat
+    st.session_state.pop(EDITOR_MEMORY_KEY, None)  # a new link or preset: forget hidden fields
     return decoded.scenarios, decoded.warnings, True
 
 

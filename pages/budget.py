@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import _editor as editor
 from pages import _state as state
-from planner.charts import memory_breakdown_figure, scenario_label
+from planner.charts import key_figures_table, memory_breakdown_figure, scenario_label
 from planner.errors import PlannerError
 from planner.launch import launch_command
 from planner.presets import presets, scenario_from_advice
@@ -45,6 +45,7 @@ count = st.radio("Scenarios to compare", range(1, MAX_SCENARIOS + 1), key=editor
 
 edited = []
 for index, column in enumerate(st.columns(count, border=True)):
+    # A column hidden by a lower count keeps its remembered values; a brand-new one copies the last.
     editor.seed(index, scenarios[min(index, len(scenarios) - 1)], overwrite=fresh)
     with column:
         st.subheader(f"Scenario {index + 1}")
@@ -68,6 +69,7 @@ def _apply_advice(index: int, advice_index: int) -> None:
 
 
 st.header("Verdict")
+compact = count >= 3  # four metric grids side by side truncate their values: one table instead
 for index, (column, result) in enumerate(zip(st.columns(count), results, strict=True)):
     with column:
         st.markdown(f"**{labels[index]}**")
@@ -78,46 +80,60 @@ for index, (column, result) in enumerate(zip(st.columns(count), results, strict=
             st.success(f"Fits — {result.engine_label}")
         else:
             st.error(f"Does not fit: {result.reason}")
-        terms = result.per_gpu.as_gib()
-        m1, m2 = st.columns(2)
-        m1.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
-        m2.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
-        m1.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
-        m2.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
-        m1.metric(
-            f"Concurrency @ {result.max_model_len:,}",
-            f"{result.max_concurrency:,.2f}",
-            help="Requests of max_model_len tokens that fit in the KV cache at once.",
-        )
-        target = result.scenario.target_context
-        m2.metric(
-            f"Concurrency @ {target:,}" if target else "Concurrency @ target",
-            "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
-            help="Set a target context to see concurrency at it.",
-        )
+        if not compact:
+            terms = result.per_gpu.as_gib()
+            m1, m2 = st.columns(2)
+            m1.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
+            m2.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
+            m1.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
+            m2.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
+            m1.metric(
+                f"Concurrency @ {result.max_model_len:,}",
+                f"{result.max_concurrency:,.2f}",
+                help="Requests of max_model_len tokens that fit in the KV cache at once.",
+            )
+            target = result.scenario.target_context
+            m2.metric(
+                f"Concurrency @ {target:,}" if target else "Concurrency @ target",
+                "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
+                help="Set a target context to see concurrency at it.",
+            )
         if result.advice:
             st.markdown("**What would make it fit** (each re-planned):")
             for a_index, advice in enumerate(result.advice):
-                st.button(
-                    f"{advice.change} → {advice.max_concurrency:,.1f} requests on {advice.num_gpus} GPU(s)",
+                # The change as wrapping text and a short button: long button labels get cut off.
+                text, button = st.columns([3, 2], vertical_alignment="center")
+                text.markdown(
+                    f"{advice.change} → **{advice.max_concurrency:,.1f}** req. on {advice.num_gpus} GPU"
+                    f"{'s' if advice.num_gpus > 1 else ''}"
+                )
+                button.button(
+                    "Apply",
                     key=f"w{index}.advice{a_index}",
                     on_click=_apply_advice,
                     args=(index, a_index),
+                    help=f"Load this change into scenario {index + 1}.",
                     width="stretch",
                 )
 
-planned = [(label, r) for label, r in zip(labels, results, strict=True) if not isinstance(r, PlannerError)]
+planned = [
+    (i, label, r) for i, (label, r) in enumerate(zip(labels, results, strict=True)) if not isinstance(r, PlannerError)
+]
+if planned and compact:
+    st.table(key_figures_table([r for *_, r in planned], [f"Scenario {i + 1}" for i, *_ in planned]).rename_axis(None))
+    st.caption("Concurrency: requests of that many tokens each that fit in the KV cache at once.")
 if planned:
     st.header("Memory per GPU")
     st.plotly_chart(
-        memory_breakdown_figure([r for _, r in planned], [label for label, _ in planned]), key="memory_chart"
+        memory_breakdown_figure([r for *_, r in planned], [label for _, label, _ in planned]), key="memory_chart"
     )
     st.caption(
-        "The limiting GPU of each scenario; terms an engine does not model are left out. The black tick "
-        "is the device's total memory."
+        "The limiting GPU of each scenario; terms an engine does not model are left out. The black line "
+        "(labelled) is the device's total memory, the dashed one the engine's budget (total × utilization); "
+        "anything past the total is the red hatched over-budget segment."
     )
     st.header("Details")
-    for tab, (label, result) in zip(st.tabs([label for label, _ in planned]), planned, strict=True):
+    for tab, (index, _, result) in zip(st.tabs([label for _, label, _ in planned]), planned, strict=True):
         with tab:
             st.markdown("**Launch command**")
             st.code(launch_command(result), language="bash", wrap_lines=True)
@@ -135,7 +151,7 @@ if planned:
             st.download_button(
                 "Download plan (JSON)",
                 json.dumps(result.to_json(), indent=2),
-                file_name=f"plan-{labels.index(label) + 1}.json",
+                file_name=f"plan-{index + 1}.json",
                 mime="application/json",
-                key=f"w.json.{labels.index(label)}",
+                key=f"w.json.{index}",
             )

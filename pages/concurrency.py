@@ -11,6 +11,7 @@ from planner.charts import (
     concurrency_table,
     context_label,
     context_points,
+    is_empty_concurrency,
     model_context_limit,
     scenario_label,
 )
@@ -29,10 +30,19 @@ for line in warnings:
 plans, labels = [], []
 for index, scenario in enumerate(scenarios):
     try:
-        plans.append(state.cached_plan(scenario))
-        labels.append(scenario_label(index, scenario))
+        result = state.cached_plan(scenario)
     except PlannerError as exc:
         st.error(f"Scenario {index + 1} cannot be planned: {exc}")
+        continue
+    plans.append(result)
+    labels.append(scenario_label(index, scenario))
+    if not result.fits:
+        drawn = (
+            " Its line is grey and dotted: what the KV cache would hold if the engine started."
+            if result.kv_cache_tokens
+            else ""
+        )
+        st.warning(f"Scenario {index + 1} does not fit: {result.reason}.{drawn}")
 
 if not plans:
     state.save(scenarios)
@@ -61,13 +71,20 @@ if low >= high:
     st.stop()
 state.save(scenarios, view=(low, high))
 
-st.plotly_chart(concurrency_figure(plans, labels, min_context=low, max_context=high), key="concurrency_chart")
-st.caption(
-    "Solid: up to the scenario's max_model_len (diamond). Dotted: longer contexts the model supports, if "
-    "--max-model-len were raised with the same KV memory. n/a beyond a model's own limit."
-)
-
 table = concurrency_table(plans, labels, context_points(low, high))
+if is_empty_concurrency(table):
+    st.info(
+        f"Nothing to chart from {context_label(low)} to {context_label(high)} tokens: no scenario holds even "
+        "part of one request there (its KV cache is empty, or the range is beyond the model's context "
+        "limit, n/a). See the lines above for why; change the scenarios on the VRAM Budget page or the range."
+    )
+else:
+    st.plotly_chart(concurrency_figure(plans, labels, min_context=low, max_context=high), key="concurrency_chart")
+    st.caption(
+        "Solid: up to the scenario's max_model_len (diamond). Dotted: longer contexts the model supports, if "
+        '--max-model-len were raised with the same KV memory. Grey dotted, "(does not fit)": a scenario the '
+        "engine rejects. n/a beyond a model's own limit (max_position_embeddings)."
+    )
 shown = table.astype(object).map(lambda v: "n/a" if pd.isna(v) else v)
 shown["context_tokens"] = table["context_tokens"].map(context_label)
 st.table(

@@ -54,6 +54,8 @@ _OVERFLOW_COLOR = "#D62728"
 #: Line colour and legend suffix of a scenario the engine rejects (drawn grey and dotted).
 NOT_FIT_COLOR = "#8C8C8C"
 NOT_FIT_SUFFIX = " (does not fit)"
+#: Marker of each grey line, by scenario position, so two rejected scenarios stay apart.
+_NOT_FIT_SYMBOLS = ("x", "triangle-up", "square", "cross")
 #: Smallest and largest context the concurrency chart spans, tokens.
 _MIN_CONTEXT, _MAX_CONTEXT = 1, 10_485_760
 
@@ -178,7 +180,10 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
                 y=y,
                 orientation="h",
                 x=[o / GIB if o > 0 else None for o in overflow],
-                marker={"color": _OVERFLOW_COLOR, "pattern": {"shape": "/", "fgcolor": "white", "solidity": 0.3}},
+                marker={
+                    "color": _OVERFLOW_COLOR,
+                    "pattern": {"shape": "/", "fillmode": "overlay", "fgcolor": "white", "solidity": 0.3},
+                },
                 customdata=[[f"{u / GIB:,.3f}", f"{t / GIB:,.3f}"] for u, t in zip(used, totals, strict=True)],
                 hovertemplate="<b>%{y}</b><br>Over the GPU total by %{x:.3f} GiB<br>"
                 "weights + overheads + KV: %{customdata[0]} GiB of %{customdata[1]} GiB<extra></extra>",
@@ -186,7 +191,7 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
         )
     for i, (plan, total) in enumerate(zip(plans, totals, strict=True)):
         x = total / GIB
-        for width, color in ((8, "white"), (3, "black")):  # a white halo keeps it visible on any colour
+        for width, color in ((6, "white"), (2.5, "black")):  # a white halo keeps it visible on any colour
             fig.add_shape(type="line", x0=x, x1=x, y0=i - 0.48, y1=i + 0.48, line={"color": color, "width": width})
         fig.add_annotation(
             x=x,
@@ -279,7 +284,7 @@ def concurrency_figure(
             points = sorted({*points, plan.max_model_len})
         if not plan.fits:
             if points:
-                fig.add_trace(_not_fit_trace(plan, label, points))
+                fig.add_trace(_not_fit_trace(plan, label, points, _NOT_FIT_SYMBOLS[index % len(_NOT_FIT_SYMBOLS)]))
             continue
         color = COLORS[index % len(COLORS)]
         solid = [c for c in points if c <= plan.max_model_len]
@@ -347,7 +352,7 @@ def concurrency_figure(
     return fig
 
 
-def _not_fit_trace(plan: Plan, label: str, points: Sequence[int]) -> go.Scatter:
+def _not_fit_trace(plan: Plan, label: str, points: Sequence[int], symbol: str) -> go.Scatter:
     """The line of a scenario the engine rejects: grey, dotted, ``(does not fit)`` in the legend."""
     reason = (plan.reason or "the engine rejects it").replace("<", "&lt;")
     return go.Scatter(
@@ -357,7 +362,7 @@ def _not_fit_trace(plan: Plan, label: str, points: Sequence[int]) -> go.Scatter:
         name=label + NOT_FIT_SUFFIX,
         legendgroup=label,
         line={"color": NOT_FIT_COLOR, "dash": "dot", "width": 1.5},
-        marker={"size": 6, "symbol": "x", "color": NOT_FIT_COLOR},
+        marker={"size": 7, "symbol": symbol, "color": NOT_FIT_COLOR},
         hovertemplate=f"<b>{label}</b>{NOT_FIT_SUFFIX}<br>{reason}<br>context %{{x:,}} tokens<br>"
         "%{y:,.2f} concurrent requests (if it started)<extra></extra>",
     )
@@ -377,8 +382,9 @@ def concurrency_table(plans: Sequence[Plan], labels: Sequence[str], contexts: Se
         contexts: context lengths, tokens.
 
     Returns:
-        A DataFrame with a ``context_tokens`` column and one float column per plan; a context longer
-        than the model's limit (:func:`model_context_limit`) is missing (``NaN``, shown "n/a").
+        A DataFrame with a ``context_tokens`` column and one float column per plan, named by its
+        label (plus :data:`NOT_FIT_SUFFIX` when the plan does not fit); a context longer than the
+        model's limit (:func:`model_context_limit`) is missing (``NaN``, shown "n/a").
 
     Raises:
         InvalidParameterError: mismatched ``labels`` or a context outside 1 … 10,485,760.
@@ -390,9 +396,66 @@ def concurrency_table(plans: Sequence[Plan], labels: Sequence[str], contexts: Se
             raise InvalidParameterError("contexts", c, f"integers from {_MIN_CONTEXT} to {_MAX_CONTEXT}")
     data: dict[str, list[float | int | None]] = {"context_tokens": list(contexts)}
     for plan, label in zip(plans, labels, strict=True):
-        name = label
+        name = label if plan.fits else label + NOT_FIT_SUFFIX
         while name in data:
             name += "′"
         limit = model_context_limit(plan)
         data[name] = [plan.concurrency_at(c) if c <= limit else None for c in contexts]
     return pd.DataFrame(data).astype({k: "float64" for k in list(data)[1:]})
+
+
+def is_empty_concurrency(table: pd.DataFrame) -> bool:
+    """Whether a :func:`concurrency_table` has nothing to draw: every value is 0 or n/a (``NaN``).
+
+    A log axis cannot show 0, so such a chart would be blank.
+    """
+    values = table.drop(columns="context_tokens")
+    return bool(values.empty or not (values.fillna(0) > 0).to_numpy().any())
+
+
+def key_figures_table(plans: Sequence[Plan], labels: Sequence[str]) -> pd.DataFrame:
+    """The headline numbers of each plan as text, a column per plan and a row per figure.
+
+    For comparing three or four scenarios in one compact table instead of a grid of metrics. Rows:
+    verdict, KV cache per GPU (GiB), KV cache tokens, KV blocks per GPU, KV bytes per token,
+    max_model_len (tokens), concurrency at max_model_len and at the target context (requests);
+    missing values are "n/a".
+
+    Args:
+        plans: the plans.
+        labels: one column name per plan (made unique if repeated).
+
+    Raises:
+        InvalidParameterError: ``labels`` and ``plans`` differ in length.
+    """
+    if len(labels) != len(plans):
+        raise InvalidParameterError("labels", len(labels), f"one label per plan ({len(plans)})")
+    rows = (
+        "Verdict",
+        "KV cache per GPU",
+        "KV cache tokens",
+        "KV blocks per GPU",
+        "KV bytes per token",
+        "max_model_len (tokens)",
+        "Concurrency @ max_model_len",
+        "Concurrency @ target",
+    )
+    data: dict[str, list[str]] = {}
+    for plan, label in zip(plans, labels, strict=True):
+        name = label
+        while name in data:
+            name += "′"
+        target = plan.scenario.target_context
+        data[name] = [
+            "fits" if plan.fits else "does not fit",
+            f"{plan.per_gpu.kv_cache_bytes / GIB:,.2f} GiB",
+            f"{plan.kv_cache_tokens:,}",
+            "n/a" if plan.num_gpu_blocks is None else f"{plan.num_gpu_blocks:,}",
+            f"{plan.kv_bytes_per_token:,.0f} B",
+            f"{plan.max_model_len:,}",
+            f"{plan.max_concurrency:,.2f}",
+            "n/a"
+            if plan.max_concurrency_at_target is None or not target
+            else f"{plan.max_concurrency_at_target:,.2f} @ {context_label(target)}",
+        ]
+    return pd.DataFrame(data, index=pd.Index(rows, name="figure"))

@@ -1,6 +1,6 @@
 """Page tests with Streamlit's AppTest: every page opens, survives hostile links, and widgets work.
 
-Pages are found by file; widgets by their keys (``w{index}.{field}``, see ``ui/editor.py``).
+Pages are found by file; widgets by their keys (``w{index}.{field}``, see ``pages/_editor.py``).
 """
 
 from __future__ import annotations
@@ -110,9 +110,21 @@ def test_budget_preset_loads():
     assert at.selectbox(key="w0.gpu").value == "rtx-4090"
 
 
-def test_budget_planner_error_is_one_line():
-    at = _app("pages/budget.py", gpu="custom")  # custom GPU without memory: the editor supplies 80 GiB
+@pytest.mark.parametrize("page", PAGES)
+def test_custom_gpu_without_memory_warns_and_plans_80_gib(page):
+    at = _app(page, gpu="custom")
     assert not at.exception
+    assert [w.value for w in at.warning] == [
+        "URL parameter ignored — custom_gpu_memory_gib missing; using 80 (GiB) for gpu=custom"
+    ]
+    assert not at.error  # both pages plan the same 80 GiB GPU
+    assert at.query_params["custom_gpu_memory_gib"] == "80"
+
+
+def test_budget_planner_error_is_one_line():
+    at = _app("pages/budget.py", pipeline_parallel_size="64")  # more stages than the model's 32 layers
+    assert not at.exception
+    assert len(at.error) == 1 and "pipeline_parallel_size" in at.error[0].value
     at = _app(
         "pages/budget.py",
         engine="article",
@@ -126,10 +138,66 @@ def test_budget_planner_error_is_one_line():
 
 
 def test_concurrency_empty_state():
-    at = _app("pages/concurrency.py", gpu="custom")  # no custom memory: the plan fails
+    at = _app("pages/concurrency.py", pipeline_parallel_size="64")  # more stages than layers: no plan
     assert not at.exception
-    assert at.error and "custom_gpu_memory_gib" in at.error[0].value
+    assert at.error and "pipeline_parallel_size" in at.error[0].value
     assert at.info
+
+
+def _chart(at: AppTest) -> dict:
+    """The concurrency chart's plotly spec."""
+    import json
+
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1
+    return json.loads(charts[0].proto.spec)
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"tensor_parallel_size": "64"}, "not divisible by tensor_parallel_size 64"),
+        ({"max_model_len": "10000000"}, "exceeds the model's max_position_embeddings"),
+    ],
+)
+def test_concurrency_shows_verdict_of_non_fitting_scenarios(params, reason):
+    at = _app("pages/concurrency.py", scenarios="2", **{f"s2.{k}": v for k, v in params.items()})
+    assert not at.exception
+    assert len(at.warning) == 1
+    assert "Scenario 2 does not fit" in at.warning[0].value and reason in at.warning[0].value
+    traces = _chart(at)["data"]
+    grey = [t for t in traces if t.get("name", "").endswith("(does not fit)")]
+    assert len(grey) == 1 and grey[0]["line"]["dash"] == "dot"
+    assert max(x for t in traces for x in t["x"]) <= 131_072  # nothing past Llama 3.1's limit
+
+
+def test_concurrency_context_beyond_model_limit_is_na():
+    at = _app("pages/concurrency.py", max_model_len="10000000", max_context="10485760")
+    assert not at.exception
+    table = at.table[0].value
+    assert table.loc["256K"].iloc[0] == "n/a" and table.loc["10M"].iloc[0] == "n/a"
+    assert table.loc["128K"].iloc[0] != "n/a"
+
+
+def test_concurrency_empty_chart_explains_itself():
+    at = _app("pages/concurrency.py", gpu_memory_utilization="0.01")
+    assert not at.exception
+    assert "weights alone" in at.warning[0].value
+    assert at.info and "Nothing to chart" in at.info[0].value
+    assert not at.get("plotly_chart")
+
+
+def test_budget_four_scenarios_show_a_compact_table():
+    at = _app("pages/budget.py")
+    at.selectbox(key="w.preset").set_value("article-vllm")
+    at.button(key="w.load_preset").click().run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert not at.metric  # no truncated metric grid with four columns
+    table = at.table[0].value
+    assert list(table.columns) == ["Scenario 1", "Scenario 2", "Scenario 3", "Scenario 4"]
+    assert "Concurrency @ max_model_len" in table.index
+    at.radio(key="w.count").set_value(2).run(timeout=TIMEOUT_S)
+    assert at.metric and not at.table
 
 
 def test_concurrency_range_control_and_table():
@@ -140,3 +208,39 @@ def test_concurrency_range_control_and_table():
     at.select_slider(key="w.context_range").set_value((512, 4096)).run(timeout=TIMEOUT_S)
     assert not at.exception
     assert at.query_params["max_context"] == "4096"
+
+
+def test_engine_switch_keeps_typed_fields():
+    at = _app("pages/budget.py")
+    at.number_input(key="w0.tensor_parallel_size").set_value(2)
+    at.selectbox(key="w0.quantization").set_value("fp8")
+    at.selectbox(key="w0.kv_cache_dtype").set_value("fp8")
+    at.number_input(key="w0.max_model_len").set_value(8192)
+    at.slider(key="w0.gpu_memory_utilization").set_value(0.8).run(timeout=TIMEOUT_S)
+    assert not at.exception
+    for engine in ("article", "vllm", "tgi", "vllm"):
+        at.selectbox(key="w0.engine").set_value(engine).run(timeout=TIMEOUT_S)
+        assert not at.exception
+    assert at.number_input(key="w0.tensor_parallel_size").value == 2
+    assert at.selectbox(key="w0.quantization").value == "fp8"
+    assert at.selectbox(key="w0.kv_cache_dtype").value == "fp8"
+    assert at.number_input(key="w0.max_model_len").value == 8192
+    assert at.slider(key="w0.gpu_memory_utilization").value == pytest.approx(0.8)
+    assert at.query_params["tensor_parallel_size"] == "2"
+    assert at.query_params["gpu_memory_utilization"] == "0.8"
+
+
+def test_hidden_scenarios_survive_a_lower_count():
+    at = _app("pages/budget.py")
+    at.selectbox(key="w.preset").set_value("article-vllm")
+    at.button(key="w.load_preset").click().run(timeout=TIMEOUT_S)
+    third, fourth = at.selectbox(key="w2.model").value, at.selectbox(key="w3.model").value
+    assert third != at.selectbox(key="w1.model").value or fourth != at.selectbox(key="w1.model").value
+    at.radio(key="w.count").set_value(2).run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.query_params["scenarios"] == "2" and "s3.model" not in at.query_params
+    at.radio(key="w.count").set_value(4).run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.selectbox(key="w2.model").value == third
+    assert at.selectbox(key="w3.model").value == fourth
+    assert at.query_params["s4.model"] == fourth

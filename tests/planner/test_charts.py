@@ -9,11 +9,17 @@ import plotly.graph_objects as go
 import pytest
 
 from planner.charts import (
+    MEMORY_TERMS,
+    NOT_FIT_COLOR,
+    NOT_FIT_SUFFIX,
     concurrency_figure,
     concurrency_table,
     context_label,
     context_points,
+    is_empty_concurrency,
+    key_figures_table,
     memory_breakdown_figure,
+    model_context_limit,
     scenario_label,
 )
 from planner.errors import InvalidParameterError
@@ -109,3 +115,79 @@ def test_concurrency_table_unique_columns(plans):
 
 def test_scenario_label():
     assert scenario_label(1, Scenario(gpu="l4", tensor_parallel_size=2)) == "2 · Llama-3.1-8B-Instruct · l4 ×2 · vllm"
+
+
+def _stack_end(fig, index):
+    """Where bar ``index``'s stack ends, GiB."""
+    return sum(t.x[index] or 0 for t in fig.data if t.type == "bar")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        Scenario(gpu_memory_utilization=0.01),  # weights exceed the budget: unused must not pad past the total
+        Scenario(model="meta-llama/Llama-3.1-70B-Instruct", gpu="rtx-4090"),  # weights exceed the device
+        Scenario(gpu="rtx-4090"),  # fits
+    ],
+)
+def test_memory_bar_never_passes_the_total_unless_marked_over(scenario):
+    p = plan(scenario, advise=False)
+    fig = memory_breakdown_figure([p], ["x"])
+    total = p.per_gpu.total_bytes / GIB
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    over = bars.get("Over GPU total")
+    below = sum(t.x[0] or 0 for name, t in bars.items() if name != "Over GPU total")
+    assert below == pytest.approx(total, rel=1e-9) or below < total
+    used = sum(getattr(p.per_gpu, a) or 0 for a, _, _ in MEMORY_TERMS[:-1]) / GIB
+    if used > total:
+        assert over.x[0] == pytest.approx(used - total)
+        assert _stack_end(fig, 0) == pytest.approx(used)
+        assert over.marker.color == "#D62728"
+    else:
+        assert over is None
+        assert _stack_end(fig, 0) == pytest.approx(total)
+
+
+def test_memory_total_is_a_labelled_line(plans):
+    fig = memory_breakdown_figure(plans, LABELS)
+    lines = [s for s in fig.layout.shapes if s.line.color == "black"]
+    assert [s.x0 for s in lines] == pytest.approx([p.per_gpu.total_bytes / GIB for p in plans])
+    assert all("total" in a.text and "GiB" in a.text for a in fig.layout.annotations)
+
+
+def test_model_context_limit_is_not_raised_by_max_model_len():
+    p = plan(Scenario(max_model_len=10_000_000), advise=False)
+    assert model_context_limit(p) == 131_072
+
+
+def test_concurrency_figure_draws_a_non_fitting_plan_grey_and_stops_at_the_model_limit():
+    p = plan(Scenario(max_model_len=10_000_000), advise=False)
+    fig = concurrency_figure([p], ["x"], min_context=512, max_context=10_485_760)
+    (line,) = [t for t in fig.data if t.type == "scatter"]
+    assert line.name == "x" + NOT_FIT_SUFFIX and line.line.dash == "dot" and line.line.color == NOT_FIT_COLOR
+    assert max(line.x) == 131_072
+    assert p.reason in line.hovertemplate
+    table = concurrency_table([p], ["x"], [131_072, 262_144, 10_000_000])
+    column = table["x" + NOT_FIT_SUFFIX]
+    assert not math.isnan(column[0]) and column[1:].isna().all()
+
+
+def test_is_empty_concurrency():
+    empty = plan(Scenario(gpu_memory_utilization=0.01), advise=False)
+    full = plan(Scenario(), advise=False)
+    assert is_empty_concurrency(concurrency_table([empty], ["x"], [512, 4096]))
+    assert not is_empty_concurrency(concurrency_table([empty, full], ["x", "y"], [512, 4096]))
+    assert is_empty_concurrency(concurrency_table([full], ["y"], [262_144]))  # beyond the model: n/a
+
+
+def test_key_figures_table(plans):
+    table = key_figures_table(plans, ["a", "b"])
+    assert list(table.columns) == ["a", "b"]
+    assert table.loc["Verdict", "a"] == "fits"
+    assert table.loc["max_model_len (tokens)", "a"] == f"{plans[0].max_model_len:,}"
+    assert table.loc["Concurrency @ max_model_len", "b"] == f"{plans[1].max_concurrency:,.2f}"
+    assert table.loc["KV blocks per GPU", "b"] == (
+        "n/a" if plans[1].num_gpu_blocks is None else f"{plans[1].num_gpu_blocks:,}"
+    )
+    with pytest.raises(InvalidParameterError):
+        key_figures_table(plans, ["a"])

@@ -7,7 +7,7 @@ import pytest
 from planner.errors import InvalidParameterError
 from planner.presets import presets
 from planner.scenario import Scenario
-from planner.url_state import MAX_PARAMS, MAX_SCENARIOS, DecodedState, decode, encode
+from planner.url_state import DEFAULT_CUSTOM_GPU_MEMORY_GIB, MAX_PARAMS, MAX_SCENARIOS, DecodedState, decode, encode
 
 
 @pytest.mark.parametrize("preset", presets(), ids=lambda p: p.key)
@@ -196,3 +196,12 @@ def test_non_string_values_never_raise(params):
     decoded = decode(params)
     assert decoded.scenarios == (Scenario(),)
     assert len(decoded.warnings) == 1
+
+
+@pytest.mark.parametrize("prefix", ["", "s2."])
+def test_custom_gpu_without_memory_warns_and_uses_80_gib(prefix):
+    decoded = decode({"scenarios": "2", f"{prefix}gpu": "custom"})
+    scenario = decoded.scenarios[1 if prefix else 0]
+    assert scenario.gpu == "custom" and scenario.custom_gpu_memory_gib == DEFAULT_CUSTOM_GPU_MEMORY_GIB == 80.0
+    assert decoded.warnings == (f"{prefix}custom_gpu_memory_gib missing; using 80 (GiB) for gpu=custom",)
+    assert decode({"gpu": "custom", "custom_gpu_memory_gib": "24"}).warnings == ()
