@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from planner.errors import InvalidParameterError, PlannerError
-from planner.hub import ResolvedModel, resolve_model
+from planner.hub import describe, resolve_model
 from planner.launch import launch_command
-from planner.params import count_params
 from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
@@ -175,44 +174,6 @@ def _ignored_flags(args: argparse.Namespace) -> list[str]:
     return notes
 
 
-def _model_json(resolved: ResolvedModel) -> dict[str, object]:
-    spec = resolved.spec
-    counts = count_params(spec)
-    return {
-        "model": resolved.model_id,
-        "source": resolved.source,
-        "revision": resolved.revision,
-        "files": list(resolved.files),
-        "architecture": spec.architecture,
-        "model_type": spec.model_type,
-        "attention": spec.attention_kind,
-        "num_hidden_layers": spec.num_layers,
-        "hidden_size": spec.hidden_size,
-        "num_attention_heads": spec.num_attention_heads,
-        "num_key_value_heads": spec.num_kv_heads,
-        "head_dim": spec.head_dim,
-        "vocab_size": spec.vocab_size,
-        "max_position_embeddings": spec.max_position_embeddings,
-        "torch_dtype": spec.torch_dtype,
-        "quantization": spec.quant.method,
-        "quantization_bits": spec.quant.bits if spec.quant.method != "none" else None,
-        "quantization_group_size": spec.quant.group_size,
-        "num_experts": spec.num_experts or None,
-        "num_experts_per_tok": spec.num_experts_per_tok or None,
-        "kv_lora_rank": spec.kv_lora_rank,
-        "sliding_window": spec.sliding_window,
-        "layer_attention": {kind: spec.layer_attention.count(kind) for kind in sorted(set(spec.layer_attention))},
-        "tie_word_embeddings": spec.tie_word_embeddings,
-        "params_computed": counts.total,
-        "params_active_computed": counts.active,
-        "vision_params_computed": counts.vision or None,
-        "params_by_dtype": dict(resolved.params_by_dtype) or None,
-        "checkpoint_bytes": resolved.checkpoint_bytes,
-        "assumptions": list(spec.assumptions),
-        "notes": list(resolved.notes),
-    }
-
-
 def _model_text(data: dict[str, object]) -> str:
     lines = [f"{data['model']} (from {data['source']})"]
     for key, value in data.items():
@@ -230,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "model":
         try:
-            data = _model_json(resolve_model(args.model_id, refresh=args.refresh))
+            data = describe(resolve_model(args.model_id, refresh=args.refresh))
         except InvalidParameterError as exc:
             print(
                 f"python -m planner model: error: {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr

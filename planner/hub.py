@@ -30,6 +30,7 @@ from typing import Any
 from planner.errors import InvalidParameterError, PlannerError, UnknownModelError, UnsupportedModelError
 from planner.model_spec import ModelSpec, parse_config
 from planner.models import get_model, similar_ids
+from planner.params import count_params
 
 __all__ = [
     "SAFETENSORS_DTYPE_BYTES",
@@ -40,6 +41,7 @@ __all__ = [
     "NotTextGenerationError",
     "ResolvedModel",
     "cache_dir",
+    "describe",
     "model_from_config",
     "resolve_model",
     "validate_model_id",
@@ -393,3 +395,46 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
     )
     _write_cache(resolved, config, root)
     return resolved
+
+
+def describe(resolved: ResolvedModel) -> dict[str, object]:
+    """What was resolved, as a JSON-ready dict: architecture, attention layout, parameters computed from
+    the config and counted in the checkpoint, quantization, context limit, source and assumptions.
+
+    Keys use ``config.json``'s names where it has one; ``None`` marks what does not apply or is unknown.
+    """
+    spec = resolved.spec
+    counts = count_params(spec)
+    return {
+        "model": resolved.model_id,
+        "source": resolved.source,
+        "revision": resolved.revision,
+        "files": list(resolved.files),
+        "architecture": spec.architecture,
+        "model_type": spec.model_type,
+        "attention": spec.attention_kind,
+        "num_hidden_layers": spec.num_layers,
+        "hidden_size": spec.hidden_size,
+        "num_attention_heads": spec.num_attention_heads,
+        "num_key_value_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "torch_dtype": spec.torch_dtype,
+        "quantization": spec.quant.method,
+        "quantization_bits": spec.quant.bits if spec.quant.method != "none" else None,
+        "quantization_group_size": spec.quant.group_size,
+        "num_experts": spec.num_experts or None,
+        "num_experts_per_tok": spec.num_experts_per_tok or None,
+        "kv_lora_rank": spec.kv_lora_rank,
+        "sliding_window": spec.sliding_window,
+        "layer_attention": {kind: spec.layer_attention.count(kind) for kind in sorted(set(spec.layer_attention))},
+        "tie_word_embeddings": spec.tie_word_embeddings,
+        "params_computed": counts.total,
+        "params_active_computed": counts.active,
+        "vision_params_computed": counts.vision or None,
+        "params_by_dtype": dict(resolved.params_by_dtype) or None,
+        "checkpoint_bytes": resolved.checkpoint_bytes,
+        "assumptions": list(spec.assumptions),
+        "notes": list(resolved.notes),
+    }
