@@ -10,25 +10,38 @@ page. So each drawn column's values are also kept in a plain session-state dict
 (:data:`pages._state.EDITOR_MEMORY_KEY`, up to four columns), and a dropped key is re-seeded from it
 before the scenario's own value: what the user typed survives an engine switch or a lower scenario
 count for the session. A new link or preset clears that memory (``_state.load``).
+
+The model box takes any Hugging Face repo id (typed, ``accept_new_options``) with the catalog as
+suggestions. Under it, "Use a config.json instead" takes an uploaded or pasted config.json: an upload is
+copied into the text area (so it can be edited and survives page switches, :data:`CONFIG_MEMORY_KEY`),
+and while the text area holds a config the scenario's model is its label
+(:func:`pages._state.upload_label`) and the model box is disabled, keeping what was typed there.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
+from datetime import UTC, datetime
 
+import pandas as pd
 import streamlit as st
 
-from pages._state import EDITOR_MEMORY_KEY
+from pages._state import CONFIG_MEMORY_KEY, EDITOR_MEMORY_KEY, UPLOADS_KEY, upload_label
+from planner.errors import PlannerError
 from planner.gpus import CUSTOM_GPU_ID, list_gpus
+from planner.hub import ResolvedModel, describe, model_from_config
 from planner.kv_cache import KV_CACHE_DTYPES
 from planner.models import model_ids
 from planner.scenario import ARTICLE_PRECISIONS, DTYPES, ENGINES, LIMITS, QUANTIZATION_CHOICES, Scenario
+from planner.units import GIB
 
-__all__ = ["COUNT_WIDGET", "edit_scenario", "seed", "widget_key"]
+__all__ = ["COUNT_WIDGET", "edit_scenario", "model_details", "seed", "widget_key"]
 
 #: Key of the "how many scenarios" widget.
 COUNT_WIDGET = "w.count"
 _CHECKPOINT = "checkpoint"
+#: Largest config.json accepted from an upload, bytes (real ones are a few KiB).
+_MAX_CONFIG_BYTES = 1_000_000
 _DEFAULT = Scenario()
 _ENGINE_NAMES = {"vllm": "vLLM", "tgi": "TGI", "article": "Article rule of thumb"}
 _SERVER_FIELDS = (
@@ -81,12 +94,35 @@ def seed(index: int, scenario: Scenario, *, overwrite: bool) -> None:
     user last had there, including fields of another engine), else from ``scenario``.
     """
     memory = st.session_state.get(EDITOR_MEMORY_KEY, {}).get(index, {})
+    keep_config = False
+    if overwrite:
+        # A scenario naming this column's pasted config (advice applied to it) keeps the config and the
+        # model box; any other model replaces the config (a preset or a link says which model to plan).
+        text = _config_text(index)
+        keep_config = bool(text.strip()) and scenario.model == upload_label(text)
+        if not keep_config:
+            _set_config_text(index, "")
     for f in fields(Scenario):
         key = widget_key(index, f.name)
-        if overwrite:
+        if overwrite and not (keep_config and f.name == "model"):
             st.session_state[key] = _to_widget(f.name, getattr(scenario, f.name))
         elif key not in st.session_state:
-            st.session_state[key] = memory.get(f.name, _to_widget(f.name, getattr(scenario, f.name)))
+            fallback = _DEFAULT if keep_config and f.name == "model" else scenario
+            st.session_state[key] = memory.get(f.name, _to_widget(f.name, getattr(fallback, f.name)))
+
+
+def _config_text(index: int) -> str:
+    """Column ``index``'s pasted config.json: the text area's value, or the remembered one if it was dropped."""
+    text = st.session_state.get(widget_key(index, "config_text"))
+    if text is None:
+        text = st.session_state.get(CONFIG_MEMORY_KEY, {}).get(index, "")
+    return text if isinstance(text, str) else ""
+
+
+def _set_config_text(index: int, text: str) -> None:
+    """Set column ``index``'s config text (call before its text area is drawn)."""
+    st.session_state[widget_key(index, "config_text")] = text
+    st.session_state[CONFIG_MEMORY_KEY] = {**st.session_state.get(CONFIG_MEMORY_KEY, {}), index: text}
 
 
 def _remember(index: int) -> None:
@@ -152,7 +188,21 @@ def edit_scenario(index: int) -> Scenario:
             key=k("custom_gpu_memory_gib"),
             help="Total as the driver reports it (vLLM's total_gpu_memory).",
         )
-    st.selectbox("Model", model_ids(), key=k("model"), help="Type to search the catalog's Hugging Face ids.")
+    model_slot = st.container()  # the model box is drawn after the config expander, which can disable it
+    uploaded = _config_input(index)
+    with model_slot:
+        current = st.session_state.get(k("model"))
+        ids = list(model_ids())
+        st.selectbox(
+            "Model",
+            ids if not current or current in ids else [current, *ids],
+            key=k("model"),
+            accept_new_options=True,
+            disabled=uploaded is not None,
+            help="Any Hugging Face repo id (namespace/name): type it and press Enter, or pick a catalog model. "
+            "Others are read from the Hub: config.json and safetensors headers, never the weights."
+            + (" Clear the config.json below to use this box again." if uploaded is not None else ""),
+        )
     used = _FIELDS_BY_ENGINE[engine]
     if engine != "article":
         c1, c2 = st.columns(2)
@@ -256,14 +306,66 @@ def edit_scenario(index: int) -> Scenario:
                 help="e.g. 0.19.0 for vLLM, 3.3.7 for TGI.",
             )
     _remember(index)
-    return _collect(index, engine, gpu, used)
+    return _collect(index, engine, gpu, used, uploaded)
 
 
-def _collect(index: int, engine: str, gpu: str, used: set[str]) -> Scenario:
+def _config_input(index: int) -> ResolvedModel | None:
+    """The "Use a config.json instead" expander of column ``index``: the model its config describes, or ``None``.
+
+    A parsed config is registered in :data:`pages._state.UPLOADS_KEY` under its label; an invalid one gives
+    one error line, keeps its text, and the model box's model is planned instead.
+    """
+    text_key, file_key, seen_key = (widget_key(index, n) for n in ("config_text", "config_file", "config_seen"))
+    if text_key not in st.session_state:  # dropped on another page: restore what was pasted
+        st.session_state[text_key] = _config_text(index)
+    with st.expander("Use a config.json instead", expanded=bool(st.session_state[text_key].strip())):
+        upload = st.file_uploader(
+            "Upload config.json",
+            type=["json"],
+            key=file_key,
+            max_upload_size=1,  # MB; real config.json files are a few KiB
+            help="Copied into the text below, where you can edit it.",
+        )
+        if upload is not None and upload.file_id != st.session_state.get(seen_key):
+            st.session_state[seen_key] = upload.file_id  # copy each upload once; later edits of the text win
+            data = upload.getvalue()
+            try:
+                if len(data) > _MAX_CONFIG_BYTES:
+                    raise ValueError(f"{len(data):,} bytes, more than {_MAX_CONFIG_BYTES:,}")
+                st.session_state[text_key] = data.decode("utf-8")
+            except ValueError as exc:  # UnicodeDecodeError is a ValueError
+                st.error(f"{upload.name} was not read: {str(exc).splitlines()[0][:120]}")
+        st.text_area(
+            "…or paste it",
+            key=text_key,
+            height=160,
+            placeholder='{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, ...}',
+            help="The model's config.json from the Hub or a local checkpoint. Clear it to use the model box.",
+        )
+        text = st.session_state[text_key]
+        st.session_state[CONFIG_MEMORY_KEY] = {**st.session_state.get(CONFIG_MEMORY_KEY, {}), index: text}
+        if not text.strip():
+            return None
+        label = upload_label(text)  # None when not a JSON object: model_from_config says why
+        try:
+            resolved = model_from_config(text, label=label or "config.json")
+        except PlannerError as exc:
+            st.error(f"Config not used, planning the model above: {exc}")
+            return None
+        st.session_state[UPLOADS_KEY] = {**st.session_state.get(UPLOADS_KEY, {}), label: resolved}
+        st.caption(
+            f"Planned as **{label}**. The link carries this name only, not the config: whoever opens it "
+            "needs the same config.json pasted here."
+        )
+        return resolved
+
+
+def _collect(index: int, engine: str, gpu: str, used: set[str], uploaded: ResolvedModel | None) -> Scenario:
+    typed = st.session_state[widget_key(index, "model")]
     values: dict[str, object] = {
         "engine": engine,
         "gpu": gpu,
-        "model": st.session_state[widget_key(index, "model")],
+        "model": uploaded.model_id if uploaded is not None else (typed or "").strip(),
         "target_context": st.session_state[widget_key(index, "target_context")],
     }
     if gpu == CUSTOM_GPU_ID:
@@ -278,3 +380,72 @@ def _collect(index: int, engine: str, gpu: str, used: set[str]) -> Scenario:
             value = _DEFAULT.gpu_memory_utilization
         values[name] = value
     return Scenario(**values)
+
+
+def _na(value: object, fmt: str = "{}") -> str:
+    return "n/a" if value is None else fmt.format(value)
+
+
+def _billions(count: int | None) -> str:
+    return "n/a" if count is None else f"{count / 1e9:,.2f} B ({count:,})"
+
+
+def _when(seconds: float | None) -> str:
+    return "time unknown" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _source(resolved: ResolvedModel) -> str:
+    revision = f"revision {resolved.revision[:10]}" if resolved.revision else "revision unknown"
+    if resolved.source == "hub":
+        return f"Hugging Face Hub, {revision}, fetched {_when(resolved.fetched_at_s)}"
+    if resolved.source == "cache":
+        return f"on-disk cache of the Hub, {revision}, fetched {_when(resolved.fetched_at_s)}"
+    if resolved.source == "upload":
+        return "pasted/uploaded config.json"
+    return "built-in catalog"
+
+
+def model_details(resolved: ResolvedModel) -> None:
+    """Draw what :func:`planner.hub.describe` says about ``resolved``; missing values read "n/a"."""
+    d = describe(resolved)
+    layers = d["layer_attention"] or {}
+    kinds = ", ".join(f"{n} {kind}" for kind, n in layers.items()) or "n/a"
+    if d["sliding_window"]:
+        kinds += f" (window {d['sliding_window']:,} tokens)"
+    experts = _na(d["num_experts"], "{:,}")
+    if d["num_experts"] and d["num_experts_per_tok"]:
+        experts += f" ({d['num_experts_per_tok']} active per token)"
+    quant = d["quantization"] or "n/a"
+    if quant != "none" and quant != "n/a":
+        quant += f", {_na(d['quantization_bits'])}-bit, group size {_na(d['quantization_group_size'])}"
+    params = _billions(d["params_computed"])
+    if d["params_active_computed"] and d["params_active_computed"] != d["params_computed"]:
+        params += f", {_billions(d['params_active_computed'])} active"
+    if d["vision_params_computed"]:
+        params += f", vision tower {_billions(d['vision_params_computed'])}"
+    by_dtype = d["params_by_dtype"]
+    checkpoint = d["checkpoint_bytes"]
+    rows = {
+        "Source": _source(resolved),
+        "Architecture": f"{_na(d['architecture'])} ({_na(d['model_type'])})",
+        "Attention": _na(d["attention"]),
+        "Layers": _na(d["num_hidden_layers"]),
+        "Attention heads / KV heads": f"{_na(d['num_attention_heads'])} / {_na(d['num_key_value_heads'])}",
+        "Head dim": _na(d["head_dim"]),
+        "Layer types": kinds,
+        "MoE experts": experts,
+        "MLA KV rank": _na(d["kv_lora_rank"]),
+        "Quantization": quant,
+        "Checkpoint dtype": _na(d["torch_dtype"]),
+        "Context limit (tokens)": _na(d["max_position_embeddings"], "{:,}"),
+        "Vocabulary": _na(d["vocab_size"], "{:,}"),
+        "Parameters (computed)": params,
+        "Parameters in checkpoint": ", ".join(f"{dtype} {n:,}" for dtype, n in by_dtype.items()) if by_dtype else "n/a",
+        "Checkpoint size": "n/a" if checkpoint is None else f"{checkpoint / GIB:,.2f} GiB",
+        "Read from": ", ".join(d["files"]) or "n/a",
+    }
+    st.table(pd.DataFrame({"value": rows}).rename_axis(None))
+    for assumption in d["assumptions"]:
+        st.caption(f":orange[:material/warning: Assumed: {assumption}]")
+    for note in d["notes"]:
+        st.caption(f"ℹ️ {note}")

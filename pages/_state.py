@@ -1,22 +1,49 @@
-"""Streamlit glue shared by the pages: URL/session state. Not a page (st.navigation lists pages explicitly).
+"""Streamlit glue shared by the pages: URL/session state, model resolution and cached plans. Not a page
+(st.navigation lists pages explicitly).
 
 The query string (decoded by :mod:`planner.url_state`) is read when it changes; session state keeps
 the scenarios for pages opened without one (switching pages drops the query string), and every page
 writes the canonical query string back, so the link in the address bar always restores the view.
+
+Models are resolved by :func:`resolve`: a config.json pasted in this session (:data:`UPLOADS_KEY`), else
+:func:`planner.hub.resolve_model` (catalog, on-disk cache, then the Hub) behind ``st.cache_data``. The Hub
+token comes from ``st.secrets["HF_TOKEN"]`` or ``$HF_TOKEN`` and is passed as the unhashed ``_token``
+argument: it is never part of a cache key, the URL, a message or an export.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Sequence
 
 import streamlit as st
 
 from planner import url_state
+from planner.errors import PlannerError, UnsupportedModelError
+from planner.hub import ResolvedModel, resolve_model
+from planner.model_spec import ModelSpec
 from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import Scenario
 
-__all__ = ["EDITOR_MEMORY_KEY", "SCENARIOS_KEY", "VIEW_KEY", "cached_plan", "load", "save", "set_scenarios"]
+__all__ = [
+    "CONFIG_MEMORY_KEY",
+    "EDITOR_MEMORY_KEY",
+    "SCENARIOS_KEY",
+    "UPLOADS_KEY",
+    "UPLOAD_NAMESPACE",
+    "VIEW_KEY",
+    "cached_plan",
+    "hub_token",
+    "load",
+    "plan_scenarios",
+    "resolve",
+    "save",
+    "set_scenarios",
+    "upload_label",
+]
 
 #: Session-state key of the current scenarios (a tuple of :class:`Scenario`).
 SCENARIOS_KEY = "planner.scenarios"
@@ -25,7 +52,15 @@ VIEW_KEY = "planner.view"
 #: Session-state key of the editor's remembered widget values, ``{index: {field: value}}`` (see
 #: ``pages/_editor.py``); dropped whenever scenarios are loaded afresh from a URL or a preset.
 EDITOR_MEMORY_KEY = "planner.editor_memory"
+#: Session-state key of the models parsed from pasted/uploaded config.json files, ``{label: ResolvedModel}``.
+UPLOADS_KEY = "planner.uploads"
+#: Session-state key of each editor column's pasted config.json text, ``{index: text}`` (kept where
+#: Streamlit does not drop it, like :data:`EDITOR_MEMORY_KEY`).
+CONFIG_MEMORY_KEY = "planner.config_memory"
+#: Namespace of the model name a pasted config.json gets in a scenario (and so in the URL).
+UPLOAD_NAMESPACE = "uploaded-config"
 _SEEN_KEY = "planner.seen_query"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def _query() -> dict[str, list[str]]:
@@ -74,11 +109,99 @@ def set_scenarios(scenarios: Sequence[Scenario]) -> None:
     st.query_params.from_dict(url_state.encode(scenarios, min_context=view[0], max_context=view[1]))
 
 
+def hub_token() -> str | None:
+    """``HF_TOKEN`` from ``.streamlit/secrets.toml``, or ``None`` (then ``resolve_model`` reads ``$HF_TOKEN``)."""
+    try:
+        token = st.secrets.get("HF_TOKEN")
+    except FileNotFoundError:  # StreamlitSecretNotFoundError: no secrets.toml at all
+        return None
+    return token.strip() if isinstance(token, str) and token.strip() else None
+
+
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=256)
+def _cached_resolve(model_id: str, _token: str | None) -> ResolvedModel:
+    """:func:`planner.hub.resolve_model`, cached by id for an hour; ``_token`` is not hashed (not in the key).
+
+    Raises:
+        PlannerError: as :func:`planner.hub.resolve_model`; errors are not cached.
+    """
+    return resolve_model(model_id, token=_token)
+
+
+def resolve(model_id: str) -> ResolvedModel:
+    """The model a scenario names: a config.json pasted this session, else catalog, disk cache or the Hub.
+
+    Raises:
+        PlannerError: one line saying why and what to do (not found, gated, offline, malformed id, a
+            link naming a config.json pasted in another session).
+    """
+    uploaded = st.session_state.get(UPLOADS_KEY, {}).get(model_id)
+    if uploaded is not None:
+        return uploaded
+    if isinstance(model_id, str) and model_id.startswith(UPLOAD_NAMESPACE + "/"):
+        raise UnsupportedModelError(
+            f"{model_id} names a config.json pasted in another session: paste the same config.json under "
+            "'Use a config.json instead' to plan it, or pick a model"
+        )
+    shown = model_id if len(str(model_id)) <= 80 else str(model_id)[:79] + "…"
+    with st.spinner(f"Fetching {shown} from the Hub…"):  # shown only if it takes over half a second
+        return _cached_resolve(model_id, hub_token())
+
+
+def upload_label(text: str) -> str | None:
+    """The model name a pasted config.json gets: ``uploaded-config/<name>-<hash>``, a valid repo id.
+
+    ``<name>`` is the last part of the config's ``_name_or_path`` (or its ``model_type``), reduced to
+    ``[A-Za-z0-9._-]``; ``<hash>`` is the first 8 hex digits of the SHA-256 of the config's canonical JSON, so
+    the same config always gets the same name (and a link names exactly one config).
+
+    Returns:
+        The label, or ``None`` when ``text`` is not a JSON object.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    name = str(data.get("_name_or_path") or data.get("model_type") or "model").rstrip("/").split("/")[-1]
+    slug = _UNSAFE.sub("-", name).strip("-._")[:40].strip("-._") or "model"
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{UPLOAD_NAMESPACE}/{slug}-{digest}"
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_plan(scenario: Scenario) -> Plan:
-    """:func:`planner.plan.plan`, cached by scenario (frozen, hashable).
+def cached_plan(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
+    """:func:`planner.plan.plan`, cached by ``(scenario, spec)`` (frozen, hashable).
+
+    Args:
+        scenario: what to plan.
+        spec: the resolved model (see :func:`resolve`); ``None`` lets the planner resolve ``scenario.model``.
 
     Raises:
         PlannerError: as :func:`planner.plan.plan`; errors are not cached.
     """
-    return plan(scenario)
+    return plan(scenario, spec=spec)
+
+
+def plan_scenarios(
+    scenarios: Sequence[Scenario],
+) -> list[tuple[ResolvedModel | PlannerError, Plan | PlannerError]]:
+    """Resolve and plan each scenario; a failure stays with its scenario and the others still plan.
+
+    Returns:
+        One ``(model, plan)`` per scenario; a model that cannot be resolved gives its error in both places.
+    """
+    out: list[tuple[ResolvedModel | PlannerError, Plan | PlannerError]] = []
+    for scenario in scenarios:
+        try:
+            resolved = resolve(scenario.model)
+        except PlannerError as exc:
+            out.append((exc, exc))
+            continue
+        try:
+            out.append((resolved, cached_plan(scenario, resolved.spec)))
+        except PlannerError as exc:
+            out.append((resolved, exc))
+    return out

@@ -53,12 +53,7 @@ for index, column in enumerate(st.columns(count, border=True)):
 state.save(edited)
 
 labels = [scenario_label(i, s) for i, s in enumerate(edited)]
-results = []
-for s in edited:
-    try:
-        results.append(state.cached_plan(s))
-    except PlannerError as exc:
-        results.append(exc)
+models, results = zip(*state.plan_scenarios(edited), strict=True)
 
 
 def _apply_advice(index: int, advice_index: int) -> None:
@@ -75,6 +70,9 @@ for index, (column, result) in enumerate(zip(st.columns(count), results, strict=
         st.markdown(f"**{labels[index]}**")
         if isinstance(result, PlannerError):
             st.error(f"Cannot plan this scenario: {result}")
+            if not isinstance(models[index], PlannerError):
+                with st.expander("Model details"):
+                    editor.model_details(models[index])
             continue
         if result.fits:
             st.success(f"Fits — {result.engine_label}")
@@ -83,10 +81,10 @@ for index, (column, result) in enumerate(zip(st.columns(count), results, strict=
         if not compact:
             terms = result.per_gpu.as_gib()
             m1, m2 = st.columns(2)
-            m1.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
-            m2.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
-            m1.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
-            m2.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
+            m1.metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
+            m2.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
+            m1.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
+            m2.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
             m1.metric(
                 f"Concurrency @ {result.max_model_len:,}",
                 f"{result.max_concurrency:,.2f}",
@@ -98,6 +96,9 @@ for index, (column, result) in enumerate(zip(st.columns(count), results, strict=
                 "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
                 help="Set a target context to see concurrency at it.",
             )
+            m1.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
+        with st.expander("Model details"):
+            editor.model_details(models[index])
         if result.advice:
             st.markdown("**What would make it fit** (each re-planned):")
             for a_index, advice in enumerate(result.advice):
@@ -137,6 +138,11 @@ if planned:
         with tab:
             st.markdown("**Launch command**")
             st.code(launch_command(result), language="bash", wrap_lines=True)
+            if models[index].source == "upload":
+                st.caption(
+                    f"{result.scenario.model} stands for the pasted config.json: put the checkpoint's path or "
+                    "repo id there."
+                )
             with st.expander("Formulas with your numbers", expanded=False):
                 st.dataframe(
                     [

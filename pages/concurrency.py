@@ -28,11 +28,9 @@ for line in warnings:
     st.warning(f"URL parameter ignored — {line}")
 
 plans, labels = [], []
-for index, scenario in enumerate(scenarios):
-    try:
-        result = state.cached_plan(scenario)
-    except PlannerError as exc:
-        st.error(f"Scenario {index + 1} cannot be planned: {exc}")
+for index, (scenario, (_, result)) in enumerate(zip(scenarios, state.plan_scenarios(scenarios), strict=True)):
+    if isinstance(result, PlannerError):
+        st.error(f"Scenario {index + 1} cannot be planned: {result}")
         continue
     plans.append(result)
     labels.append(scenario_label(index, scenario))

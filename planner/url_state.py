@@ -8,6 +8,9 @@ Scheme
 * Scenarios 2–4 use the same keys with a prefix: ``s2.gpu``, ``s3.max_model_len``, ``s4.engine``.
 * ``scenarios`` is the number of scenarios (1–4); written only when it is more than 1.
 * Only fields that differ from :class:`Scenario`'s defaults are written, so links stay short.
+* ``model`` is a catalog id (normalised: ``llama-3.1-8b-instruct`` becomes ``meta-llama/Llama-3.1-8B-Instruct``)
+  or any syntactically valid Hugging Face repo id (:func:`planner.hub.validate_model_id`); whether that
+  repo exists is the page's business, not the codec's.
 * ``gpu=custom`` needs ``custom_gpu_memory_gib``; without it :func:`decode` warns and uses
   :data:`DEFAULT_CUSTOM_GPU_MEMORY_GIB`.
 * Page-level selections that are not scenario fields: ``min_context`` and ``max_context`` (tokens,
@@ -37,6 +40,7 @@ from dataclasses import dataclass, fields
 
 from planner.errors import InvalidParameterError, PlannerError
 from planner.gpus import CUSTOM_GPU_ID, get_gpu
+from planner.hub import validate_model_id
 from planner.kv_cache import KV_CACHE_DTYPES
 from planner.models import get_model
 from planner.scenario import (
@@ -185,9 +189,13 @@ def _parse_field(name: str, text: str) -> object:
             raise _Bad("a catalog GPU id such as h100-sxm-80gb, or custom") from None
     if name == "model":
         try:
-            return get_model(text).id
+            return get_model(text).id  # catalog names are normalised (case, the part after "/")
         except PlannerError:
-            raise _Bad("a catalog model id such as meta-llama/Llama-3.1-8B-Instruct") from None
+            pass
+        try:
+            return validate_model_id(text)  # any Hub repo id; the page resolves it (and reports failures)
+        except PlannerError:
+            raise _Bad("a Hugging Face repo id (namespace/name) such as meta-llama/Llama-3.1-8B-Instruct") from None
     if name == "engine_version":
         if len(text) > 40 or not _VERSION.fullmatch(text):
             raise _Bad("a version such as 0.19.0")
@@ -319,7 +327,8 @@ def encode(
 
     Returns:
         A flat ``{key: value}`` dict for ``st.query_params.from_dict``; ``decode(encode(x))``
-        gives ``x`` back for valid scenarios whose ``gpu`` and ``model`` are catalog ids.
+        gives ``x`` back for valid scenarios whose ``gpu`` is a catalog id and whose ``model``
+        is a catalog id or a Hub repo id.
 
     Raises:
         InvalidParameterError: no scenario, or more than :data:`MAX_SCENARIOS`.

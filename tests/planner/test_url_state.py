@@ -82,6 +82,43 @@ def test_decode_normalises_names():
     assert (s.gpu, s.model) == ("h100-sxm-80gb", "meta-llama/Llama-3.1-8B-Instruct")
 
 
+@pytest.mark.parametrize(
+    "model_id",
+    ["mirror/Llama-3.1-8B-Instruct", "acme/never-seen", "Org-1/name_v2.5-GGUF", "uploaded-config/llama-0123abcd"],
+)
+def test_any_hub_repo_id_round_trips(model_id):
+    # Whether the repo exists is the page's business (it resolves and reports); the codec checks the form only.
+    decoded = decode(encode([Scenario(model=model_id), Scenario()]))
+    assert decoded.scenarios[0].model == model_id
+    assert decoded.warnings == ()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../../etc/passwd",
+        "no-slash",
+        "a/b/c",
+        "org/",
+        "/name",
+        "org/na me",
+        "org/..x",
+        "org--x/y",
+        "org/" + "x" * 150,
+        "мета/модель",
+        "org/🙂",
+        "<script>/x",
+        "https://huggingface.co/meta-llama/Llama-3.1-8B",
+    ],
+)
+def test_malformed_model_ids_warn_and_fall_back(value):
+    decoded = decode({"s2.model": value})
+    assert decoded.scenarios[1].model == Scenario().model
+    assert len(decoded.warnings) == 1
+    assert decoded.warnings[0].startswith("s2.model=") and "repo id" in decoded.warnings[0]
+    assert len(decoded.warnings[0]) < 300
+
+
 HOSTILE = [
     "nan",
     "inf",
