@@ -23,6 +23,7 @@ import streamlit as st
 from planner import url_state
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.hub import ResolvedModel, resolve_model
+from planner.launch import UPLOADED_PREFIX
 from planner.model_spec import ModelSpec
 from planner.plan import plan
 from planner.result import Plan
@@ -58,7 +59,7 @@ UPLOADS_KEY = "planner.uploads"
 #: Streamlit does not drop it, like :data:`EDITOR_MEMORY_KEY`).
 CONFIG_MEMORY_KEY = "planner.config_memory"
 #: Namespace of the model name a pasted config.json gets in a scenario (and so in the URL).
-UPLOAD_NAMESPACE = "uploaded-config"
+UPLOAD_NAMESPACE = UPLOADED_PREFIX.rstrip("/")
 _SEEN_KEY = "planner.seen_query"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner.errors import InvalidParameterError, PlannerError
-from planner.models import get_model
+from planner.errors import InvalidParameterError
 from planner.result import Plan
 from planner.scenario import Scenario
 from planner.units import GIB
@@ -86,15 +85,11 @@ def context_label(tokens: int) -> str:
 def model_context_limit(plan: Plan) -> int:
     """The longest context the plan's model supports (``max_position_embeddings``), tokens.
 
-    Falls back to ``plan.max_model_len`` when the model is not in the catalog or has no limit (the
-    article engine's custom sizes). A ``max_model_len`` above the model's limit does not raise it:
-    contexts beyond it are n/a (the engine refuses such a length).
+    Falls back to ``plan.max_model_len`` when the model has no known limit (the article engine's
+    hand-typed sizes). A ``max_model_len`` above the model's limit does not raise it: contexts beyond it
+    are n/a (the engine refuses such a length).
     """
-    try:
-        limit = get_model(plan.scenario.model).spec.max_position_embeddings
-    except PlannerError:
-        limit = None
-    return limit or plan.max_model_len
+    return plan.model_max_position_embeddings or plan.max_model_len
 
 
 def _check_range(min_context: int, max_context: int | None) -> None:

@@ -8,7 +8,10 @@ from planner.errors import PlannerError
 from planner.models import get_model
 from planner.result import Plan
 
-__all__ = ["launch_command", "tgi_command", "vllm_command"]
+__all__ = ["UPLOADED_PREFIX", "launch_command", "tgi_command", "vllm_command"]
+
+#: Model ids the pages give pasted or uploaded configs (``uploaded-config/<name>-<hash>``).
+UPLOADED_PREFIX = "uploaded-config/"
 
 #: TGI's ``--quantize`` spelling of our quantization names (launcher ``Quantization`` enum).
 _TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bitsandbytes-nf4", "int8": "eetq"}
@@ -42,6 +45,9 @@ def vllm_command(plan: Plan) -> str:
     if s.engine == "article" and s.params_b is not None and s.model not in plan.model_id:
         return "# the article engine with hand-typed model inputs has no checkpoint to serve"
     args = ["vllm", "serve", plan.model_id]
+    if plan.model_id.startswith(UPLOADED_PREFIX):
+        # A pasted config.json has no repo behind it; the user serves their own checkpoint folder.
+        args[2] = "/path/to/your/checkpoint"
     if s.tensor_parallel_size > 1:
         args += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
     if s.pipeline_parallel_size > 1:
@@ -88,7 +94,7 @@ def tgi_command(plan: Plan) -> str:
         "$PWD/data:/data",
         f"ghcr.io/huggingface/text-generation-inference:{version}",
         "--model-id",
-        plan.model_id,
+        "/data/your-checkpoint" if plan.model_id.startswith(UPLOADED_PREFIX) else plan.model_id,
     ]
     if s.tensor_parallel_size > 1:
         args += ["--num-shard", str(s.tensor_parallel_size)]

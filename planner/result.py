@@ -96,6 +96,8 @@ class Plan:
         reason: why not, in plain words (``None`` when it fits).
         kv_needed_for_max_len_bytes: KV memory one request of ``max_model_len`` needs on the limiting
             GPU (vLLM's "X GiB KV cache is needed" start-up check).
+        model_max_position_embeddings: the longest context the model itself supports, tokens (``None``
+            for the article engine's hand-typed sizes).
         max_num_seqs / max_num_batched_tokens: the scheduler limits in force (defaults resolved);
             ``None`` for engines without them.
         advice: cheapest changes that make it fit, each proven by a re-plan.
@@ -125,6 +127,7 @@ class Plan:
     fits: bool
     reason: str | None
     kv_needed_for_max_len_bytes: float | None = None
+    model_max_position_embeddings: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     advice: tuple[Advice, ...] = ()
@@ -171,6 +174,7 @@ class Plan:
             "num_gpu_blocks": self.num_gpu_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,
             "max_model_len": self.max_model_len,
+            "model_max_position_embeddings": self.model_max_position_embeddings,
             "max_concurrency": self.max_concurrency,
             "max_concurrency_at_target": self.max_concurrency_at_target,
             "target_context": self.scenario.target_context,

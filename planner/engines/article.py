@@ -203,6 +203,7 @@ def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         max_concurrency=b.concurrent_requests,
         max_concurrency_at_target=b.concurrent_requests,
         estimated_max_model_len=b.total_tokens,
+        model_max_position_embeddings=spec.max_position_embeddings if spec else None,
         kv_needed_for_max_len_bytes=float(context * b.kv_bytes_per_token),
         fits=reason is None,
         reason=reason,

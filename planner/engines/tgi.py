@@ -209,6 +209,7 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         max_concurrency=concurrency,
         max_concurrency_at_target=tokens / target if target else None,
         estimated_max_model_len=tokens,
+        model_max_position_embeddings=spec.max_position_embeddings,
         kv_needed_for_max_len_bytes=float(max_total * per_token),
         fits=reason is None,
         reason=reason,

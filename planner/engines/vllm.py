@@ -392,6 +392,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         kv_bytes_per_token=pool.bytes_per_token,
         kv_bytes_per_token_model=per_token_model if tp <= spec.num_kv_heads else pool.bytes_per_token * pp,
         block_size=block,
+        model_max_position_embeddings=spec.max_position_embeddings,
         kv_needed_for_max_len_bytes=float(per_request_blocks * page * pool.group_size),
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=mnbt,

@@ -226,3 +226,28 @@ def test_tgi_passes_hf_token_by_name_only(monkeypatch: pytest.MonkeyPatch) -> No
     args = _tgi_args(model=LLAMA_8B, gpu="h100")
     assert _flag_value(args, "-e") == "HF_TOKEN"
     assert not any("=" in a and a.startswith("HF_TOKEN") for a in args)
+
+
+def test_uploaded_config_gets_a_placeholder_path() -> None:
+    # A pasted config.json has no repo behind it: the commands point at the user's own checkpoint.
+    from planner.hub import model_from_config
+    from planner.plan import plan
+    from planner.scenario import Scenario
+
+    label = "uploaded-config/my-finetune-1234abcd"
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "intermediate_size": 14336,
+        "max_position_embeddings": 8192,
+    }
+    spec = model_from_config(config, label=label).spec
+    vllm = vllm_command(plan(Scenario(model=label, gpu="h100"), spec=spec))
+    tgi = tgi_command(plan(Scenario(engine="tgi", model=label, gpu="h100"), spec=spec))
+    assert label not in vllm and "/path/to/your/checkpoint" in vllm
+    assert label not in tgi and "/data/your-checkpoint" in tgi
