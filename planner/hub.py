@@ -327,7 +327,10 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
     # Imported here: huggingface_hub is only needed when a model is not in the catalog or cache.
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub import errors as hf_errors
+    from huggingface_hub.utils import disable_progress_bars
 
+    # Header reads take milliseconds; a progress bar on stderr would only clutter the CLI and server logs.
+    disable_progress_bars()
     api = HfApi(endpoint=endpoint, token=token or False)
 
     def download(filename: str) -> dict[str, Any]:
