@@ -15,7 +15,18 @@ from planner.errors import PlannerError, UnknownModelError
 from planner.model_spec import ModelSpec
 from planner.models import CatalogModel, get_model, list_models, model_ids
 
-REFERENCE_MODELS = Path("/work/shared/reference/models.json")
+# shared/ lies beside the checkout (on CI too); /work/shared is where it sits on a developer machine.
+REFERENCE_MODELS = next(
+    (
+        p
+        for p in (
+            Path(__file__).resolve().parents[3] / "shared" / "reference" / "models.json",
+            Path("/work/shared/reference/models.json"),
+        )
+        if p.exists()
+    ),
+    Path(__file__).resolve().parents[3] / "shared" / "reference" / "models.json",
+)
 
 SERVING_IDS = (
     "meta-llama/Llama-3.1-8B-Instruct",

@@ -1,0 +1,1 @@
+"""Protocol stand-ins for inference servers (TGI, ...), validated against their published specs."""
