@@ -1,0 +1,243 @@
+"""Serving endpoints to compare: what they are, where they listen, and where their API key lives.
+
+An endpoint is declared in ``endpoints.toml``::
+
+    [[endpoint]]
+    name = "vllm-a"                   # unique, shown in tables
+    kind = "vllm"                     # vllm | tgi | openai | sglang | llamacpp
+    base_url = "http://127.0.0.1:8000" # server root; a trailing /v1 is accepted and removed
+    model = "Qwen/Qwen3-0.6B"         # optional: discovered from /v1/models or /info when absent
+    api_key_env = "VLLM_API_KEY"      # optional: NAME of the env var (or secrets key) holding the key
+
+or on the command line as ``--endpoint NAME=KIND:URL``. The key itself is never stored in an
+:class:`Endpoint`, never logged and never put in a repr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from planner.errors import InvalidParameterError, PlannerError
+
+__all__ = [
+    "KINDS",
+    "Endpoint",
+    "EndpointConfigError",
+    "MissingAPIKeyError",
+    "api_key",
+    "load_endpoints",
+    "parse_endpoint_flag",
+]
+
+#: Server kinds the clients know how to talk to.
+KINDS: tuple[str, ...] = ("vllm", "tgi", "openai", "sglang", "llamacpp")
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class EndpointConfigError(PlannerError, ValueError):
+    """An ``endpoints.toml`` file cannot be read or has bad entries.
+
+    The message holds one line per bad entry, naming the entry, the field and what is accepted;
+    ``problems`` holds the same lines as a tuple.
+    """
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class MissingAPIKeyError(PlannerError, LookupError):
+    """An endpoint names an API-key variable that is set neither in the environment nor in the secrets."""
+
+
+def _normalize_url(url: str) -> str:
+    """Strip whitespace, trailing slashes and one trailing ``/v1`` (clients add the API prefix)."""
+    url = url.strip().rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
+def _check(name: str, kind: str, base_url: str, api_key_env: str | None) -> None:
+    if not _NAME_RE.match(name):
+        raise InvalidParameterError("name", name, "letters, digits, '_', '.', '-' (not starting with a symbol)")
+    if kind not in KINDS:
+        raise InvalidParameterError("kind", kind, f"one of {', '.join(KINDS)}")
+    if not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", base_url):
+        raise InvalidParameterError("base_url", base_url, "an http:// or https:// URL such as http://127.0.0.1:8000")
+    if api_key_env is not None and not _ENV_RE.match(api_key_env):
+        # the value is not echoed: a key pasted here by mistake must not reach a log
+        raise InvalidParameterError(
+            "api_key_env", "<not shown>", "the NAME of an environment variable, e.g. VLLM_API_KEY"
+        )
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One serving endpoint.
+
+    Attributes:
+        name: Unique display name.
+        kind: Server kind, one of :data:`KINDS`.
+        base_url: Server root (``http(s)://host:port[/prefix]``), without the ``/v1`` API prefix.
+        model: Served model id to request; None = discover it (``/v1/models`` or TGI ``/info``).
+        api_key_env: Name of the environment variable (or secrets key) that holds the API key; None = no key.
+
+    Raises:
+        InvalidParameterError: a field has a value outside what is accepted.
+    """
+
+    name: str
+    kind: str
+    base_url: str
+    model: str | None = None
+    api_key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", _normalize_url(self.base_url))
+        _check(self.name, self.kind, self.base_url, self.api_key_env)
+
+    @property
+    def openai_base_url(self) -> str:
+        """The OpenAI-compatible API root, ``base_url + "/v1"``."""
+        return self.base_url + "/v1"
+
+
+class _EndpointEntry(BaseModel):
+    """Schema of one ``[[endpoint]]`` table (the JSON/TOML boundary)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str
+    kind: str
+    base_url: str
+    model: str | None = None
+    api_key_env: str | None = None
+
+
+_ACCEPTED = {
+    "name": "a string of letters, digits, '_', '.', '-'",
+    "kind": f"one of {', '.join(KINDS)}",
+    "base_url": "an http:// or https:// URL string",
+    "model": "a model id string (or leave it out to discover it)",
+    "api_key_env": "the NAME of an environment variable, e.g. VLLM_API_KEY",
+}
+
+
+def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
+    """Read and validate an ``endpoints.toml`` file.
+
+    Args:
+        path: The TOML file, holding an array of ``[[endpoint]]`` tables.
+
+    Returns:
+        The endpoints in file order.
+
+    Raises:
+        EndpointConfigError: the file is missing or not TOML, has no ``[[endpoint]]`` table, or has bad
+            entries (one line per bad entry: ``endpoint[i] (name): field: problem; expected ...``), or two
+            entries share a name.
+
+    Example:
+        >>> load_endpoints("endpoints.toml")  # doctest: +SKIP
+        (Endpoint(name='vllm-a', kind='vllm', base_url='http://127.0.0.1:8000', model=None, api_key_env=None),)
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EndpointConfigError((f"{path}: cannot read: {exc.strerror or exc}",)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise EndpointConfigError((f"{path}: not valid TOML: {exc}",)) from exc
+    entries = data.get("endpoint")
+    if not isinstance(entries, list) or not entries:
+        raise EndpointConfigError((f"{path}: no [[endpoint]] tables found",))
+    endpoints: list[Endpoint] = []
+    problems: list[str] = []
+    for i, raw in enumerate(entries):
+        label = f"{path}: endpoint[{i}]"
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            label += f" ({raw['name']})"
+        try:
+            entry = _EndpointEntry.model_validate(raw)
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = ".".join(str(p) for p in err["loc"]) or "entry"
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"{label}: unknown field {field!r}; accepted: {', '.join(_ACCEPTED)}")
+                elif err["type"] == "missing":
+                    problems.append(f"{label}: {field} is missing; expected {_ACCEPTED.get(field, 'a value')}")
+                else:
+                    accepted = _ACCEPTED.get(field, "a value")
+                    shown = "<not shown>" if field == "api_key_env" else repr(err.get("input"))
+                    problems.append(f"{label}: {field}={shown} is not valid; expected {accepted}")
+            continue
+        try:
+            endpoints.append(Endpoint(**entry.model_dump()))
+        except InvalidParameterError as exc:
+            shown = exc.value if exc.name == "api_key_env" else repr(exc.value)
+            problems.append(f"{label}: {exc.name}={shown} is not valid; expected {exc.accepted}")
+    seen: set[str] = set()
+    for ep in endpoints:
+        if ep.name in seen:
+            problems.append(f"{path}: name {ep.name!r} is used twice; expected unique names")
+        seen.add(ep.name)
+    if problems:
+        raise EndpointConfigError(tuple(problems))
+    return tuple(endpoints)
+
+
+def parse_endpoint_flag(text: str) -> Endpoint:
+    """Parse a CLI ``--endpoint NAME=KIND:URL`` value, e.g. ``vllm-a=vllm:http://127.0.0.1:8000``.
+
+    Args:
+        text: ``NAME=KIND:URL``; the URL must be http(s).
+
+    Returns:
+        The endpoint, with ``model=None`` (discovered) and no API key.
+
+    Raises:
+        InvalidParameterError: (parameter ``endpoint``) the text is not ``NAME=KIND:URL``, or a part is invalid.
+    """
+    name, sep, rest = text.partition("=")
+    kind, sep2, url = rest.partition(":")
+    if not sep or not sep2 or not name.strip() or not url.strip():
+        raise InvalidParameterError("endpoint", text, "NAME=KIND:URL, e.g. a=vllm:http://127.0.0.1:8000")
+    try:
+        return Endpoint(name=name.strip(), kind=kind.strip().lower(), base_url=url.strip())
+    except InvalidParameterError as exc:
+        raise InvalidParameterError("endpoint", text, f"NAME=KIND:URL with {exc.name} {exc.accepted}") from exc
+
+
+def api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str | None:
+    """The API key of ``endpoint``, read from ``secrets`` (e.g. ``st.secrets``) or else the environment.
+
+    Args:
+        endpoint: The endpoint; its ``api_key_env`` names the variable.
+        secrets: Optional mapping looked up first under the same name.
+
+    Returns:
+        The key, or None when the endpoint needs none (``api_key_env`` is None).
+
+    Raises:
+        MissingAPIKeyError: the named variable is set nowhere (the message names the variable, never a value).
+    """
+    if endpoint.api_key_env is None:
+        return None
+    name = endpoint.api_key_env
+    if secrets is not None and name in secrets and secrets[name]:
+        return str(secrets[name])
+    value = os.environ.get(name)
+    if value:
+        return value
+    raise MissingAPIKeyError(f"endpoint {endpoint.name!r}: API key variable {name} is not set (env or secrets)")

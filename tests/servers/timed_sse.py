@@ -1,0 +1,348 @@
+"""An OpenAI/vLLM/TGI-compatible streaming server with KNOWN token timing, for client accuracy tests.
+
+Run it as its own process (so its timers do not share a GIL with the client being measured)::
+
+    python -m tests.servers.timed_sse --port 0      # prints "PORT <n>" once listening
+
+or use :class:`TimedServer` (a context manager that starts that process on an ephemeral port, health-polls it and
+terminates it).
+
+Timeline of a streamed chat request (``t0`` = request parsed by the server):
+
+* role chunk ``delta: {"role": "assistant", "content": ""}`` at once (vLLM shape; with ``continuous_usage_stats``
+  it carries ``usage.completion_tokens = 0``);
+* token ``k`` (1-based) is ready at ``t0 + ttft_ms + (k − 1) · itl_ms``; defaults 150 ms and 20 ms;
+* tokens are grouped into chunks of 1, 2, 1, 3, 1, 2, 1, 3, ... tokens (the first chunk always holds 1); a chunk is
+  sent when its last token is ready, so every token's share of its chunk gap is exactly ``itl_ms``;
+* with ``continuous_usage_stats`` every chunk carries cumulative usage (exact tokens per chunk);
+* the last token chunk has ``finish_reason: "length"``; then the usage chunk (``choices: []``) when
+  ``include_usage``; then ``data: [DONE]``.
+
+The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut] [tokens=8]"``:
+
+* ``tokens=N`` (default 12), ``ttft_ms=X`` (150), ``itl_ms=Y`` (20);
+* ``mode=ok`` (default); ``error`` (vLLM in-stream error payload after 2 chunks, then ``[DONE]``, on HTTP 200);
+  ``tgi_error`` (TGI chat in-stream error ``{"error": {"message", "http_status_code": 422}}``); ``cut`` (the
+  connection is dropped after 3 chunks, mid chunked body); ``http400`` (vLLM nested context-length error body);
+  ``http400_flat`` (old flat vLLM error body); ``http500``; ``hang`` (never answers);
+  ``reject_continuous`` (400 naming ``continuous_usage_stats`` when it is sent, else normal).
+
+Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``POST
+/v1/chat/completions`` (stream or not), ``POST /`` and ``/generate_stream`` (TGI native stream: one token per
+event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["MAX_MODEL_LEN", "MODEL_ID", "TimedServer", "chunk_sizes", "token_text"]
+
+MODEL_ID = "timed-model"
+MAX_MODEL_LEN = 4096
+PROMPT_TOKENS = 12
+CONTEXT_ERROR = (
+    "This model's maximum context length is 4096 tokens. However, you requested 5000 output tokens and your prompt "
+    "contains at least 12 input tokens, for a total of at least 5012 tokens."
+)
+IN_STREAM_ERROR = "Engine core hit an error: CUDA out of memory"
+SERVER_ERROR = "Internal server error: engine crashed"
+TGI_STREAM_ERROR = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096"
+_PATTERN = (1, 2, 1, 3)
+
+
+def chunk_sizes(n_tokens: int) -> list[int]:
+    """Tokens per chunk for an answer of ``n_tokens`` tokens: 1, 2, 1, 3, ... cut to sum to ``n_tokens``."""
+    sizes: list[int] = []
+    i = 0
+    while sum(sizes) < n_tokens:
+        sizes.append(min(_PATTERN[i % len(_PATTERN)], n_tokens - sum(sizes)))
+        i += 1
+    return sizes
+
+
+def token_text(k: int) -> str:
+    """Text of token ``k`` (1-based)."""
+    return f"t{k} "
+
+
+def _options(prompt: str) -> dict[str, str]:
+    return dict(re.findall(r"\[(\w+)=([\w.]+)\]", prompt))
+
+
+async def _sleep_until(target: float) -> None:
+    """Sleep until perf_counter() ≥ target: asyncio sleep to 1 ms before, then spin (sub-ms accuracy)."""
+    remaining = target - time.perf_counter()
+    if remaining > 0.0015:
+        await asyncio.sleep(remaining - 0.001)
+    while time.perf_counter() < target:
+        pass
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def head(self, status: int, headers: dict[str, str]) -> None:
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 422: "Unprocessable Entity", 500: "Error"}
+        lines = [f"HTTP/1.1 {status} {reason.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        await self.writer.drain()
+
+    async def json(self, status: int, body: Any) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        await self.head(status, {"Content-Type": "application/json", "Content-Length": str(len(data))})
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def chunk(self, text: str) -> None:
+        data = text.encode()
+        self.writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await self.writer.drain()
+
+    async def event(self, payload: Any) -> None:
+        await self.chunk(f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n")
+
+    async def end(self) -> None:
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+
+def _chunk(delta: dict, finish: str | None, usage: dict | None) -> dict:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-timed",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def _usage(n: int) -> dict:
+    return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": n, "total_tokens": PROMPT_TOKENS + n}
+
+
+async def _chat(conn: _Conn, body: dict, t0: float) -> None:
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    opts = _options(prompt)
+    mode = opts.get("mode", "ok")
+    n = int(opts.get("tokens", min(12, int(body.get("max_tokens") or 12))))
+    ttft = float(opts.get("ttft_ms", 150)) / 1000
+    itl = float(opts.get("itl_ms", 20)) / 1000
+    stream_options = body.get("stream_options") or {}
+    continuous = bool(stream_options.get("continuous_usage_stats"))
+    include_usage = bool(stream_options.get("include_usage"))
+    if mode == "hang":
+        with contextlib.suppress(Exception):
+            await conn.reader.read()  # until the client gives up and closes
+        conn.writer.close()
+        return
+    if mode == "http400":
+        await conn.json(
+            400, {"error": {"message": CONTEXT_ERROR, "type": "BadRequestError", "param": None, "code": 400}}
+        )
+        return
+    if mode == "http400_flat":
+        body400 = {"object": "error", "message": CONTEXT_ERROR, "type": "BadRequestError", "param": None, "code": 400}
+        await conn.json(400, body400)
+        return
+    if mode == "http500":
+        await conn.json(500, {"error": {"message": SERVER_ERROR, "type": "InternalServerError", "code": 500}})
+        return
+    if mode == "reject_continuous" and continuous:
+        msg = "stream_options.continuous_usage_stats is not supported"
+        await conn.json(400, {"error": {"message": msg, "type": "BadRequestError", "code": 400}})
+        return
+    if not body.get("stream"):
+        await _sleep_until(t0 + ttft + itl * (n - 1))
+        text = "".join(token_text(k) for k in range(1, n + 1))
+        await conn.json(
+            200,
+            {
+                "id": "chatcmpl-timed",
+                "object": "chat.completion",
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+                "usage": _usage(n),
+            },
+        )
+        return
+    await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+    await conn.event(_chunk({"role": "assistant", "content": ""}, None, _usage(0) if continuous else None))
+    sent = 0
+    for j, size in enumerate(chunk_sizes(n)):
+        if mode in ("error", "tgi_error") and j == 2:
+            if mode == "error":
+                err = {"error": {"message": IN_STREAM_ERROR, "type": "InternalServerError", "param": None, "code": 500}}
+            else:
+                err = {"error": {"message": TGI_STREAM_ERROR, "http_status_code": 422}}
+            await conn.event(err)
+            await conn.event("[DONE]")
+            await conn.end()
+            return
+        if mode == "cut" and j == 3:
+            conn.writer.transport.abort()
+            return
+        await _sleep_until(t0 + ttft + itl * (sent + size - 1))
+        text = "".join(token_text(k) for k in range(sent + 1, sent + size + 1))
+        sent += size
+        finish = "length" if sent == n else None
+        await conn.event(_chunk({"content": text}, finish, _usage(sent) if continuous else None))
+    if include_usage:
+        await conn.event({**_chunk({}, None, _usage(n)), "choices": []})
+    await conn.event("[DONE]")
+    await conn.end()
+
+
+async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
+    """TGI ``/generate_stream``: one token per event, the last with ``generated_text`` and ``details``."""
+    opts = _options(str(body.get("inputs", "")))
+    params = body.get("parameters") or {}
+    n = int(opts.get("tokens", min(12, int(params.get("max_new_tokens") or 12))))
+    ttft = float(opts.get("ttft_ms", 150)) / 1000
+    itl = float(opts.get("itl_ms", 20)) / 1000
+    await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+    if opts.get("mode") == "error":
+        await conn.chunk('data:{"error":"Model is overloaded","error_type":"overloaded"}\n\n')
+        await conn.end()
+        return
+    for k in range(1, n + 1):
+        await _sleep_until(t0 + ttft + itl * (k - 1))
+        last = k == n
+        event = {
+            "index": k,
+            "token": {"id": k, "text": token_text(k), "logprob": -0.5, "special": False},
+            "generated_text": "".join(token_text(i) for i in range(1, n + 1)) if last else None,
+            "details": {"finish_reason": "length", "generated_tokens": n, "seed": None, "input_length": PROMPT_TOKENS}
+            if last and params.get("details")
+            else None,
+        }
+        await conn.chunk("data:" + json.dumps(event) + "\n\n")  # old TGI framing: no space after "data:"
+    await conn.end()
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Serve requests on one keep-alive connection until the client closes it."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = _Conn(reader, writer)
+    try:
+        while not writer.is_closing():
+            await _one_request(conn)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+async def _one_request(conn: _Conn) -> None:
+    head = await conn.reader.readuntil(b"\r\n\r\n")
+    t0 = time.perf_counter()
+    request_line, *header_lines = head.decode("latin-1").split("\r\n")
+    method, target, _ = request_line.split(" ", 2)
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
+    length = int(headers.get("content-length", "0"))
+    raw = await conn.reader.readexactly(length) if length else b""
+    body = json.loads(raw) if raw else {}
+    path = target.split("?", 1)[0].rstrip("/") or "/"
+    if method == "GET" and path == "/health":
+        await conn.json(200, None)
+    elif method == "GET" and path == "/v1/models":
+        model = {"id": MODEL_ID, "object": "model", "owned_by": "vllm", "root": MODEL_ID, "max_model_len": 4096}
+        await conn.json(200, {"object": "list", "data": [model]})
+    elif method == "GET" and path == "/version":
+        await conn.json(200, {"version": "0.0.0-timed"})
+    elif method == "GET" and path == "/info":
+        info = {"model_id": MODEL_ID, "max_input_tokens": 4095, "max_total_tokens": 4096, "version": "3.3.6-timed"}
+        await conn.json(200, info)
+    elif method == "POST" and path == "/v1/chat/completions":
+        await _chat(conn, body, t0)
+    elif method == "POST" and path in ("/", "/generate_stream"):
+        await _generate_stream(conn, body, t0)
+    else:
+        await conn.json(404, {"error": {"message": f"no route {method} {path}", "type": "NotFoundError"}})
+
+
+async def _serve(port: int) -> None:
+    server = await asyncio.start_server(_handle, "127.0.0.1", port)
+    print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+class TimedServer:
+    """Start the timed server in a subprocess on an ephemeral port; a context manager.
+
+    Attributes:
+        url: ``http://127.0.0.1:<port>`` once started.
+    """
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> TimedServer:
+        root = Path(__file__).resolve().parents[2]
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.servers.timed_sse", "--port", "0"],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"timed server did not start: {line!r}")
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return self
+            time.sleep(0.05)
+        self.__exit__(None, None, None)
+        raise RuntimeError("timed server did not become healthy")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+            self._proc = None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args.port))
+
+
+if __name__ == "__main__":
+    main()
