@@ -48,7 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("plan", help="plan a scenario: VRAM budget, KV cache, max concurrency")
     p.add_argument("--engine", choices=ENGINES, default="vllm")
-    p.add_argument("--model", help="catalog model id (Hugging Face repo id)")
+    p.add_argument("--model", help="catalog model id or any Hugging Face repo id")
     p.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, 'RTX 4090', a100-40gb")
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
     p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
@@ -154,6 +154,7 @@ def _text(result: Plan) -> str:
     lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
+    lines.extend(f"  note: {note}" for note in result.notes)
     lines.append(f"  launch: {launch_command(result)}")
     return "\n".join(lines)
 
@@ -210,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = plan(_scenario(args))
     except InvalidParameterError as exc:
         flag = "--" + exc.name.replace("_", "-")
-        problem = "is required" if exc.value is None else f"{exc.value!r} is not valid"
+        shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
+        problem = "is required" if exc.value is None else f"{shown} is not valid"
         print(f"python -m planner {args.command}: error: {flag} {problem}: expected {exc.accepted}", file=sys.stderr)
         return 2
     except PlannerError as exc:

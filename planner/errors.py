@@ -29,7 +29,10 @@ class InvalidParameterError(PlannerError, ValueError):
         self.name = name
         self.value = value
         self.accepted = accepted
-        super().__init__(f"{name}={value!r} is not valid: expected {accepted}")
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"{name}={shown} is not valid: expected {accepted}")
 
 
 class UnknownGPUError(PlannerError, LookupError):

@@ -73,6 +73,8 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z
 #: ``architectures`` suffixes of text-generation models in transformers.
 _GENERATIVE_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForCausalLMModel")
 _CACHE_VERSION = 1
+#: Largest pasted config.json accepted, bytes (real ones are a few KiB; multimodal ones under 100 KiB).
+MAX_CONFIG_BYTES = 1 << 20
 #: Seconds to wait for the Hub before calling it unavailable.
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -202,10 +204,17 @@ def model_from_config(config: Mapping[str, Any] | str | bytes, *, label: str = "
         NotTextGenerationError: an encoder or other non-generative architecture.
     """
     if isinstance(config, (str, bytes)):
+        if len(config) > MAX_CONFIG_BYTES:
+            raise UnsupportedModelError(
+                f"{label}: {len(config):,} bytes is larger than any config.json (at most {MAX_CONFIG_BYTES:,})"
+            )
         try:
             config = json.loads(config)
+        except RecursionError as exc:
+            raise UnsupportedModelError(f"{label}: not valid JSON (nested too deeply)") from exc
         except ValueError as exc:
-            raise UnsupportedModelError(f"{label}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+            msg = getattr(exc, "msg", str(exc))
+            raise UnsupportedModelError(f"{label}: not valid JSON ({msg})") from exc
     return _build(label, config, source="upload")
 
 

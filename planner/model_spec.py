@@ -13,6 +13,7 @@ Field names and defaults follow the ``transformers`` configuration classes of ea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -190,10 +191,36 @@ def _text_config(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[
     return config, config.get("vision_config")
 
 
+#: Largest values the planner accepts for the config fields it loops over or multiplies: far above any
+#: real model (the largest public configs have 128 layers, 256k vocabularies, 10M positions), low
+#: enough that a pasted config cannot make the server compute without bound.
+_FIELD_MAX = {
+    "num_hidden_layers": 1024,
+    "hidden_size": 131_072,
+    "num_attention_heads": 1024,
+    "num_key_value_heads": 1024,
+    "vocab_size": 4_194_304,
+    "intermediate_size": 1_048_576,
+    "head_dim": 4096,
+    "max_position_embeddings": 1_073_741_824,
+}
+
+
 def _int(cfg: Mapping[str, Any], key: str, model_id: str) -> int:
     value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or value != int(value):
-        raise UnsupportedModelError(f"{model_id}: config field {key!r} is {value!r}; expected a positive integer")
+    maximum = _FIELD_MAX.get(key, 1 << 40)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+        or value != int(value)
+        or value > maximum
+    ):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise UnsupportedModelError(
+            f"{model_id}: config field {key!r} is {shown}; expected a positive integer up to {maximum:,}"
+        )
     return int(value)
 
 
@@ -357,6 +384,23 @@ def _moe(text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int,
 
 
 def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSpec:
+    """Read a Hugging Face ``config.json`` dict into a :class:`ModelSpec` (see :func:`_parse_config`).
+
+    Raises:
+        UnsupportedModelError: one line naming the model and the field the planner cannot read.
+    """
+    try:
+        return _parse_config(config, model_id)
+    except UnsupportedModelError:
+        raise
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
+        # Optional fields (MoE, MLA, windows, quantization) of the wrong type or out of range.
+        raise UnsupportedModelError(
+            f"{model_id}: config.json has a value the planner cannot read ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from exc
+
+
+def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
     """Read a Hugging Face ``config.json`` dict into a :class:`ModelSpec`.
 
     Args:
@@ -387,6 +431,10 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
         kv_heads = heads
     else:
         kv_heads = _int(text, "num_key_value_heads", model_id)
+        if heads % kv_heads:
+            raise UnsupportedModelError(
+                f"{model_id}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
+            )
     head_dim = text.get("head_dim")
     if not isinstance(head_dim, int) or head_dim <= 0:
         if hidden % heads:
@@ -403,7 +451,7 @@ def parse_config(config: Mapping[str, Any], model_id: str = "custom") -> ModelSp
         tie = model_type in ("gemma", "gemma2", "gemma3", "gemma3_text")
         notes.append(f"tie_word_embeddings missing; assumed {tie} (transformers default for {model_type})")
     max_pos = text.get("max_position_embeddings") or config.get("max_position_embeddings")
-    if not isinstance(max_pos, int) or max_pos <= 0:
+    if not isinstance(max_pos, int) or not 0 < max_pos <= _FIELD_MAX["max_position_embeddings"]:
         max_pos = 4096
         notes.append("max_position_embeddings missing; assumed 4096")
     dtype = text.get("torch_dtype") or config.get("torch_dtype") or text.get("dtype") or config.get("dtype")

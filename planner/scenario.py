@@ -14,6 +14,7 @@ from planner.errors import InvalidParameterError
 from planner.kv_cache import KV_CACHE_DTYPES
 
 __all__ = [
+    "BLOCK_SIZES",
     "DTYPES",
     "ENGINES",
     "INT_FIELDS",
@@ -32,6 +33,8 @@ QUANTIZATION_CHOICES = (None, "fp8", "int8", "awq", "gptq", "bitsandbytes", "mxf
 #: The article engine's own weight and KV precisions.
 ARTICLE_PRECISIONS = ("fp16", "fp8", "int8", "int4")
 
+#: ``--block-size`` values vLLM accepts (``vllm/config/cache.py``, ``BlockSize``).
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 #: Accepted ranges: wide enough for any real deployment, bounded so a URL cannot make the server
 #: compute without bound.
 LIMITS: dict[str, tuple[float, float]] = {
@@ -41,7 +44,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "max_model_len": (16, 10_485_760),
     "max_num_seqs": (1, 65_536),
     "max_num_batched_tokens": (16, 2_097_152),
-    "block_size": (1, 1024),
+    "block_size": (1, 256),
     "max_input_tokens": (1, 10_485_760),
     "max_total_tokens": (2, 10_485_760),
     "max_batch_prefill_tokens": (1, 10_485_760),
@@ -163,6 +166,8 @@ def validate(s: Scenario) -> Scenario:
             raise InvalidParameterError(name, value, accepted)
         if (is_int and value != int(value)) or not low <= value <= high:
             raise InvalidParameterError(name, value, accepted)
+    if s.block_size is not None and s.block_size not in BLOCK_SIZES:
+        raise InvalidParameterError("block_size", s.block_size, "one of " + ", ".join(map(str, BLOCK_SIZES)))
     if s.engine_version is not None and (not isinstance(s.engine_version, str) or len(s.engine_version) > 40):
         raise InvalidParameterError("engine_version", s.engine_version, "a version such as 0.19.0")
     return s

@@ -84,6 +84,20 @@ def _defaults(spec: ModelSpec, scenario: Scenario, version: str | None) -> tuple
     return max_input, total, prefill
 
 
+def _check_launcher_limits(scenario: Scenario, spec: ModelSpec, version: str) -> None:
+    """The launcher's own argument checks (``launcher/src/main.rs``): it exits before loading anything.
+
+    Raises:
+        InvalidParameterError: ``--max-input-tokens`` not below ``--max-total-tokens``, or
+            ``--max-batch-prefill-tokens`` below ``--max-input-tokens``.
+    """
+    max_input, max_total, prefill = _defaults(spec, scenario, version)
+    if max_input >= max_total:
+        raise InvalidParameterError("max_input_tokens", max_input, f"fewer than max_total_tokens ({max_total:,})")
+    if prefill < max_input:
+        raise InvalidParameterError("max_batch_prefill_tokens", prefill, f"at least max_input_tokens ({max_input:,})")
+
+
 def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     """Plan ``scenario`` the way TGI sizes its token budget at warm-up (see module docstring).
 
@@ -97,6 +111,7 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     _version(version)
     r = resolve(scenario, spec)
     spec, gpu = r.spec, r.gpu
+    _check_launcher_limits(scenario, spec, version)
     shards = scenario.tensor_parallel_size
     max_input, max_total, prefill = _defaults(spec, scenario, version)
     block = BLOCK_SIZE_V3 if _version(version) >= (3, 0) else BLOCK_SIZE_V2
@@ -129,10 +144,6 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     reason = None
     if weights + CUDA_CONTEXT_BYTES > total * scenario.cuda_memory_fraction:
         reason = f"the weights ({fmt_gib(weights)} per shard) do not fit in {fmt_gib(total)}"
-    elif max_input >= max_total:
-        reason = f"--max-input-tokens {max_input:,} must be below --max-total-tokens {max_total:,}"
-    elif prefill < max_input:
-        reason = f"--max-batch-prefill-tokens {prefill:,} must be at least --max-input-tokens {max_input:,}"
     elif max_total > spec.max_position_embeddings:
         reason = f"--max-total-tokens {max_total:,} exceeds the model's {spec.max_position_embeddings:,} positions"
     elif free < 0:
@@ -142,6 +153,10 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         )
     elif tokens < max_total:
         reason = f"max_batch_total_tokens {tokens:,} is below --max-total-tokens {max_total:,}: TGI refuses to start"
+    if weights + CUDA_CONTEXT_BYTES > total * scenario.cuda_memory_fraction or free < 0:
+        # TGI never reaches the KV allocation: there is no cache and nothing to serve.
+        blocks = tokens = 0
+        kv_memory = 0.0
     terms = MemoryTerms(
         total_bytes=total,
         budget_bytes=total * scenario.cuda_memory_fraction,

@@ -323,7 +323,15 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     estimated = min(_estimate_max_len(pool, profile, max_len), spec.max_position_embeddings) if pool.num_blocks else 0
 
     reason = None
-    if spec.num_attention_heads % tp:
+    kv_split_ok = spec.is_mla or (
+        spec.num_kv_heads % tp == 0 if tp <= spec.num_kv_heads else tp % spec.num_kv_heads == 0
+    )
+    if spec.num_attention_heads % tp == 0 and not kv_split_ok:
+        reason = (
+            f"{spec.num_kv_heads} KV heads cannot be split over tensor_parallel_size {tp} (vLLM needs one to divide "
+            "the other); vLLM refuses to start"
+        )
+    elif spec.num_attention_heads % tp:
         reason = (
             f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
             "vLLM refuses to start"

@@ -211,3 +211,39 @@ def test_cli_model_errors_are_one_line(hub, capsys) -> None:
     assert main(["model", "acme/nothing-here"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "acme/nothing-here" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            '{"architectures":["LlamaForCausalLM"],"hidden_size":NaN,"num_hidden_layers":32,'
+            '"num_attention_heads":32,"vocab_size":32000}',
+            "'hidden_size' is nan",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (
+            '{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":1000000000000,'
+            '"num_attention_heads":32,"vocab_size":32000}',
+            "up to 1,024",
+        ),
+        (
+            '{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":32,'
+            '"num_attention_heads":32,"num_key_value_heads":7,"vocab_size":32000}',
+            "not a multiple",
+        ),
+        (
+            '{"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":4096,"num_hidden_layers":32,'
+            '"num_attention_heads":32,"vocab_size":32000,"num_local_experts":"eight"}',
+            "cannot read",
+        ),
+        ("{" + " " * (2 << 20) + "}", "larger than any config.json"),
+    ],
+    ids=["nan", "deep-nesting", "huge-layer-count", "kv-heads", "string-experts", "huge-text"],
+)
+def test_hostile_pasted_configs_are_one_line_errors(text: str, match: str) -> None:
+    # A pasted config must never make the shared server compute without bound (a 10^12-layer config used to
+    # build a 10^12-entry layer list) or raise anything but the planner's own one-line error.
+    with pytest.raises(UnsupportedModelError, match=match) as exc:
+        model_from_config(text)
+    assert "\n" not in str(exc.value)

@@ -138,7 +138,8 @@ def test_rejects_bad_choice_field(name: str, value: object, accepted: str) -> No
     message = str(info.value)
     assert info.value.name == name
     assert message.startswith(f"{name}=")
-    assert repr(value) in message
+    # Long values are cut to 80 characters so the message stays one readable line.
+    assert repr(value)[:77] in message and len(message) < 300
     assert accepted in message
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.engines.tgi import plan_tgi, wiggle_room
+from planner.errors import InvalidParameterError
 from planner.scenario import Scenario
 
 
@@ -33,16 +34,18 @@ def test_wiggle_room_by_version(version: str, expected: tuple[str, float]) -> No
 
 
 def test_launcher_checks() -> None:
-    bad = plan_tgi(
-        Scenario(
-            engine="tgi",
-            model="meta-llama/Llama-3.1-8B-Instruct",
-            gpu="h100",
-            max_input_tokens=8192,
-            max_total_tokens=4096,
-        )
-    )
-    assert not bad.fits and "--max-input-tokens" in bad.reason
+    # The launcher refuses these before loading anything, so they are bad input, not a plan.
+    base = Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100")
+    with pytest.raises(InvalidParameterError, match="max_input_tokens=8192"):
+        plan_tgi(base.with_changes(max_input_tokens=8192, max_total_tokens=4096))
+    with pytest.raises(InvalidParameterError, match="max_batch_prefill_tokens=100"):
+        plan_tgi(base.with_changes(max_input_tokens=1000, max_total_tokens=4096, max_batch_prefill_tokens=100))
+
+
+def test_no_kv_cache_when_weights_do_not_fit() -> None:
+    plan = plan_tgi(Scenario(engine="tgi", model="meta-llama/Llama-3.1-70B-Instruct", gpu="h100"))
+    assert not plan.fits
+    assert (plan.kv_cache_tokens, plan.max_concurrency, plan.per_gpu.kv_cache_bytes) == (0, 0, 0)
 
 
 def test_fp8_kv_doubles_budget() -> None:

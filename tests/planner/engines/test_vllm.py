@@ -299,3 +299,24 @@ def test_total_kv_is_never_below_one_gpu() -> None:
 def test_unmodelled_old_version_is_noted() -> None:
     plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, engine_version="0.1.0"))
     assert any("predates" in note for note in plan.notes)
+
+
+def test_kv_heads_must_split_over_tp() -> None:
+    # vLLM: the KV heads must divide by TP (or TP by them, when it replicates them).
+    from planner.hub import model_from_config
+
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 3072,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 24,
+        "num_key_value_heads": 6,
+        "vocab_size": 1000,
+        "intermediate_size": 8192,
+        "max_position_embeddings": 4096,
+    }
+    spec = model_from_config(config).spec
+    assert plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=3), spec).fits
+    refused = plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=4), spec)
+    assert not refused.fits and "KV heads" in refused.reason
