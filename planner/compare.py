@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from planner.clients import ChatRequest, make_client, stream_chat
-from planner.discovery import EndpointInfo, discover
+from planner.discovery import EndpointInfo, count_prompt_tokens, discover
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
 from planner.latency import LatencyMetrics, Summary, compute_metrics, summarize
@@ -108,6 +108,10 @@ async def run_compare(
 
     async def one(endpoint: Endpoint) -> tuple[EndpointInfo, list[RequestRecord]]:
         info = await discover(endpoint, timeout_s, secrets=secrets)
+        # Counted once per endpoint by the server itself, so the context check before sending is exact.
+        prompt_tokens = await count_prompt_tokens(
+            endpoint, info, request.messages(), timeout_s=timeout_s, secrets=secrets
+        )
         records: list[RequestRecord] = []
         client = make_client(endpoint, timeout_s=timeout_s, secrets=secrets)
         try:
@@ -119,6 +123,7 @@ async def run_compare(
                         timeout_s=timeout_s,
                         on_event=on_event,
                         info=info,
+                        prompt_tokens=prompt_tokens,
                         secrets=secrets,
                         client=client,
                     )

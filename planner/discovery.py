@@ -23,7 +23,7 @@ from planner.endpoints import Endpoint, api_key
 from planner.errors import PlannerError
 from planner.streaming import one_line
 
-__all__ = ["EndpointInfo", "discover", "discover_sync"]
+__all__ = ["EndpointInfo", "count_prompt_tokens", "discover", "discover_sync"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,47 @@ async def discover(
             )
         except httpx.HTTPError as exc:
             return EndpointInfo(**info, error=_describe(exc, url))
+
+
+async def count_prompt_tokens(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    messages: list[dict[str, str]],
+    *,
+    timeout_s: float = 5.0,
+    secrets: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Prompt tokens as the server counts them, for the context check before sending; None when unknown.
+
+    vLLM and SGLang: ``POST /tokenize`` with the chat ``messages`` (the chat template applied) → ``count``.
+    TGI: ``POST /tokenize`` with the messages' text joined → the token list's length (no chat template:
+    a slight undercount). llama-cpp-python: ``POST /extras/tokenize`` likewise. Other servers: None.
+    Never raises for endpoint failures.
+    """
+    if not info.healthy or endpoint.kind not in ("vllm", "sglang", "tgi", "llamacpp"):
+        return None
+    key = api_key(endpoint, secrets)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    text = "\n".join(m["content"] for m in messages)
+    if endpoint.kind in ("vllm", "sglang"):
+        url, payload = f"{endpoint.base_url}/tokenize", {"model": info.model, "messages": messages}
+    elif endpoint.kind == "tgi":
+        url, payload = f"{endpoint.base_url}/tokenize", {"inputs": text}
+    else:
+        url, payload = f"{endpoint.base_url}/extras/tokenize", {"input": text}
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers) as client:
+            response = await client.post(url, json=payload)
+        body = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    if isinstance(body, Mapping) and isinstance(body.get("count"), int):
+        return body["count"]
+    if isinstance(body, Mapping) and isinstance(body.get("tokens"), list):
+        return len(body["tokens"])
+    if isinstance(body, list):
+        return len(body)
+    return None
 
 
 def discover_sync(

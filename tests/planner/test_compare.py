@@ -120,3 +120,22 @@ def test_cli_compare_subprocess(timed_server):
         check=True,
     ).stdout
     assert out.splitlines()[1].split()[:2] == ["x", "1/1"]
+
+
+def test_context_checked_before_sending_with_server_token_count(monkeypatch):
+    # TGI's /tokenize counts the prompt; a prompt over max_input_tokens is refused without a request.
+    from huggingface_hub import constants
+
+    from tests.servers.tgi import TGIServer
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the client refuses even localhost when offline
+    with TGIServer(max_input_tokens=10, max_total_tokens=64) as server:
+        endpoint = Endpoint("tgi", "tgi", server.base_url)
+        long_prompt = ChatRequest(" ".join(["word"] * 40), max_tokens=8)
+        result = asyncio.run(run_compare([endpoint], long_prompt, timeout_s=5))
+        record = result.records[0]
+        assert not record.ok and record.error_kind == "context_length"
+        assert "max_input_tokens=10" in record.error
+        assert not any(r["path"] == "/v1/chat/completions" for r in server.requests)
+        short = asyncio.run(run_compare([endpoint], ChatRequest("hello there", max_tokens=8), timeout_s=5))
+        assert short.records[0].ok
