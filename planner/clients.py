@@ -132,6 +132,14 @@ _IDS = itertools.count()
 _ID_HEADER = "x-planner-request-id"
 
 
+async def _sent_hook(request: httpx2.Request) -> None:
+    # "Request sent" is when the HTTP request reaches the transport: the SDK's own request building before it
+    # is client overhead, not server latency, and would otherwise inflate TTFT by a few milliseconds.
+    recorder = _IN_FLIGHT.get(request.headers.get(_ID_HEADER, ""))
+    if recorder is not None:
+        recorder.sent(time.perf_counter())
+
+
 async def _first_byte_hook(response: httpx2.Response) -> None:
     recorder = _IN_FLIGHT.get(response.request.headers.get(_ID_HEADER, ""))
     if recorder is not None:
@@ -144,13 +152,14 @@ def openai_client(
     """An ``openai.AsyncOpenAI`` for ``endpoint`` to reuse across requests (one connection pool, no TLS redo).
 
     Retries are off (``max_retries=0``), every timeout is ``timeout_s``, and its ``httpx2`` client carries the
-    response hook that stamps each request's first byte. Close it with ``await client.close()``.
+    hooks that stamp each request's send time (when it reaches the transport) and first byte. Close it with
+    ``await client.close()``.
 
     Raises:
         MissingAPIKeyError: the endpoint's API-key variable is not set.
     """
     timeout = httpx2.Timeout(timeout_s)
-    http = httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [_first_byte_hook]})
+    http = httpx2.AsyncClient(timeout=timeout, event_hooks={"request": [_sent_hook], "response": [_first_byte_hook]})
     return openai.AsyncOpenAI(
         base_url=endpoint.openai_base_url,
         api_key=api_key(endpoint, secrets) or "EMPTY",
@@ -456,9 +465,19 @@ async def stream_tgi(
         # The client opens its httpx2 session lazily on the first request; that costs tens of ms (TLS context),
         # which would land in TTFT, so open it before the clock starts (private API, guarded).
         opener = getattr(client, "_get_async_client", None)
-        if opener is not None:
-            await opener()
+        session = await opener() if opener is not None else None
         recorder.sent()
+        hooks = getattr(session, "event_hooks", None)
+        if isinstance(hooks, dict):
+            # As for the openai client: "sent" is when the request reaches the transport. Requests on one client
+            # run one at a time, so the hook stamps the recorder of the request in flight.
+            def _stamp(_request: Any, recorder: StreamRecorder = recorder) -> None:
+                recorder.sent(time.perf_counter())
+
+            async def _sent(request: Any) -> None:
+                _stamp(request)
+
+            hooks["request"] = [_sent]
         try:
             if native:
                 prompt = f"{request.system}\n\n{request.prompt}" if request.system else request.prompt
