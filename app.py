@@ -11,5 +11,6 @@ st.navigation(
     [
         st.Page("pages/budget.py", title="VRAM Budget", icon=":material/memory:", default=True),
         st.Page("pages/concurrency.py", title="Concurrency vs Context", icon=":material/show_chart:"),
+        st.Page("pages/compare.py", title="Live Compare", icon=":material/compare_arrows:"),
     ]
 ).run()

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import streamlit as st
 
 from planner import url_state
+from planner.discovery import EndpointInfo, discover_sync
+from planner.endpoints import Endpoint
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.hub import ResolvedModel, resolve_model
 from planner.launch import UPLOADED_PREFIX
@@ -36,7 +40,11 @@ __all__ = [
     "UPLOADS_KEY",
     "UPLOAD_NAMESPACE",
     "VIEW_KEY",
+    "allow_custom_endpoints",
+    "cached_discovery",
     "cached_plan",
+    "endpoint_secrets",
+    "endpoints_path",
     "hub_token",
     "load",
     "plan_scenarios",
@@ -206,3 +214,63 @@ def plan_scenarios(
         except PlannerError as exc:
             out.append((resolved, exc))
     return out
+
+
+# --- Live compare -----------------------------------------------------------------------------------------------------
+_ROOT = Path(__file__).resolve().parent.parent
+_OFF = ("0", "false", "no", "off")
+
+
+def _secret(name: str) -> object:
+    """``st.secrets[name]``, or ``None`` (also when there is no secrets.toml at all)."""
+    try:
+        return st.secrets.get(name)
+    except FileNotFoundError:  # StreamlitSecretNotFoundError: no secrets.toml
+        return None
+
+
+def endpoints_path() -> tuple[Path, bool]:
+    """The endpoints file: ``$LLM_PLANNER_ENDPOINTS``, else ``endpoints.toml`` at the repo root.
+
+    Returns:
+        ``(path, explicit)``: ``explicit`` is True when the environment named the file (then a missing file is
+        an error; a missing default file just means "no endpoints configured").
+    """
+    named = os.environ.get("LLM_PLANNER_ENDPOINTS", "").strip()
+    return (Path(named).expanduser(), True) if named else (_ROOT / "endpoints.toml", False)
+
+
+def allow_custom_endpoints() -> bool:
+    """Whether the page may add endpoints: ``allow_custom_endpoints`` in secrets, else
+    ``$LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS``; on by default (a local run). Turn it off on a shared deployment,
+    where a visitor could otherwise make the server send requests to any URL."""
+    value = _secret("allow_custom_endpoints")
+    if value is None:
+        value = os.environ.get("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", "1")
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() not in _OFF
+
+
+def endpoint_secrets(endpoints: Sequence[Endpoint]) -> dict[str, str]:
+    """The API keys the endpoints name that are set in ``st.secrets`` (the environment is read by the planner).
+
+    Only the named entries are copied, so no other secret travels with a run. Never show or log the result.
+    """
+    out: dict[str, str] = {}
+    for endpoint in endpoints:
+        if endpoint.api_key_env:
+            value = _secret(endpoint.api_key_env)
+            if isinstance(value, str) and value:
+                out[endpoint.api_key_env] = value
+    return out
+
+
+@st.cache_data(ttl=30, show_spinner=False, max_entries=64)
+def cached_discovery(endpoint: Endpoint, timeout_s: float, _secrets: dict[str, str]) -> EndpointInfo:
+    """:func:`planner.discovery.discover_sync`, cached for 30 s per endpoint; ``_secrets`` is not hashed.
+
+    Raises:
+        MissingAPIKeyError: the endpoint's API-key variable is not set (not cached).
+    """
+    return discover_sync(endpoint, timeout_s, secrets=_secrets)

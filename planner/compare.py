@@ -106,14 +106,24 @@ async def run_compare(
     """
     _check(endpoints, repeat, timeout_s)
 
-    async def one(endpoint: Endpoint) -> tuple[EndpointInfo, list[RequestRecord]]:
+    async def prepare(endpoint: Endpoint) -> tuple[EndpointInfo, int | None, Any]:
         info = await discover(endpoint, timeout_s, secrets=secrets)
         # Counted once per endpoint by the server itself, so the context check before sending is exact.
         prompt_tokens = await count_prompt_tokens(
             endpoint, info, request.messages(), timeout_s=timeout_s, secrets=secrets
         )
-        records: list[RequestRecord] = []
         client = make_client(endpoint, timeout_s=timeout_s, secrets=secrets)
+        opener = getattr(client, "_get_async_client", None)  # huggingface_hub opens its session lazily
+        if opener is not None:
+            await opener()
+        return info, prompt_tokens, client
+
+    # Every client is built before any request is sent: building one (an SSL context, ~30 ms of blocking work)
+    # while another endpoint's request is in flight would stall the shared event loop and inflate its TTFT.
+    prepared = await asyncio.gather(*(prepare(e) for e in endpoints))
+
+    async def one(endpoint: Endpoint, info: EndpointInfo, prompt_tokens: int | None, client: Any):
+        records: list[RequestRecord] = []
         try:
             for _ in range(repeat):
                 records.append(
@@ -132,7 +142,7 @@ async def run_compare(
             await client.close()
         return info, records
 
-    results = await asyncio.gather(*(one(e) for e in endpoints))
+    results = await asyncio.gather(*(one(e, *p) for e, p in zip(endpoints, prepared, strict=True)))
     return CompareResult(
         request=request,
         infos=tuple(info for info, _ in results),

@@ -88,13 +88,14 @@ def _check_launcher_limits(scenario: Scenario, spec: ModelSpec, version: str) ->
     """The launcher's own argument checks (``launcher/src/main.rs``): it exits before loading anything.
 
     Raises:
-        InvalidParameterError: ``--max-input-tokens`` not below ``--max-total-tokens``, or
-            ``--max-batch-prefill-tokens`` below ``--max-input-tokens``.
+        InvalidParameterError: ``--max-input-tokens`` not below ``--max-total-tokens``, or (TGI 2.x, which
+            does not chunk prefills) ``--max-batch-prefill-tokens`` below ``--max-input-tokens``.
     """
     max_input, max_total, prefill = _defaults(spec, scenario, version)
     if max_input >= max_total:
         raise InvalidParameterError("max_input_tokens", max_input, f"fewer than max_total_tokens ({max_total:,})")
-    if prefill < max_input:
+    # TGI 3 chunks long prefills (flashinfer), so only 2.x needs a whole prompt in one prefill batch.
+    if _version(version) < (3, 0) and prefill < max_input:
         raise InvalidParameterError("max_batch_prefill_tokens", prefill, f"at least max_input_tokens ({max_input:,})")
 
 

@@ -249,3 +249,9 @@ def test_hidden_scenarios_survive_a_lower_count():
     assert at.selectbox(key="w2.model").value == third
     assert at.selectbox(key="w3.model").value == fourth
     assert at.query_params["s4.model"] == fourth
+
+
+@pytest.mark.parametrize("page", [*PAGES, "pages/compare.py"])
+def test_every_page_loads_without_exception(page):
+    # The smoke test over every page the router lists.
+    assert not _app(page).exception

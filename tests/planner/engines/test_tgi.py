@@ -39,7 +39,13 @@ def test_launcher_checks() -> None:
     with pytest.raises(InvalidParameterError, match="max_input_tokens=8192"):
         plan_tgi(base.with_changes(max_input_tokens=8192, max_total_tokens=4096))
     with pytest.raises(InvalidParameterError, match="max_batch_prefill_tokens=100"):
-        plan_tgi(base.with_changes(max_input_tokens=1000, max_total_tokens=4096, max_batch_prefill_tokens=100))
+        plan_tgi(
+            base.with_changes(
+                engine_version="2.2.0", max_input_tokens=1000, max_total_tokens=4096, max_batch_prefill_tokens=100
+            )
+        )
+    # TGI 3 chunks long prefills, so a prefill budget below the longest input is allowed.
+    assert plan_tgi(base.with_changes(max_input_tokens=1000, max_total_tokens=4096, max_batch_prefill_tokens=100))
 
 
 def test_no_kv_cache_when_weights_do_not_fit() -> None:

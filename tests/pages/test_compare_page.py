@@ -1,0 +1,229 @@
+"""The Live Compare page with AppTest: empty state, a bad endpoints file, links, the add form, and a real run
+against the timed SSE server (tests/servers/timed_sse.py) with one closed-port endpoint.
+
+AppTest does not fire ``st.fragment(run_every=...)`` timers, so the tests poll with plain ``at.run()``; the page
+renders the latest snapshot on every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner.clients import ChatRequest
+from planner.compare import run_compare, to_csv, to_json
+from planner.compare_charts import history_csv
+from planner.endpoints import Endpoint
+from tests.servers.timed_sse import TimedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = str(ROOT / "pages" / "compare.py")
+TIMEOUT_S = 30
+KEY_ENV = "CMP_TEST_API_KEY"
+PLANTED = "sk-planted-compare-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def timed_server() -> Iterator[TimedServer]:
+    with TimedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoints_file(monkeypatch):
+    monkeypatch.delenv("LLM_PLANNER_ENDPOINTS", raising=False)
+    monkeypatch.delenv("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", raising=False)
+
+
+def _write(tmp_path: Path, text: str, monkeypatch) -> Path:
+    path = tmp_path / "endpoints.toml"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+    return path
+
+
+def _app(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run(timeout=TIMEOUT_S)
+
+
+def _page_text(at: AppTest) -> str:
+    """Every element's protobuf as text (labels, values, markdown, table bytes), plus the tables as CSV."""
+    out: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            out.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    out += [df.value.to_csv() for df in at.dataframe]
+    return "\n".join(out)
+
+
+def test_router_lists_the_page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
+    at.switch_page("pages/compare.py").run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.title[0].value == "Live Compare"
+
+
+def test_empty_state_explains_endpoints_toml_and_the_form():
+    if (ROOT / "endpoints.toml").exists():
+        pytest.skip("a local endpoints.toml exists at the repo root")
+    at = _app()
+    assert not at.exception and not at.error and not at.warning
+    info = at.info[0].value
+    assert "endpoints.toml" in info and "[[endpoint]]" in info and "add one above" in info
+    assert at.text_input(key="cmp.new.name") is not None
+
+
+def test_empty_state_without_custom_endpoints(monkeypatch):
+    if (ROOT / "endpoints.toml").exists():
+        pytest.skip("a local endpoints.toml exists at the repo root")
+    monkeypatch.setenv("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", "false")
+    at = _app()
+    assert not at.exception
+    assert "turned off" in at.info[0].value
+    assert not [w for w in at.text_input if w.key == "cmp.new.name"]
+
+
+def test_bad_file_gives_one_error_per_problem_and_page_stays_usable(tmp_path, monkeypatch):
+    _write(
+        tmp_path,
+        '[[endpoint]]\nname = "a"\nkind = "warp"\nbase_url = "http://127.0.0.1:1"\n'
+        '[[endpoint]]\nname = "b"\nkind = "vllm"\nbase_url = "ftp://x"\n',
+        monkeypatch,
+    )
+    at = _app()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 2
+    assert "kind" in errors[0] and "base_url" in errors[1]
+    assert all("\n" not in e for e in errors)
+    at.text_input(key="cmp.new.name").input("local")
+    at.text_input(key="cmp.new.url").input("http://127.0.0.1:1")
+    at.button[0].click()  # the form's submit button
+    at.run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.multiselect(key="cmp.endpoints").value == ["local"]
+
+
+def test_add_endpoint_form_rejects_bad_values_in_one_line(monkeypatch):
+    at = _app()
+    at.text_input(key="cmp.new.name").input("x")
+    at.text_input(key="cmp.new.url").input("not a url")
+    at.button[0].click()
+    at.run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert len(at.error) == 1 and at.error[0].value.startswith("Endpoint not added: base_url=")
+    at.text_input(key="cmp.new.url").input("http://127.0.0.1:1")
+    at.text_input(key="cmp.new.key_env").input(PLANTED)  # a key pasted where its NAME belongs
+    at.button[0].click()
+    at.run(timeout=TIMEOUT_S)
+    assert len(at.error) == 1 and PLANTED not in at.error[0].value and "<not shown>" in at.error[0].value
+
+
+def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
+    _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
+    at = _app(ep="a,ghost", prompt="Hi there", max_tokens="64", repeat="3", temperature="nan", api_key="zzz")
+    assert not at.exception
+    assert at.multiselect(key="cmp.endpoints").value == ["a"]
+    assert at.text_area(key="cmp.prompt").value == "Hi there"
+    assert at.number_input(key="cmp.max_tokens").value == 64
+    assert at.number_input(key="cmp.repeat").value == 3
+    warnings = " ".join(w.value for w in at.warning)
+    assert "temperature" in warnings and "api_key" in warnings and "ghost" in warnings
+    assert "zzz" not in warnings
+    assert at.query_params["ep"] == "a" and at.query_params["max_tokens"] == "64"
+    assert "api_key" not in at.query_params
+
+
+def _poll_until_done(at: AppTest, limit_s: float = 30) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run(timeout=TIMEOUT_S)
+        assert not at.exception
+        if at.session_state.get("compare.history"):
+            return
+    pytest.fail("the compare run did not finish within the time limit")
+
+
+def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, PLANTED)
+    _write(
+        tmp_path,
+        f'[[endpoint]]\nname = "fast"\nkind = "vllm"\nbase_url = "{timed_server.url}"\napi_key_env = "{KEY_ENV}"\n'
+        f'[[endpoint]]\nname = "fast2"\nkind = "vllm"\nbase_url = "{timed_server.url}/v1"\n'
+        f'[[endpoint]]\nname = "down"\nkind = "vllm"\nbase_url = "{closed_port_url}"\n',
+        monkeypatch,
+    )
+    # Known core issue (reported): each endpoint builds its HTTP clients (an SSL context each, ~30 ms of blocking)
+    # on the shared event loop while the other endpoints' first requests are in flight, which inflates their
+    # first TTFT by up to ~100 ms. Later repeats are clean, so the test runs 5 and checks the median; the
+    # warm-up pays this process's one-off import costs.
+    asyncio.run(run_compare([Endpoint("warm", "vllm", timed_server.url)], ChatRequest("warm [tokens=2]")))
+
+    at = _app()
+    assert not at.exception
+    assert at.multiselect(key="cmp.endpoints").value == ["fast", "fast2", "down"]
+    discovery = at.dataframe[0].value.set_index("endpoint")
+    assert discovery.loc["fast", "model"] == "timed-model"
+    assert discovery.loc["fast", "context (tokens)"] == "4,096"
+    assert "cannot connect" in discovery.loc["down", "error"]
+
+    at.text_area(key="cmp.prompt").input("Say something [tokens=12]")
+    at.number_input(key="cmp.repeat").set_value(5)
+    at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+    assert not at.exception
+    _poll_until_done(at)
+
+    markdown = [m.value for m in at.markdown]
+    answer = "t1 t2 t3 t4 t5 t6 t7 t8 t9 t10 t11 t12"
+    assert markdown.count(answer) == 2  # both columns on the timed server
+    assert "**fast** · :green[:material/check_circle:] done · request 5/5 · 12 tokens" in markdown
+    assert "**down** · :red[:material/error:] error · request 5/5 · 5 failed" in markdown
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "cannot connect" in errors[0] and "\n" not in errors[0]
+
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    for name in ("fast", "fast2"):
+        ttft = float(metrics.loc[name, "TTFT ms"].split()[0])
+        assert ttft == pytest.approx(150, abs=20)  # the server's ttft_ms=150 (median of 5)
+        assert float(metrics.loc[name, "TPOT ms"].split()[0]) == pytest.approx(20, abs=5)
+    assert metrics.loc["down", "TTFT ms"] == "n/a"
+    assert len(at.session_state["compare.history"]) == 1
+    assert len(at.get("plotly_chart")) == 4  # tokens, TTFT, ITL and the history chart
+
+    # The planted key appears nowhere: page text, URL, downloads.
+    assert PLANTED not in _page_text(at)
+    assert PLANTED not in str(dict(at.query_params))
+    history = at.session_state["compare.history"]
+    for export in (to_csv(history[-1]), to_json(history[-1]), history_csv(history)):
+        assert PLANTED not in export
+        assert "fast" in export
+
+    # The link carries endpoint names and settings only, never a base URL.
+    assert set(at.query_params) == {"ep", "prompt", "repeat"}
+    assert at.query_params["ep"] == "fast,fast2,down"
+    link = str(dict(at.query_params))
+    assert timed_server.url not in link and "127.0.0.1" not in link and KEY_ENV not in link
