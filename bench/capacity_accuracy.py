@@ -61,8 +61,50 @@ def _version(record: dict) -> str | None:
     return version
 
 
-def command_for(record: dict) -> list[str] | str:
-    """The CLI arguments that plan ``record``, or the reason it cannot be scored."""
+#: The article engine's weight precision for a record's checkpoint or --quantization.
+ARTICLE_WEIGHTS = {"fp8": "fp8", "gptq": "int4", "awq": "int4", "mxfp4": "int4", "bitsandbytes": "int4"}
+
+
+def article_command(record: dict, vllm_args: list[str]) -> list[str] | str:
+    """The article rule of thumb for the same model, GPU, precisions and context (it knows nothing else)."""
+    sys.path.insert(0, str(ROOT))  # the script runs from bench/; the planner package is one level up
+    from planner.errors import PlannerError
+    from planner.models import get_model
+
+    flags = dict(zip(vllm_args[::2], vllm_args[1::2], strict=False))
+    if record.get("dtype") == "float32":
+        return "the article has no fp32 precision"
+    model = _model(record)
+    try:
+        method = QUANT_FLAGS.get(record.get("quantization") or "") or get_model(model).spec.quant.method
+    except PlannerError as exc:
+        return str(exc)
+    args = [
+        sys.executable,
+        "-m",
+        "planner",
+        "plan",
+        "--engine",
+        "article",
+        "--model",
+        model,
+        "--json",
+        "--gpu",
+        flags["--gpu"],
+        "--weight-quant",
+        ARTICLE_WEIGHTS.get(method, "fp16"),
+        "--kv-quant",
+        "fp8" if (record.get("kv_cache_dtype") or "").startswith("fp8") else "fp16",
+        "--target-context",
+        str(record.get("max_model_len") or 8192),
+    ]
+    if flags["--gpu"] == "custom":
+        args += ["--gpu-memory-gb", str(round(record["total_gpu_memory_gib"]))]
+    return args
+
+
+def command_for(record: dict, engine: str = "vllm") -> list[str] | str:
+    """The CLI arguments that plan ``record`` with ``engine``, or the reason it cannot be scored."""
     if record.get("engine") != "vllm":
         return f"engine {record.get('engine')} (not vLLM)"
     if not str(record.get("status", "")).startswith(("ok", "error")):
@@ -107,6 +149,9 @@ def command_for(record: dict) -> list[str] | str:
     version = _version(record)
     if version:
         args += ["--engine-version", version]
+    if engine == "article":
+        gpu_args = args[args.index("--gpu") :]
+        return article_command(record, gpu_args)
     return args
 
 
@@ -157,6 +202,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--engine",
+        choices=("vllm", "article"),
+        default="vllm",
+        help="score the vLLM engine model (default) or the article's rule of thumb on the same records",
+    )
     args = parser.parse_args()
     try:
         records = json.loads(args.logs.read_text())
@@ -164,7 +215,7 @@ def main() -> int:
         parser.exit(2, f"capacity_accuracy.py: error: cannot read --logs {args.logs}: {exc}\n")
     rows, skipped = [], []
     for record in records:
-        cmd = command_for(record)
+        cmd = command_for(record, args.engine)
         if isinstance(cmd, str):
             skipped.append((record["id"], cmd))
             continue

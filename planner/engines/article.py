@@ -22,8 +22,9 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from planner.engines.common import resolve
+from planner.engines.common import resolve_gpu
 from planner.errors import InvalidParameterError, UnknownModelError
+from planner.hub import resolve_model
 from planner.model_spec import ModelSpec
 from planner.models import get_model
 from planner.params import count_params
@@ -115,17 +116,10 @@ def _published_params_b(model_id: str, total_params: int) -> float:
 def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     """Plan ``scenario`` with the article's rule. Article inputs set in the scenario
     (``params_b``, ``num_layers``, ..., ``gpu_memory_gb``) override the catalog model and GPU."""
-    needs_catalog = None in (
-        scenario.params_b,
-        scenario.num_layers,
-        scenario.num_kv_heads,
-        scenario.head_dim,
-        scenario.gpu_memory_gb,
-    )
-    spec = gpu = None
-    if needs_catalog:
-        r = resolve(scenario, spec)
-        spec, gpu = r.spec, r.gpu
+    model_needed = None in (scenario.params_b, scenario.num_layers, scenario.num_kv_heads, scenario.head_dim)
+    if model_needed and spec is None:
+        spec = resolve_model(scenario.model).spec
+    gpu = resolve_gpu(scenario) if scenario.gpu_memory_gb is None else None
     params_b = scenario.params_b or _published_params_b(spec.model_id, count_params(spec).total)
     layers = scenario.num_layers or spec.num_layers
     kv_heads = scenario.num_kv_heads or spec.num_kv_heads

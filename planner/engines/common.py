@@ -11,7 +11,7 @@ from planner.model_spec import ModelSpec
 from planner.scenario import Scenario
 from planner.units import GIB
 
-__all__ = ["Resolved", "fmt_gib", "resolve"]
+__all__ = ["Resolved", "fmt_gib", "resolve", "resolve_gpu"]
 
 #: GPUs without bf16 tensor cores; vLLM's ``--dtype auto`` falls back to float16 there
 #: (``vllm/config/model.py::_resolve_auto_dtype``, compute capability < 8.0).
@@ -40,12 +40,7 @@ def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
     """
     if spec is None:
         spec = resolve_model(scenario.model).spec
-    if scenario.gpu == "custom":
-        if scenario.custom_gpu_memory_gib is None:
-            raise InvalidParameterError("custom_gpu_memory_gib", None, "the custom GPU's memory in GiB")
-        gpu = custom_gpu(memory_gib=scenario.custom_gpu_memory_gib)
-    else:
-        gpu = get_gpu(scenario.gpu)
+    gpu = resolve_gpu(scenario)
     dtype = scenario.dtype
     if dtype == "auto":
         dtype = spec.torch_dtype if spec.torch_dtype != "float32" else "bfloat16"
@@ -53,6 +48,19 @@ def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
             dtype = "float16"
     quant = scenario.quantization or (spec.quant.method if spec.quant.method != "none" else "none")
     return Resolved(spec, gpu, dtype, quant)
+
+
+def resolve_gpu(scenario: Scenario) -> GPU:
+    """The scenario's GPU: a catalog entry, or a custom GPU of ``custom_gpu_memory_gib``.
+
+    Raises:
+        UnknownGPUError / InvalidParameterError: unknown name, or ``custom`` without its memory.
+    """
+    if scenario.gpu == "custom":
+        if scenario.custom_gpu_memory_gib is None:
+            raise InvalidParameterError("custom_gpu_memory_gib", None, "the custom GPU's memory in GiB")
+        return custom_gpu(memory_gib=scenario.custom_gpu_memory_gib)
+    return get_gpu(scenario.gpu)
 
 
 def fmt_gib(num_bytes: float | None) -> str:

@@ -86,3 +86,23 @@ def test_bad_inputs(bad: dict) -> None:
     args.update(bad)
     with pytest.raises(InvalidParameterError):
         design_memory_budget(**args)
+
+
+def test_given_model_and_typed_gpu_size_need_no_catalog() -> None:
+    # A pasted config and the article's own "24 GB" work without a catalog model or GPU.
+    from planner.models import get_model
+
+    spec = get_model("meta-llama/Llama-3.1-8B-Instruct").spec
+    plan = plan_article(
+        Scenario(
+            engine="article",
+            model="uploaded-config/x-1",
+            gpu="custom",
+            params_b=8,
+            gpu_memory_gb=24,
+            weight_quant="int4",
+            target_context=8192,
+        ),
+        spec,
+    )
+    assert (plan.kv_bytes_per_token, plan.kv_cache_tokens, plan.max_concurrency) == (131_072, 153_802, 18)
