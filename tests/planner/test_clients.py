@@ -53,17 +53,19 @@ def _medians(records):
     ],
     ids=["openai-sdk", "hf-chat", "hf-native"],
 )
-def test_medians_within_2ms_of_truth(timed_server, fn, make, kwargs):
+def test_medians_measure_the_right_intervals(timed_server, fn, make, kwargs):
+    # What this checks is which interval each metric measures, not how tightly (the 2 ms accuracy target is
+    # printed by bench/measurement_accuracy.py; timing targets do not belong in tests on a shared machine):
+    # TTFT must not stop at the role chunk (~0 ms), ITL must be split per token in multi-token chunks (~20 ms,
+    # not ~40), TPOT must exclude TTFT (~20 ms, not ~(150 + 20 n) / n).
     records = asyncio.run(_many(fn, make, _ep(timed_server.url), "hello", **kwargs))
     ttft, itl, tpot = _medians(records)
-    # The server starts its 150 ms when it has read the request and sends the response headers at that moment, so
-    # first_byte_s is what the request and the first response bytes cost on this machine (request building,
-    # loopback, scheduling; a few ms on a loaded CI box). TTFT as a user sees it includes that; the server's own
-    # 150 ms is TTFT - first byte, paired per request.
-    assert statistics.median(r.first_token_s - r.first_byte_s for r in records) == pytest.approx(TTFT_S, abs=0.002)
-    assert ttft == pytest.approx(TTFT_S, abs=0.015)  # absolute, looser: includes the transport cost
-    assert itl == pytest.approx(ITL_S, abs=0.002)
-    assert tpot == pytest.approx(ITL_S, abs=0.002)
+    # The server starts its 150 ms when it has read the request and sends the headers at that moment, so the
+    # server's own interval is TTFT - first byte, paired per request; TTFT as a user sees it adds the transport.
+    assert statistics.median(r.first_token_s - r.first_byte_s for r in records) == pytest.approx(TTFT_S, abs=0.01)
+    assert ttft == pytest.approx(TTFT_S, abs=0.03)
+    assert itl == pytest.approx(ITL_S, abs=0.005)
+    assert tpot == pytest.approx(ITL_S, abs=0.005)
     assert {r.output_tokens for r in records} == {N}
 
 
