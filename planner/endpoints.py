@@ -15,6 +15,7 @@ or on the command line as ``--endpoint NAME=KIND:URL``. The key itself is never 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -68,13 +70,47 @@ def _normalize_url(url: str) -> str:
     return url
 
 
+#: Cloud instance-metadata services: a form or file must never make the server call them (they hand out
+#: credentials). 169.254.0.0/16 and fe80::/10 are link-local; fd00:ec2::254 is AWS's IPv6 metadata address.
+_METADATA_NETWORKS = (
+    ipaddress.ip_network("169.254.0.0/16"),
+    ipaddress.ip_network("fe80::/10"),
+    ipaddress.ip_network("fd00:ec2::254/128"),
+)
+_METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"})
+
+
+def _is_metadata_host(host: str) -> bool:
+    host = host.strip("[]").lower().rstrip(".")
+    if host in _METADATA_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in network for network in _METADATA_NETWORKS)
+
+
+def _redact(url: str) -> str:
+    """``url`` cut to 120 characters, with any ``user:password@`` removed, for error messages."""
+    url = re.sub(r"//[^/@\s]*@", "//<credentials>@", url)
+    return url if len(url) <= 120 else url[:117] + "..."
+
+
 def _check(name: str, kind: str, base_url: str, api_key_env: str | None) -> None:
     if not _NAME_RE.match(name):
         raise InvalidParameterError("name", name, "letters, digits, '_', '.', '-' (not starting with a symbol)")
     if kind not in KINDS:
         raise InvalidParameterError("kind", kind, f"one of {', '.join(KINDS)}")
-    if not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", base_url):
-        raise InvalidParameterError("base_url", base_url, "an http:// or https:// URL such as http://127.0.0.1:8000")
+    if not re.match(r"^https?://[^/\s:@]+(:\d+)?(/\S*)?$", base_url):
+        raise InvalidParameterError(
+            "base_url", _redact(base_url), "an http:// or https:// URL such as http://127.0.0.1:8000"
+        )
+    host = urlsplit(base_url).hostname or ""
+    if _is_metadata_host(host):
+        raise InvalidParameterError(
+            "base_url", _redact(base_url), "a serving endpoint; link-local and cloud-metadata addresses are refused"
+        )
     if api_key_env is not None and not _ENV_RE.match(api_key_env):
         # the value is not echoed: a key pasted here by mistake must not reach a log
         raise InvalidParameterError(
@@ -212,11 +248,11 @@ def parse_endpoint_flag(text: str) -> Endpoint:
     name, sep, rest = text.partition("=")
     kind, sep2, url = rest.partition(":")
     if not sep or not sep2 or not name.strip() or not url.strip():
-        raise InvalidParameterError("endpoint", text, "NAME=KIND:URL, e.g. a=vllm:http://127.0.0.1:8000")
+        raise InvalidParameterError("endpoint", _redact(text), "NAME=KIND:URL, e.g. a=vllm:http://127.0.0.1:8000")
     try:
         return Endpoint(name=name.strip(), kind=kind.strip().lower(), base_url=url.strip())
     except InvalidParameterError as exc:
-        raise InvalidParameterError("endpoint", text, f"NAME=KIND:URL with {exc.name} {exc.accepted}") from exc
+        raise InvalidParameterError("endpoint", _redact(text), f"NAME=KIND:URL with {exc.name} {exc.accepted}") from exc
 
 
 def api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str | None:

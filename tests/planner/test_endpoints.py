@@ -129,3 +129,26 @@ def test_api_key_from_secrets_then_env_never_in_repr(monkeypatch):
     with pytest.raises(MissingAPIKeyError, match="PLANNER_TEST_KEY is not set") as info:
         api_key(ep)
     assert isinstance(info.value, PlannerError)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://169.254.1.1:8000",
+        "http://metadata.google.internal",
+        "http://[fd00:ec2::254]",
+        "http://[fe80::1]:8000",
+    ],
+)
+def test_link_local_and_metadata_addresses_are_refused(url: str) -> None:
+    # A config file or the page's form must never make the server call a cloud metadata service.
+    with pytest.raises(InvalidParameterError, match=r"base_url|endpoint"):
+        parse_endpoint_flag(f"a=vllm:{url}")
+
+
+def test_credentials_in_a_url_are_never_echoed() -> None:
+    with pytest.raises(InvalidParameterError) as exc:
+        parse_endpoint_flag("a=vllm:http://user:secret@127.0.0.1:8000")
+    assert "secret" not in str(exc.value)
