@@ -8,9 +8,7 @@ renders the latest snapshot on every run.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,27 +18,12 @@ from planner.clients import ChatRequest
 from planner.compare import run_compare, to_csv, to_json
 from planner.compare_charts import history_csv
 from planner.endpoints import Endpoint
-from tests.servers.timed_sse import TimedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "compare.py")
 TIMEOUT_S = 30
 KEY_ENV = "CMP_TEST_API_KEY"
 PLANTED = "sk-planted-compare-key-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def timed_server() -> Iterator[TimedServer]:
-    with TimedServer() as server:
-        yield server
-
-
-@pytest.fixture
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(autouse=True)
