@@ -1,6 +1,7 @@
 """Command line: ``python -m planner plan --engine vllm --model ... --gpu ... [--json]``,
 ``python -m planner model <repo id> [--json]`` and
-``python -m planner compare --endpoint NAME=KIND:URL [--endpoint ...] --prompt TEXT [--json]``.
+``python -m planner compare --endpoint NAME=KIND:URL [--endpoint ...] --prompt TEXT [--json]`` and
+``python -m planner bench --endpoint [NAME=]KIND:URL [--concurrency N] [--request-rate R] ... [--json]``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from planner.errors import InvalidParameterError, PlannerError
 from planner.hub import describe, resolve_model
@@ -21,6 +23,9 @@ from planner.plan import plan
 from planner.result import Plan
 from planner.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
 from planner.units import GIB
+
+if TYPE_CHECKING:
+    from planner.loadtest import LoadResult
 
 __all__ = ["main"]
 
@@ -82,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--refresh", action="store_true", help="ask the Hub again instead of the on-disk cache")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     _add_compare_parser(sub)
+    _add_bench_parser(sub)
     return parser
 
 
@@ -194,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "bench":
+        return _bench(args)
     if args.command == "model":
         try:
             data = describe(resolve_model(args.model_id, refresh=args.refresh))
@@ -307,4 +315,149 @@ def _compare(args: argparse.Namespace) -> int:
             lines.append(f"  {record.endpoint}: {record.error_kind}: {record.error}")
     lines.append("TTFT = first token - sent; TPOT = (E2E - TTFT)/(tokens - 1); ITL per token; medians over repeats")
     print("\n".join(lines))
+    return 0
+
+
+# --- bench -----------------------------------------------------------------------------------------------------------
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="load-test one endpoint like vllm bench serve (TTFT/TPOT/ITL/E2EL, throughput)")
+    b.add_argument("--endpoint", required=True, metavar="[NAME=]KIND:URL", help="e.g. vllm:http://127.0.0.1:8000")
+    b.add_argument("--concurrency", "--max-concurrency", dest="concurrency", type=int, help="most requests in flight")
+    b.add_argument("--request-rate", type=float, default=float("inf"), help="requests/s (default inf = burst)")
+    b.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps (1 = Poisson)")
+    b.add_argument("--num-prompts", type=int, default=100)
+    b.add_argument("--num-warmups", type=int, default=0)
+    b.add_argument("--input-len", type=int, default=128, help="synthetic prompt length (words ~ tokens)")
+    b.add_argument("--output-len", type=int, default=128, help="max_tokens of each request")
+    b.add_argument("--range-ratio", type=float, default=0.0, help="lengths drawn from [L(1-r), L(1+r)]")
+    b.add_argument("--ignore-eos", action="store_true", help="generate exactly --output-len tokens (not TGI)")
+    b.add_argument("--prompt", action="append", default=[], help="use this prompt instead of synthetic text")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--duration", type=float, help="wall-time cap of the run, seconds")
+    b.add_argument("--timeout", type=float, default=60.0, help="connect/read timeout per request, seconds")
+    b.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50")
+    b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
+
+
+_BENCH_FLAGS = {
+    "max_concurrency": "--concurrency",
+    "num_prompts": "--num-prompts",
+    "num_warmups": "--num-warmups",
+    "duration_s": "--duration",
+    "timeout_s": "--timeout",
+    "slo_ms": "--goodput",
+    "prompts": "--prompt",
+}
+
+
+def _bench_text(result: LoadResult) -> str:
+    """The vLLM-style summary table (``vllm bench serve`` console output, plus P90 and sample counts)."""
+    m = result.metrics
+    spec = result.spec
+
+    def row(label: str, value: object, fmt: str = "{:.2f}") -> str:
+        shown = "n/a" if value is None else (fmt.format(value) if isinstance(value, float) else str(value))
+        return f"{label:<40} {shown}"
+
+    lines = [
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        row("Successful requests:", m.completed),
+        row("Failed requests:", m.failed),
+        row("Maximum request concurrency:", spec.max_concurrency),
+        row("Request rate configured (RPS):", spec.request_rate),
+        row("Benchmark duration (s):", m.duration_s),
+        row("Total input tokens:", m.total_input_tokens),
+        row("Total generated tokens:", m.total_output_tokens),
+        row("Request throughput (req/s):", m.request_throughput),
+    ]
+    if m.request_goodput is not None:
+        lines.append(row("Request goodput (req/s):", m.request_goodput))
+    lines += [
+        row("Output token throughput (tok/s):", m.output_throughput),
+        row("Total Token throughput (tok/s):", m.total_token_throughput),
+    ]
+    titles = {
+        "ttft": ("Time to First Token", "TTFT"),
+        "tpot": ("Time per Output Token (excl. 1st token)", "TPOT"),
+        "itl": ("Inter-token Latency", "ITL"),
+        "e2el": ("End-to-end Latency", "E2EL"),
+    }
+    for key, (title, short) in titles.items():
+        d = getattr(m, key)
+        lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
+        lines.append(row(f"Samples ({short}):", 0 if d is None else d.count))
+        for stat, label in (("mean", "Mean"), ("median", "Median"), ("std", "Std"), ("p90", "P90"), ("p99", "P99")):
+            value = None if d is None else getattr(d, f"{stat}_s")
+            lines.append(row(f"{label} {short} (ms):", None if value is None else value * 1000))
+    lines.append("=" * 50)
+    for kind, count in m.failures_by_kind:
+        lines.append(f"failed: {count} x {kind}")
+    first_error = next((r for r in result.records if not r.ok), None)
+    if first_error is not None:
+        lines.append(f"  e.g. {first_error.error_kind}: {first_error.error}")
+    if result.stopped is not None:
+        lines.append(f"stopped by {result.stopped}: {result.cancelled} cancelled in flight, {result.not_sent} not sent")
+    return "\n".join(lines)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from planner.endpoints import parse_endpoint_flag
+    from planner.loadtest import LoadSpec, run_load
+
+    prog = "python -m planner bench"
+    try:
+        text = args.endpoint
+        head = text.split(":", 1)[0]
+        if "=" not in head:  # KIND:URL -> named after its kind
+            text = f"{head.strip().lower()}={text}"
+        endpoint = parse_endpoint_flag(text)
+        slo: list[tuple[str, float]] = []
+        for item in args.goodput:
+            key, sep, value = item.partition(":")
+            try:
+                slo.append((key.strip().lower(), float(value)))
+            except ValueError:
+                sep = ""
+            if not sep:
+                raise InvalidParameterError("slo_ms", item, "KEY:MS with KEY ttft, tpot or e2el, e.g. ttft:500")
+        spec = LoadSpec(
+            num_prompts=args.num_prompts,
+            max_concurrency=args.concurrency,
+            request_rate=args.request_rate,
+            burstiness=args.burstiness,
+            seed=args.seed,
+            num_warmups=args.num_warmups,
+            duration_s=args.duration,
+            input_len=args.input_len,
+            output_len=args.output_len,
+            range_ratio=args.range_ratio,
+            ignore_eos=args.ignore_eos,
+            prompts=tuple(args.prompt),
+            timeout_s=args.timeout,
+            slo_ms=tuple(slo),
+        )
+        result = asyncio.run(run_load(endpoint, spec))
+    except InvalidParameterError as exc:
+        flag = _BENCH_FLAGS.get(exc.name, "--" + exc.name.replace("_", "-"))
+        print(f"{prog}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
+        return 2
+    except PlannerError as exc:
+        for line in str(exc).splitlines():
+            print(f"{prog}: error: {line}", file=sys.stderr)
+        return 2
+    if args.json:
+        payload = result.metrics.to_vllm_json()
+        payload.update(
+            endpoint=endpoint.name,
+            num_prompts=spec.num_prompts,
+            request_rate=spec.request_rate if math.isfinite(spec.request_rate) else "inf",
+            burstiness=spec.burstiness,
+            max_concurrency=spec.max_concurrency,
+            failures_by_kind=dict(result.metrics.failures_by_kind),
+        )
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(_bench_text(result))
     return 0
