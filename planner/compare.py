@@ -9,15 +9,14 @@ its own thread. :func:`metrics_frame`, :func:`summary_frame`, :func:`to_csv` and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from planner.background import BackgroundRun
 from planner.clients import ChatRequest, make_client, stream_chat
 from planner.discovery import EndpointInfo, count_prompt_tokens, discover
 from planner.endpoints import Endpoint
@@ -196,7 +195,7 @@ class CompareSnapshot:
     result: CompareResult | None = field(default=None, repr=False)
 
 
-class CompareRun:
+class CompareRun(BackgroundRun):
     """Run :func:`run_compare` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
 
     Args:
@@ -229,25 +228,13 @@ class CompareRun:
         self._repeat = repeat
         self._timeout_s = timeout_s
         self._secrets = dict(secrets) if secrets is not None else None
-        self._lock = threading.Lock()
+        super().__init__("compare-run")
         self._state: dict[str, dict[str, Any]] = {e.name: self._fresh() for e in self._endpoints}
-        self._done = threading.Event()
-        self._cancelled = False
-        self._error: str | None = None
-        self._result: CompareResult | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[CompareResult] | None = None
-        self._thread = threading.Thread(target=self._main, name="compare-run", daemon=True)
+        self._task: asyncio.Task[Any] | None = None
 
     @staticmethod
     def _fresh() -> dict[str, Any]:
         return {"text": [], "reasoning": [], "times": [], "tokens": 0, "records": [], "error": None, "new": True}
-
-    def start(self) -> CompareRun:
-        """Start the worker thread (once); returns self."""
-        if not self._thread.is_alive() and not self._done.is_set():
-            self._thread.start()
-        return self
 
     def _on_event(self, update: StreamUpdate) -> None:
         with self._lock:
@@ -265,55 +252,28 @@ class CompareRun:
             st["times"].append(update.t_s)
             st["tokens"] += 1 if update.n_tokens is None else update.n_tokens
 
-    def _main(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            self._task = loop.create_task(
-                run_compare(
-                    self._endpoints,
-                    self._request,
-                    repeat=self._repeat,
-                    timeout_s=self._timeout_s,
-                    on_event=self._on_event,
-                    secrets=self._secrets,
-                )
-            )
-            if self._cancelled:
-                self._task.cancel()
-            try:
-                self._result = loop.run_until_complete(self._task)
-            except asyncio.CancelledError:
-                self._result = self._partial()
-            except Exception as exc:  # the run itself failed (configuration); shown as one line
-                self._error = " ".join(str(exc).split()) or type(exc).__name__
-        finally:
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-            self._done.set()
+    async def _run(self) -> CompareResult:
+        self._task = asyncio.current_task()
+        if self._cancelled:
+            raise asyncio.CancelledError
+        return await run_compare(
+            self._endpoints,
+            self._request,
+            repeat=self._repeat,
+            timeout_s=self._timeout_s,
+            on_event=self._on_event,
+            secrets=self._secrets,
+        )
+
+    def _stop_in_loop(self) -> None:
+        # Streams in flight end as "cancelled" records; the run returns what finished (_partial).
+        if self._task is not None:
+            self._task.cancel()
 
     def _partial(self) -> CompareResult:
         with self._lock:
             records = tuple(r for e in self._endpoints for r in self._state[e.name]["records"])
         return CompareResult(request=self._request, infos=(), records=records, cancelled=True)
-
-    def cancel(self) -> None:
-        """Cancel the run: streams in flight end as ``cancelled`` records. Safe to call from any thread, twice."""
-        self._cancelled = True
-        loop, task = self._loop, self._task
-        if loop is not None and task is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(task.cancel)
-
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Block until the run is done (or ``timeout_s`` passes); True when done."""
-        return self._done.wait(timeout_s)
-
-    @property
-    def done(self) -> bool:
-        """The run has finished."""
-        return self._done.is_set()
 
     def snapshot(self) -> CompareSnapshot:
         """A frozen, consistent copy of the current state (thread-safe, cheap)."""

@@ -20,12 +20,12 @@ import asyncio
 import contextlib
 import math
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.background import BackgroundRun
 from planner.clients import ChatRequest, make_client, stream_chat
 from planner.discovery import discover
 from planner.endpoints import Endpoint
@@ -401,7 +401,7 @@ class LoadSnapshot:
     result: LoadResult | None = field(default=None, repr=False)
 
 
-class LoadRun:
+class LoadRun(BackgroundRun):
     """Run :func:`run_load` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
 
     A cancelled run still yields a :class:`LoadResult` over the requests that finished (``stopped="cancelled"``).
@@ -412,68 +412,29 @@ class LoadRun:
     """
 
     def __init__(self, endpoint: Endpoint, spec: LoadSpec, *, secrets: Mapping[str, Any] | None = None) -> None:
+        super().__init__("load-run")
         self._endpoint = endpoint
         self._spec = spec
         self._secrets = dict(secrets) if secrets is not None else None
-        self._lock = threading.Lock()
         self._progress: LoadProgress | None = None
-        self._done = threading.Event()
-        self._cancelled = False
-        self._error: str | None = None
-        self._result: LoadResult | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._main, name="load-run", daemon=True)
-
-    def start(self) -> LoadRun:
-        """Start the worker thread (once); returns self."""
-        if not self._thread.is_alive() and not self._done.is_set():
-            self._thread.start()
-        return self
 
     def _on_progress(self, progress: LoadProgress) -> None:
         with self._lock:
             self._progress = progress
 
-    def _main(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
+    async def _run(self) -> LoadResult:
+        self._stop = asyncio.Event()
+        if self._cancelled:
+            self._stop.set()
+        return await run_load(
+            self._endpoint, self._spec, on_progress=self._on_progress, secrets=self._secrets, stop=self._stop
+        )
 
-            async def go() -> LoadResult:
-                self._stop = asyncio.Event()
-                self._loop = loop
-                if self._cancelled:
-                    self._stop.set()
-                return await run_load(
-                    self._endpoint, self._spec, on_progress=self._on_progress, secrets=self._secrets, stop=self._stop
-                )
-
-            try:
-                self._result = loop.run_until_complete(go())
-            except Exception as exc:  # the run itself failed (configuration); shown as one line
-                self._error = " ".join(str(exc).split()) or type(exc).__name__
-        finally:
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-            self._done.set()
-
-    def cancel(self) -> None:
-        """Stop the run: requests in flight are cancelled, the rest not sent. Any thread, any number of times."""
-        self._cancelled = True
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
-
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Block until the run is done (or ``timeout_s`` passes); True when done."""
-        return self._done.wait(timeout_s)
-
-    @property
-    def done(self) -> bool:
-        """The run has finished."""
-        return self._done.is_set()
+    def _stop_in_loop(self) -> None:
+        # Requests in flight are cancelled and the rest not sent; run_load still returns a result.
+        if self._stop is not None:
+            self._stop.set()
 
     def snapshot(self) -> LoadSnapshot:
         """A frozen copy of the current state (thread-safe, cheap)."""
