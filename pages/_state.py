@@ -72,6 +72,22 @@ _SEEN_KEY = "planner.seen_query"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def use_router() -> None:
+    """Make sure this page runs under ``app.py``'s ``st.navigation``; call it first on every page.
+
+    Streamlit keeps its old multipage mode for a process until some script calls ``st.navigation``: because this
+    repository has a ``pages/`` folder, the FIRST visit after a server start that opens a deep link (``/loadtest?…``)
+    would run the page file alone, without the router, and list every module of ``pages/`` in the sidebar. Here
+    that mode is switched off and the run restarted, so ``app.py`` runs and routes the same URL. Streamlit has no
+    public switch for it (``PagesManager.uses_pages_directory``, streamlit 1.67), hence the private attribute.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def _query() -> dict[str, list[str]]:
     """Every query parameter with all its values (repeated keys kept, so decode can warn)."""
     return {key: st.query_params.get_all(key) for key in st.query_params}

@@ -14,6 +14,7 @@ from planner.launch import launch_command
 from planner.presets import presets, scenario_from_advice
 from planner.url_state import MAX_SCENARIOS
 
+state.use_router()
 st.title("VRAM Budget")
 st.caption(
     "Where each GPU's memory goes — weights, activations, CUDA graphs, KV cache — and how many "

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
+from pages import _endpoints as endpoints_ui
 from pages import _state as state
 from planner import compare_state
 from planner.compare import CompareRun, CompareSnapshot, to_csv, to_json
@@ -22,10 +21,8 @@ from planner.compare_charts import (
     tokens_figure,
     ttft_figure,
 )
-from planner.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
 from planner.errors import PlannerError
 
-CUSTOM_KEY = "compare.custom"  # {name: Endpoint} added in this session
 RUN_KEY = "compare.run"  # {"run": CompareRun, "repeat": int, "recorded": bool}
 HISTORY_KEY = "compare.history"  # [CompareResult], oldest first
 SETTINGS_KEY = "compare.settings"  # last CompareSettings read from the widgets
@@ -50,13 +47,8 @@ ICON = {
     "cut": ":orange[:material/content_cut:]",
     "cancelled": ":gray[:material/cancel:]",
 }
-EXAMPLE_TOML = """[[endpoint]]
-name = "vllm-a"
-kind = "vllm"                       # vllm | tgi | openai | sglang | llamacpp
-base_url = "http://127.0.0.1:8000"
-model = "Qwen/Qwen3-0.6B"           # optional: discovered when absent
-api_key_env = "VLLM_API_KEY"        # optional: the NAME of the env var / secret holding the key"""
 
+state.use_router()
 st.title("Live Compare")
 st.caption(
     "Send one prompt to several endpoints at once and watch the answers, time to first token and inter-token "
@@ -64,100 +56,18 @@ st.caption(
 )
 
 # --- endpoints -------------------------------------------------------------------------------------------------------
-path, explicit = state.endpoints_path()
-file_endpoints: tuple[Endpoint, ...] = ()
-if explicit or path.exists():
-    try:
-        file_endpoints = load_endpoints(path)
-    except EndpointConfigError as exc:
-        for line in exc.problems:
-            st.error(line)
-custom: dict[str, Endpoint] = st.session_state.setdefault(CUSTOM_KEY, {})
+available = endpoints_ui.available_endpoints("cmp", W["endpoints"])
 allow_custom = state.allow_custom_endpoints()
-if not allow_custom:
-    custom.clear()
-file_names = {e.name for e in file_endpoints}
-available = {**{e.name: e for e in file_endpoints}, **{n: e for n, e in custom.items() if n not in file_names}}
-
-if allow_custom:
-    with st.expander("Add an endpoint for this session", expanded=not available):
-        with st.form("cmp.add", clear_on_submit=False, border=False):
-            c1, c2, c3 = st.columns([2, 1, 3])
-            name = c1.text_input("Name", key="cmp.new.name", placeholder="vllm-a")
-            kind = c2.selectbox("Kind", KINDS, key="cmp.new.kind")
-            base_url = c3.text_input("Base URL", key="cmp.new.url", placeholder="http://127.0.0.1:8000")
-            c4, c5 = st.columns(2)
-            model = c4.text_input("Model (optional)", key="cmp.new.model", help="Discovered when left empty.")
-            key_env = c5.text_input(
-                "API-key variable (optional)",
-                key="cmp.new.key_env",
-                placeholder="VLLM_API_KEY",
-                help="The NAME of an environment variable or a secrets.toml entry that holds the key — never the "
-                "key itself.",
-            )
-            added = st.form_submit_button("Add endpoint")
-        if added:
-            try:
-                endpoint = Endpoint(
-                    name=name.strip(),
-                    kind=kind,
-                    base_url=base_url.strip(),
-                    model=model.strip() or None,
-                    api_key_env=key_env.strip() or None,
-                )
-            except PlannerError as exc:
-                st.error(f"Endpoint not added: {exc}")
-            else:
-                if endpoint.name in file_names:
-                    st.error(f"Endpoint not added: {endpoint.name!r} is already in {path.name}; pick another name")
-                else:
-                    custom[endpoint.name] = endpoint
-                    available[endpoint.name] = endpoint
-                    selected = list(st.session_state.get(W["endpoints"], []))
-                    st.session_state[W["endpoints"]] = [*selected, endpoint.name]
-        if custom and st.button("Forget the endpoints added here", key="cmp.forget"):
-            for n in list(custom):
-                available.pop(n, None)
-            custom.clear()
-
-if not available:
-    st.info(
-        "No endpoint is configured. Put an `endpoints.toml` at the repository root (or point "
-        "`LLM_PLANNER_ENDPOINTS` at one) with one table per server:\n\n"
-        f"```toml\n{EXAMPLE_TOML}\n```\n\n"
-        + (
-            "or add one above for this session."
-            if allow_custom
-            else "Adding endpoints in the page is turned off on this deployment."
-        )
-    )
-    st.stop()
-
-# --- settings from the link ------------------------------------------------------------------------------------------
-query = {key: st.query_params.get_all(key) for key in st.query_params}
-flat = {key: values[-1] if values else "" for key, values in query.items()}
-if W["prompt"] not in st.session_state or (query and flat != st.session_state.get(_SEEN_KEY)):
-    if query and flat != st.session_state.get(_SEEN_KEY):
-        decoded = compare_state.decode(query)
-        for line in decoded.warnings:
-            st.warning(f"URL parameter ignored — {line}")
-        settings = decoded.settings
-        for missing in (n for n in settings.endpoints if n not in available):
-            st.warning(
-                f"URL parameter ep: endpoint {missing!r} is not configured here; add it above or in endpoints.toml"
-            )
-    else:
-        settings = st.session_state.get(SETTINGS_KEY) or compare_state.DEFAULT
-    if not settings.endpoints:  # a link without ep, or a first visit: the first four configured endpoints
-        settings = replace(settings, endpoints=tuple(list(available)[:4]))
-    for field, key in W.items():
-        value = getattr(settings, field)
-        if field == "endpoints":
-            value = [n for n in value if n in available]
-        elif field == "stop":
-            value = ", ".join(value)
-        st.session_state[key] = value
-    st.session_state[_SEEN_KEY] = flat
+endpoints_ui.restore_from_link(
+    compare_state.decode,
+    compare_state.DEFAULT,
+    W,
+    lambda field, value: ", ".join(value) if field == "stop" else value,
+    settings_key=SETTINGS_KEY,
+    seen_key=_SEEN_KEY,
+    probe_key=W["prompt"],
+    available=available,
+)
 st.session_state[W["endpoints"]] = [n for n in st.session_state.get(W["endpoints"], []) if n in available]
 
 names = st.multiselect(
@@ -170,35 +80,7 @@ names = st.multiselect(
 # --- discovery -------------------------------------------------------------------------------------------------------
 chosen = [available[n] for n in names]
 secrets = state.endpoint_secrets(chosen)
-if chosen:
-    rows = []
-    for endpoint in chosen:
-        try:
-            info = state.cached_discovery(endpoint, 5.0, secrets)
-        except PlannerError as exc:
-            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down", "error": str(exc)})
-            continue
-        context = "n/a" if info.max_model_len_tokens is None else f"{info.max_model_len_tokens:,}"
-        if info.max_input_tokens is not None:
-            context = f"input {info.max_input_tokens:,} / total {context}"
-        rows.append(
-            {
-                "endpoint": endpoint.name,
-                "kind": endpoint.kind,
-                "health": "up" if info.healthy else "down",
-                "model": info.model or "n/a",
-                "context (tokens)": context,
-                "version": info.version or "n/a",
-                "error": info.error or "",
-            }
-        )
-    st.dataframe(
-        pd.DataFrame(rows).fillna(""),
-        hide_index=True,
-        column_config={"error": st.column_config.TextColumn("error", width="large")},
-        key="cmp.discovery",
-    )
-    st.caption("Discovery (health, served model, context limit, version) is cached for 30 s.")
+endpoints_ui.discovery_table(chosen, secrets, key="cmp.discovery")
 
 # --- shared settings -------------------------------------------------------------------------------------------------
 with st.expander("Prompt and sampling", expanded=True):
@@ -238,10 +120,7 @@ settings = compare_state.CompareSettings(
     timeout_s=float(timeout_s),
 )
 st.session_state[SETTINGS_KEY] = settings
-params = compare_state.encode(settings)
-if params != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
-    st.query_params.from_dict(params)
-st.session_state[_SEEN_KEY] = params
+endpoints_ui.write_link(compare_state.encode(settings), _SEEN_KEY)
 if len(settings.prompt) > compare_state.MAX_PROMPT_CHARS:
     st.caption(f"The prompt is longer than {compare_state.MAX_PROMPT_CHARS} characters, so the link leaves it out.")
 

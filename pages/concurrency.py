@@ -17,6 +17,7 @@ from planner.charts import (
 )
 from planner.errors import PlannerError
 
+state.use_router()
 st.title("Concurrency vs Context")
 st.caption(
     "Concurrent requests the KV cache holds at each context length, from each engine's own block "

@@ -1,7 +1,8 @@
 """Command line: ``python -m planner plan --engine vllm --model ... --gpu ... [--json]``,
 ``python -m planner model <repo id> [--json]`` and
 ``python -m planner compare --endpoint NAME=KIND:URL [--endpoint ...] --prompt TEXT [--json]`` and
-``python -m planner bench --endpoint [NAME=]KIND:URL [--concurrency N] [--request-rate R] ... [--json]``.
+``python -m planner bench --endpoint [NAME=]KIND:URL [--concurrency N | --sweep N] [--request-rate R]
+[--dataset-path FILE.jsonl] [--save-result FILE] ... [--json]``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -25,7 +26,9 @@ from planner.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
 from planner.units import GIB
 
 if TYPE_CHECKING:
+    from planner.endpoints import Endpoint
     from planner.loadtest import LoadResult
+    from planner.sweep import SweepResult
 
 __all__ = ["main"]
 
@@ -336,6 +339,14 @@ def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--duration", type=float, help="wall-time cap of the run, seconds")
     b.add_argument("--timeout", type=float, default=60.0, help="connect/read timeout per request, seconds")
     b.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50")
+    b.add_argument("--dataset-path", metavar="FILE.jsonl", help='prompts file: {"prompt": ...} per line (vLLM custom)')
+    b.add_argument("--exact-input-len", action="store_true", help="size synthetic prompts with the server /tokenize")
+    b.add_argument("--sweep", type=int, metavar="N", help="concurrency sweep 1, 2, 4, ... N; prints a row per level")
+    b.add_argument(
+        "--prompts-per-level", type=int, help="sweep: requests per level (default max(num-prompts, 4 x level))"
+    )
+    b.add_argument("--level-duration", type=float, default=120.0, help="sweep: wall-time cap per level, seconds")
+    b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
 
 
@@ -347,6 +358,8 @@ _BENCH_FLAGS = {
     "timeout_s": "--timeout",
     "slo_ms": "--goodput",
     "prompts": "--prompt",
+    "levels": "--sweep",
+    "level_duration_s": "--level-duration",
 }
 
 
@@ -389,6 +402,13 @@ def _bench_text(result: LoadResult) -> str:
         for stat, label in (("mean", "Mean"), ("median", "Median"), ("std", "Std"), ("p90", "P90"), ("p99", "P99")):
             value = None if d is None else getattr(d, f"{stat}_s")
             lines.append(row(f"{label} {short} (ms):", None if value is None else value * 1000))
+    first = result.ttft_first_chunk
+    lines.append("{s:{c}^{n}}".format(s="TTFT to first chunk (vllm bench serve)", n=50, c="-"))
+    for stat, label in (("mean", "Mean"), ("median", "Median"), ("p99", "P99")):
+        value = None if first is None else getattr(first, f"{stat}_s")
+        lines.append(row(f"{label} TTFT first chunk (ms):", None if value is None else value * 1000))
+    if result.input_calibration is not None:
+        lines.append(row("Input lengths:", result.input_calibration.label))
     lines.append("=" * 50)
     for kind, count in m.failures_by_kind:
         lines.append(f"failed: {count} x {kind}")
@@ -400,11 +420,85 @@ def _bench_text(result: LoadResult) -> str:
     return "\n".join(lines)
 
 
+def _vllm_payload(result: LoadResult, endpoint: Endpoint, *, per_request: bool = False) -> dict[str, object]:
+    """The vllm-keyed JSON of one run, plus the first-chunk TTFT (``*_ttft_first_chunk_ms``, vLLM's own TTFT
+    definition: the role chunk counts) and, with ``per_request``, vLLM's per-request arrays (seconds) over the
+    completed requests."""
+    spec = result.spec
+    payload = result.metrics.to_vllm_json()
+    first = result.ttft_first_chunk
+    for stat in ("mean", "median", "std", "p90", "p99"):
+        value = None if first is None else getattr(first, f"{stat}_s")
+        payload[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * 1000
+    payload.update(
+        endpoint=endpoint.name,
+        num_prompts=spec.num_prompts,
+        request_rate=spec.request_rate if math.isfinite(spec.request_rate) else "inf",
+        burstiness=spec.burstiness if math.isfinite(spec.burstiness) else "inf",
+        max_concurrency=spec.max_concurrency,
+        failures_by_kind=dict(result.metrics.failures_by_kind),
+        input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
+    )
+    if per_request:
+        from planner.latency import compute_metrics
+
+        done = [
+            (r, n)
+            for r, n in zip(result.records, result.input_tokens, strict=True)
+            if compute_metrics(r).ttft_s is not None
+        ]
+        payload.update(
+            input_lens=[n for _, n in done],
+            output_lens=[r.output_tokens if r.output_tokens is not None else len(r.chunks) for r, _ in done],
+            ttfts=[r.first_token_s for r, _ in done],
+            itls=[list(compute_metrics(r).itl_chunk_s) for r, _ in done],
+            latencies=[r.last_token_s for r, _ in done],
+            start_times=[r.t_sent - (result.start_s or 0.0) for r, _ in done],
+            errors=[r.error for r in result.records if not r.ok],
+        )
+    return payload
+
+
+def _sweep_text(sweep: SweepResult) -> str:
+    """One row per level, then the knee."""
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 1000:.1f}"
+
+    head = f"{'conc':>5} {'ok':>5} {'fail':>5} {'req/s':>8} {'out tok/s':>10} {'TTFT p50':>9} {'TTFT p99':>9}"
+    lines = [head + f" {'TPOT p50':>9} {'E2EL p50':>9}  (latencies in ms)"]
+    for p in sweep.points:
+        lines.append(
+            f"{p.concurrency:>5} {p.completed:>5} {p.failed:>5} {p.request_throughput:>8.2f} "
+            f"{p.output_throughput:>10.1f} {ms(p.ttft_median_s):>9} {ms(p.ttft_p99_s):>9} "
+            f"{ms(p.tpot_median_s):>9} {ms(p.e2el_median_s):>9}" + (f"  stopped by {p.stopped}" if p.stopped else "")
+        )
+    if sweep.knee is None:
+        lines.append("knee: none found (Kneedle on concurrency -> output tok/s; needs 3+ levels and a bend)")
+    else:
+        lines.append(f"knee: concurrency {sweep.knee} (Kneedle on concurrency -> output tok/s)")
+    if sweep.stopped:
+        lines.append(f"sweep stopped by {sweep.stopped}")
+    return "\n".join(lines)
+
+
+def _read_dataset(path: str) -> tuple[str, ...]:
+    from planner.workload import _MAX_BYTES, parse_prompts_jsonl
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_BYTES + 1)
+    except OSError as exc:
+        raise InvalidParameterError("dataset_path", path, f"a readable JSONL file ({exc.strerror})") from exc
+    return parse_prompts_jsonl(data)
+
+
 def _bench(args: argparse.Namespace) -> int:
     import asyncio
 
     from planner.endpoints import parse_endpoint_flag
     from planner.loadtest import LoadSpec, run_load
+    from planner.sweep import SweepSpec, run_sweep, sweep_levels
 
     prog = "python -m planner bench"
     try:
@@ -422,6 +516,15 @@ def _bench(args: argparse.Namespace) -> int:
                 sep = ""
             if not sep:
                 raise InvalidParameterError("slo_ms", item, "KEY:MS with KEY ttft, tpot or e2el, e.g. ttft:500")
+        if args.sweep is not None and args.concurrency is not None:
+            raise InvalidParameterError("max_concurrency", args.concurrency, "no --concurrency with --sweep")
+        levels: tuple[int, ...] = ()
+        if args.sweep is not None:
+            try:
+                levels = sweep_levels(args.sweep)
+            except InvalidParameterError as exc:  # named after the flag, not sweep_levels' argument
+                raise InvalidParameterError("levels", args.sweep, exc.accepted) from exc
+        prompts = tuple(args.prompt) + (_read_dataset(args.dataset_path) if args.dataset_path else ())
         spec = LoadSpec(
             num_prompts=args.num_prompts,
             max_concurrency=args.concurrency,
@@ -434,12 +537,30 @@ def _bench(args: argparse.Namespace) -> int:
             output_len=args.output_len,
             range_ratio=args.range_ratio,
             ignore_eos=args.ignore_eos,
-            prompts=tuple(args.prompt),
+            prompts=prompts,
             timeout_s=args.timeout,
             slo_ms=tuple(slo),
+            exact_input_len=args.exact_input_len,
         )
-        result = asyncio.run(run_load(endpoint, spec))
+        if args.sweep is not None:
+            sweep_spec = SweepSpec(
+                spec,
+                levels,
+                prompts_per_level=args.prompts_per_level,
+                level_duration_s=args.level_duration,
+            )
+            sweep = asyncio.run(run_sweep(endpoint, sweep_spec))
+        else:
+            result = asyncio.run(run_load(endpoint, spec))
     except InvalidParameterError as exc:
+        if exc.name == "dataset" or exc.name.startswith("dataset line"):
+            where = exc.name.removeprefix("dataset").strip()
+            shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
+            what = args.dataset_path + (f" {where}" if where else "")
+            print(
+                f"{prog}: error: --dataset-path {what}: {shown} is not valid: expected {exc.accepted}", file=sys.stderr
+            )
+            return 2
         flag = _BENCH_FLAGS.get(exc.name, "--" + exc.name.replace("_", "-"))
         print(f"{prog}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
         return 2
@@ -447,17 +568,22 @@ def _bench(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
-    if args.json:
-        payload = result.metrics.to_vllm_json()
-        payload.update(
-            endpoint=endpoint.name,
-            num_prompts=spec.num_prompts,
-            request_rate=spec.request_rate if math.isfinite(spec.request_rate) else "inf",
-            burstiness=spec.burstiness,
-            max_concurrency=spec.max_concurrency,
-            failures_by_kind=dict(result.metrics.failures_by_kind),
-        )
-        print(json.dumps(payload, indent=2))
-        return 0
-    print(_bench_text(result))
+    if args.sweep is not None:
+        levels = [
+            {**_vllm_payload(r, endpoint, per_request=bool(args.save_result)), "concurrency": p.concurrency}
+            for p, r in zip(sweep.points, sweep.results, strict=True)
+        ]
+        document: object = {"endpoint": endpoint.name, "knee_concurrency": sweep.knee, "levels": levels}
+        shown = json.dumps(document, indent=2) if args.json else _sweep_text(sweep)
+    else:
+        document = _vllm_payload(result, endpoint, per_request=bool(args.save_result))
+        shown = json.dumps(_vllm_payload(result, endpoint), indent=2) if args.json else _bench_text(result)
+    if args.save_result:
+        try:
+            with open(args.save_result, "w", encoding="utf-8") as handle:
+                json.dump(document, handle, indent=2)
+        except OSError as exc:
+            print(f"{prog}: error: --save-result {args.save_result!r}: {exc.strerror}", file=sys.stderr)
+            return 2
+    print(shown)
     return 0

@@ -1,13 +1,19 @@
 """Load tests against one endpoint with ``vllm bench serve`` semantics (``shared/reference/benchmark_clients.md`` §1).
 
 * :class:`LoadSpec` describes the load: how many requests, closed loop (``max_concurrency``) and/or open loop
-  (``request_rate`` with gamma-distributed gaps), warmups, a wall-time cap, and the prompts (a given list, cycled,
-  or synthetic text of about ``input_len`` tokens).
+  (``request_rate`` with gamma-distributed gaps; both together = rate-limited sends that also wait for a slot),
+  warmups, a wall-time cap, and the prompts (a given list, cycled, or synthetic text of ``input_len`` tokens,
+  exact where the server has a tokenizer route when ``exact_input_len`` is set).
+* A run is ALWAYS bounded in requests: ``num_prompts`` is a cap even when ``duration_s`` is given (a duration
+  alone does not make the run open-ended; it ends at whichever comes first).
 * :func:`arrival_times` is the precomputed send schedule, exactly as vLLM builds it.
 * :func:`run_load` sends the requests through ONE reused client (retries off) and returns a :class:`LoadResult`
   with every record, the :class:`~planner.loadtest_metrics.BenchmarkMetrics` and the in-flight count over time.
 * :class:`LoadRun` runs it on a background thread with :meth:`LoadRun.snapshot` / :meth:`LoadRun.cancel`, like
-  :class:`planner.compare.CompareRun`.
+  :class:`planner.compare.CompareRun`; a snapshot carries the records finished so far and the in-flight samples,
+  for live charts (:mod:`planner.loadtest_timeseries`).
+* TTFT: ``metrics.ttft`` is the project's (first token-bearing chunk); :attr:`LoadResult.ttft_first_chunk` is
+  ``vllm bench serve``'s (first chunk with ``choices``, vLLM's role chunk included).
 
 Exception: a ``tgi`` endpoint gets a fresh ``huggingface_hub`` client per request, because that client's send-time
 hook can only follow one request at a time (see :func:`planner.clients.stream_tgi`); its session is opened before
@@ -30,8 +36,9 @@ from planner.clients import ChatRequest, make_client, stream_chat
 from planner.discovery import discover
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
-from planner.loadtest_metrics import BenchmarkMetrics, compute_benchmark_metrics
+from planner.loadtest_metrics import BenchmarkMetrics, Distribution, compute_benchmark_metrics
 from planner.streaming import RequestRecord
+from planner.workload import InputCalibration, calibrate_prompts, synthetic_text
 
 __all__ = [
     "LoadProgress",
@@ -46,18 +53,14 @@ __all__ = [
     "token_range",
 ]
 
-_TEXT = (
-    "the quick brown fox jumps over a lazy dog while serving engines batch many requests and stream tokens back "
-    "to every client as fast as the memory bandwidth of the accelerator allows"
-)
-_WORDS = tuple(_TEXT.split(" "))
-
 
 def estimate_tokens(text: str) -> int:
     """Documented estimate of a prompt's tokens: one per whitespace-separated word (words ≈ tokens).
 
-    English prose runs ~1.3 tokens per word with Llama/Qwen tokenizers, so this undercounts; the server's
-    ``usage.prompt_tokens`` replaces it whenever the server reports one.
+    Exact up to the chat template's overhead for the synthetic prompts (common single-token words); general English
+    prose runs ~1.3 tokens per word with Llama/Qwen tokenizers, so there it undercounts. The server's
+    ``usage.prompt_tokens`` replaces it whenever the server reports one; :func:`planner.workload.calibrate_prompts`
+    makes it exact where the server has a tokenizer route.
     """
     return len(text.split())
 
@@ -75,8 +78,9 @@ class LoadSpec:
         seed: Seed of the arrival schedule and the sampled lengths.
         num_warmups: Requests sent (all at once, under the concurrency cap) before the run; excluded from stats.
         duration_s: Wall-time cap of the measured run; requests still running are cancelled and not sent ones
-            dropped; None = no cap.
-        input_len: Synthetic prompt length, tokens (≈ words, see :func:`estimate_tokens`).
+            dropped; None = no time cap. ``num_prompts`` still caps the run either way.
+        input_len: Synthetic prompt length, tokens (≈ words, see :func:`estimate_tokens`; exact with
+            ``exact_input_len``).
         output_len: ``max_tokens`` of each request.
         range_ratio: Lengths are drawn uniformly from the integers in [⌊L(1 − r)⌋, ⌈L(1 + r)⌉] (vLLM random
             dataset), in [0, 1).
@@ -84,6 +88,10 @@ class LoadSpec:
         prompts: Prompts to cycle through instead of synthetic text (e.g. the article-style presets).
         timeout_s: Connect/read timeout of each request, seconds.
         slo_ms: Goodput SLOs in ms by name (``ttft``, ``tpot``, ``e2el``), e.g. ``(("ttft", 500.0),)``.
+        exact_input_len: Size the synthetic prompts with the server's tokenizer route before the run
+            (:func:`planner.workload.calibrate_prompts`: one calibration, then at most 64 tokenizer calls, so a
+            big run starts within a second or so); ignored with ``prompts``. The result's ``input_calibration``
+            says what was exact.
 
     Raises:
         InvalidParameterError: a value is outside what is accepted.
@@ -103,6 +111,7 @@ class LoadSpec:
     prompts: tuple[str, ...] = ()
     timeout_s: float = 60.0
     slo_ms: tuple[tuple[str, float], ...] = field(default=())
+    exact_input_len: bool = False
 
     def __post_init__(self) -> None:
         def positive_int(name: str, value: Any, low: int = 1) -> None:
@@ -167,11 +176,6 @@ def token_range(length: int, range_ratio: float) -> tuple[int, int]:
     return max(1, math.floor(length * (1 - range_ratio))), max(1, math.ceil(length * (1 + range_ratio)))
 
 
-def _synthetic(n_tokens: int, offset: int) -> str:
-    # Rotating the word list per request avoids an identical prefix (which a prefix cache would serve for free).
-    return " ".join(_WORDS[(offset + i) % len(_WORDS)] for i in range(n_tokens))
-
-
 @dataclass(frozen=True)
 class _LoadRequest(ChatRequest):
     """A :class:`ChatRequest` that may also ask for ``ignore_eos`` (sent as an extra body field)."""
@@ -185,20 +189,47 @@ class _LoadRequest(ChatRequest):
         return params
 
 
-def build_requests(spec: LoadSpec, count: int, *, seed_offset: int = 0) -> list[tuple[ChatRequest, int]]:
-    """``count`` requests with their estimated input tokens: prompts cycled, or synthetic text.
-
-    Input and output lengths are drawn (seeded) from :func:`token_range` of ``input_len`` / ``output_len``.
-    """
+def _draw(spec: LoadSpec, count: int, seed_offset: int) -> list[tuple[int, int, int]]:
+    """``(input tokens, output tokens, word offset)`` of ``count`` requests (seeded, see :func:`build_requests`)."""
     rng = random.Random(spec.seed + 1 + seed_offset)
     in_lo, in_hi = token_range(spec.input_len, spec.range_ratio)
     out_lo, out_hi = token_range(spec.output_len, spec.range_ratio)
-    out: list[tuple[ChatRequest, int]] = []
+    out = []
     for i in range(count):
         n_in = rng.randint(in_lo, in_hi)
-        n_out = rng.randint(out_lo, out_hi)
-        prompt = spec.prompts[i % len(spec.prompts)] if spec.prompts else _synthetic(n_in, i + seed_offset)
-        out.append((_LoadRequest(prompt, max_tokens=n_out, ignore_eos=spec.ignore_eos), estimate_tokens(prompt)))
+        out.append((n_in, rng.randint(out_lo, out_hi), i + seed_offset))
+    return out
+
+
+def build_requests(
+    spec: LoadSpec,
+    count: int,
+    *,
+    seed_offset: int = 0,
+    sized: tuple[tuple[str, ...], tuple[int, ...]] | None = None,
+) -> list[tuple[ChatRequest, int]]:
+    """``count`` requests with their input tokens: prompts cycled, or synthetic text.
+
+    Input and output lengths are drawn (seeded) from :func:`token_range` of ``input_len`` / ``output_len``.
+    The input tokens are :func:`estimate_tokens` of the prompt, or the counts in ``sized``.
+
+    Args:
+        spec: The load.
+        count: Number of requests.
+        seed_offset: Shifts the seed and the synthetic word rotation (warmups use ``num_prompts``).
+        sized: ``(texts, tokens)`` from :func:`planner.workload.calibrate_prompts`, one per request, replacing
+            the synthetic text (ignored when ``spec.prompts`` is set).
+    """
+    out: list[tuple[ChatRequest, int]] = []
+    for i, (n_in, n_out, offset) in enumerate(_draw(spec, count, seed_offset)):
+        if spec.prompts:
+            prompt, tokens = spec.prompts[i % len(spec.prompts)], None
+        elif sized is not None:
+            prompt, tokens = sized[0][i], sized[1][i]
+        else:
+            prompt, tokens = synthetic_text(n_in, offset), None
+        request = _LoadRequest(prompt, max_tokens=n_out, ignore_eos=spec.ignore_eos)
+        out.append((request, estimate_tokens(prompt) if tokens is None else tokens))
     return out
 
 
@@ -208,17 +239,26 @@ class LoadProgress:
 
     Attributes:
         elapsed_s: Seconds since the measured run started.
+        total: Measured requests asked for (``num_prompts``), for a progress bar.
         sent: Measured requests handed to the client so far.
         completed: Successful requests so far.
         failed: Failed requests so far.
         in_flight: Requests in flight now.
+        start_s: Absolute ``time.perf_counter()`` of the measured start (records' ``t_sent`` use the same clock).
     """
 
     elapsed_s: float
+    total: int
     sent: int
     completed: int
     failed: int
     in_flight: int
+    start_s: float = 0.0
+
+    @property
+    def fraction(self) -> float:
+        """Finished share of ``total``, in [0, 1]."""
+        return min(1.0, (self.completed + self.failed) / self.total) if self.total else 0.0
 
 
 @dataclass(frozen=True)
@@ -237,6 +277,9 @@ class LoadResult:
         cancelled: Requests cancelled in flight (duration cap or :meth:`LoadRun.cancel`).
         not_sent: Requests never sent (not released, or still waiting for a concurrency slot) when the run stopped.
         stopped: ``"duration"`` when the cap ended the run, ``"cancelled"`` when cancelled; None otherwise.
+        start_s: Absolute ``time.perf_counter()`` of the measured start (for
+            :func:`planner.loadtest_timeseries.timeseries`); None when unknown.
+        input_calibration: How synthetic prompts were sized (``exact_input_len``); None otherwise.
     """
 
     endpoint: str
@@ -250,11 +293,28 @@ class LoadResult:
     cancelled: int = 0
     not_sent: int = 0
     stopped: str | None = None
+    start_s: float | None = None
+    input_calibration: InputCalibration | None = None
 
     @property
     def max_in_flight(self) -> int:
         """Largest number of requests in flight at once."""
         return max((n for _, n in self.in_flight), default=0)
+
+    @property
+    def ttft_first_chunk(self) -> Distribution | None:
+        """TTFT as ``vllm bench serve`` measures it: first chunk with ``choices`` (vLLM's role chunk included) − sent.
+
+        One sample per completed request (the requests that give ``metrics.ttft`` its samples); seconds; None
+        without a sample. ``metrics.ttft`` is the project's TTFT (first token-bearing chunk).
+        """
+        ok = {id(r) for r in _completed(self.records)}
+        return Distribution.of([r.first_chunk_s for r in self.records if id(r) in ok and r.first_chunk_s is not None])
+
+
+def _completed(records: tuple[RequestRecord, ...] | list[RequestRecord]) -> list[RequestRecord]:
+    # The same test as compute_benchmark_metrics: ok with a first and a last token.
+    return [r for r in records if r.ok and r.first_token_s is not None and r.last_token_s is not None]
 
 
 async def run_load(
@@ -262,6 +322,8 @@ async def run_load(
     spec: LoadSpec,
     *,
     on_progress: Callable[[LoadProgress], None] | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    on_in_flight: Callable[[float, int], None] | None = None,
     secrets: Mapping[str, Any] | None = None,
     stop: asyncio.Event | None = None,
 ) -> LoadResult:
@@ -275,6 +337,8 @@ async def run_load(
         endpoint: The endpoint.
         spec: The load.
         on_progress: Called in the event loop after every finished measured request.
+        on_record: Called in the event loop with every finished measured record (before ``on_progress``).
+        on_in_flight: Called in the event loop with ``(seconds since start, requests in flight)`` on every change.
         secrets: Optional mapping holding the API key.
         stop: When set, the run stops as at the duration cap (used by :class:`LoadRun`).
 
@@ -298,12 +362,18 @@ async def run_load(
     samples: list[tuple[float, int]] = []
     start = time.perf_counter()
 
+    def sample() -> None:
+        point = (time.perf_counter() - start, state["in_flight"])
+        samples.append(point)
+        if on_in_flight is not None:
+            on_in_flight(*point)
+
     async def send(request: ChatRequest, measured: bool) -> RequestRecord | None:
         async with sem if sem is not None else contextlib.nullcontext():
             state["in_flight"] += 1
             if measured:
                 state["sent"] += 1
-                samples.append((time.perf_counter() - start, state["in_flight"]))
+                sample()
             try:
                 record = await stream_chat(
                     endpoint, request, timeout_s=spec.timeout_s, info=info, secrets=secrets, client=client
@@ -314,21 +384,59 @@ async def run_load(
             finally:
                 state["in_flight"] -= 1
                 if measured:
-                    samples.append((time.perf_counter() - start, state["in_flight"]))
+                    sample()
         if measured:
             state["completed" if record.ok else "failed"] += 1
+            if on_record is not None:
+                on_record(record)
             if on_progress is not None:
-                on_progress(LoadProgress(time.perf_counter() - start, state["sent"], *_counts(state)))
+                on_progress(
+                    LoadProgress(
+                        elapsed_s=time.perf_counter() - start,
+                        total=spec.num_prompts,
+                        sent=state["sent"],
+                        completed=state["completed"],
+                        failed=state["failed"],
+                        in_flight=state["in_flight"],
+                        start_s=start,
+                    )
+                )
         return record
 
+    calibration: InputCalibration | None = None
+    sized_warm = sized = None
     try:
-        warmups = build_requests(spec, spec.num_warmups, seed_offset=spec.num_prompts)
-        warm = await asyncio.gather(*(send(r, False) for r, _ in warmups))
-        requests = build_requests(spec, spec.num_prompts)
+        if spec.exact_input_len and not spec.prompts:
+            # Measured prompts first: they get the counting budget; the warmups ride on the same calibration.
+            draws = _draw(spec, spec.num_prompts, 0) + _draw(spec, spec.num_warmups, spec.num_prompts)
+            texts, tokens, calibration = await calibrate_prompts(
+                endpoint,
+                info,
+                [(n_in, off) for n_in, _, off in draws],
+                timeout_s=min(spec.timeout_s, 10.0),
+                secrets=secrets,
+            )
+            n = spec.num_prompts
+            sized, sized_warm = (texts[:n], tokens[:n]), (texts[n:], tokens[n:])
+        warmups = build_requests(spec, spec.num_warmups, seed_offset=spec.num_prompts, sized=sized_warm)
+        # The stop event also ends the warm-up phase (a warm-up can be as slow as any request).
+        stopper = asyncio.create_task((stop or asyncio.Event()).wait())
+
+        async def warm_up() -> list[RequestRecord | None]:
+            return await asyncio.gather(*(send(r, False) for r, _ in warmups))
+
+        warm_all = asyncio.create_task(warm_up())
+        await asyncio.wait({warm_all, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not warm_all.done():
+            warm_all.cancel()
+        warm = (await asyncio.gather(warm_all, return_exceptions=True))[0]
+        warm = warm if isinstance(warm, list) else []
+        requests = build_requests(spec, spec.num_prompts, sized=sized)
         schedule = arrival_times(spec)
         tasks: list[asyncio.Task[RequestRecord | None]] = []
         start = time.perf_counter()
-        samples.append((0.0, 0))
+        samples.clear()
+        sample()
 
         async def dispatch() -> None:
             for (request, _), t in zip(requests, schedule, strict=True):
@@ -338,16 +446,18 @@ async def run_load(
                 tasks.append(asyncio.create_task(send(request, True)))
             await asyncio.gather(*tasks)
 
-        main = asyncio.create_task(dispatch())
-        stopper = asyncio.create_task((stop or asyncio.Event()).wait())
-        done, _ = await asyncio.wait({main, stopper}, timeout=spec.duration_s, return_when=asyncio.FIRST_COMPLETED)
         stopped = None
-        if main not in done:
-            stopped = "cancelled" if stopper in done else "duration"
-            main.cancel()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(main, *tasks, return_exceptions=True)
+        if stopper.done():
+            stopped = "cancelled"
+        else:
+            main = asyncio.create_task(dispatch())
+            done, _ = await asyncio.wait({main, stopper}, timeout=spec.duration_s, return_when=asyncio.FIRST_COMPLETED)
+            if main not in done:
+                stopped = "cancelled" if stopper in done else "duration"
+                main.cancel()
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(main, *tasks, return_exceptions=True)
         stopper.cancel()
         await asyncio.gather(stopper, return_exceptions=True)
         duration = time.perf_counter() - start
@@ -374,11 +484,9 @@ async def run_load(
         cancelled=state["cancelled"],
         not_sent=spec.num_prompts - state["sent"],
         stopped=stopped,
+        start_s=start,
+        input_calibration=calibration,
     )
-
-
-def _counts(state: Mapping[str, int]) -> tuple[int, int, int]:
-    return state["completed"], state["failed"], state["in_flight"]
 
 
 # --- background run for UIs ------------------------------------------------------------------------------------------
@@ -392,6 +500,9 @@ class LoadSnapshot:
         cancelled: :meth:`LoadRun.cancel` was called.
         error: One-line reason the run itself failed (e.g. a missing API key); None otherwise.
         result: The final result once done; None before.
+        records: Measured records finished so far, in completion order (for live charts; warmups excluded).
+        in_flight: ``(seconds since start, requests in flight)`` samples so far.
+        total: Measured requests asked for (``num_prompts``).
     """
 
     progress: LoadProgress | None = None
@@ -399,6 +510,16 @@ class LoadSnapshot:
     cancelled: bool = False
     error: str | None = None
     result: LoadResult | None = field(default=None, repr=False)
+    records: tuple[RequestRecord, ...] = field(default=(), repr=False)
+    in_flight: tuple[tuple[float, int], ...] = field(default=(), repr=False)
+    total: int = 0
+
+    @property
+    def start_s(self) -> float | None:
+        """Absolute ``perf_counter`` of the measured start, once known (for the live time series)."""
+        if self.result is not None and self.result.start_s is not None:
+            return self.result.start_s
+        return self.progress.start_s if self.progress is not None else None
 
 
 class LoadRun(BackgroundRun):
@@ -418,17 +539,35 @@ class LoadRun(BackgroundRun):
         self._secrets = dict(secrets) if secrets is not None else None
         self._progress: LoadProgress | None = None
         self._stop: asyncio.Event | None = None
+        self._records: list[RequestRecord] = []
+        self._in_flight: list[tuple[float, int]] = []
 
     def _on_progress(self, progress: LoadProgress) -> None:
         with self._lock:
             self._progress = progress
+
+    def _on_record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def _on_in_flight(self, t_s: float, n: int) -> None:
+        with self._lock:
+            if t_s == 0.0 or (self._in_flight and t_s < self._in_flight[-1][0]):
+                self._in_flight.clear()
+            self._in_flight.append((t_s, n))
 
     async def _run(self) -> LoadResult:
         self._stop = asyncio.Event()
         if self._cancelled:
             self._stop.set()
         return await run_load(
-            self._endpoint, self._spec, on_progress=self._on_progress, secrets=self._secrets, stop=self._stop
+            self._endpoint,
+            self._spec,
+            on_progress=self._on_progress,
+            on_record=self._on_record,
+            on_in_flight=self._on_in_flight,
+            secrets=self._secrets,
+            stop=self._stop,
         )
 
     def _stop_in_loop(self) -> None:
@@ -437,10 +576,19 @@ class LoadRun(BackgroundRun):
             self._stop.set()
 
     def snapshot(self) -> LoadSnapshot:
-        """A frozen copy of the current state (thread-safe, cheap)."""
+        """A frozen copy of the current state (thread-safe; copies two lists of references, O(requests))."""
         done = self._done.is_set()
         with self._lock:
             progress = self._progress
+            records = tuple(self._records)
+            in_flight = tuple(self._in_flight)
         return LoadSnapshot(
-            progress=progress, done=done, cancelled=self._cancelled, error=self._error, result=self._result
+            progress=progress,
+            done=done,
+            cancelled=self._cancelled,
+            error=self._error,
+            result=self._result,
+            records=records,
+            in_flight=in_flight,
+            total=self._spec.num_prompts,
         )

@@ -143,8 +143,91 @@ def test_load_run_in_background_and_cancel(timed_server):
     snap = run.snapshot()
     assert snap.error is None and snap.result.metrics.completed == 4 and snap.progress.completed == 4
     slow = LoadRun(_ep(timed_server.url), LoadSpec(num_prompts=4, prompts=("x [ttft_ms=5000]",))).start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 5
+    while max((n for _, n in slow.snapshot().in_flight), default=0) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)  # on a busy machine sending all four can take a while; cancel once they are in flight
     slow.cancel()
     assert slow.wait(5)
     snap = slow.snapshot()
     assert snap.cancelled and snap.result.stopped == "cancelled" and snap.result.cancelled == 4
+
+
+# --- live records, progress total, bounds, first-chunk TTFT, exact input lengths -------------------------------------
+def test_snapshot_exposes_records_and_in_flight_while_running(timed_server):
+    spec = LoadSpec(num_prompts=6, max_concurrency=2, prompts=("x [ttft_ms=150] [tokens=2]",), output_len=2)
+    run = LoadRun(_ep(timed_server.url), spec).start()
+    deadline = time.monotonic() + 10
+    live = run.snapshot()
+    while len(live.records) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        live = run.snapshot()
+    # 6 requests 2 at a time, ~150 ms each: the first pair is done well before the run is
+    assert not live.done and 2 <= len(live.records) < 6 and isinstance(live.records, tuple)
+    assert live.total == 6 and live.progress.total == 6 and 0 < live.progress.fraction < 1
+    assert live.in_flight[0] == (pytest.approx(0.0, abs=0.01), 0) and max(n for _, n in live.in_flight) == 2
+    assert live.start_s == live.progress.start_s and all(r.t_sent >= live.start_s for r in live.records)
+    assert run.wait(10)
+    final = run.snapshot()
+    assert len(final.records) == 6 and set(map(id, final.records)) == set(map(id, final.result.records))
+    assert final.in_flight == final.result.in_flight and final.start_s == final.result.start_s
+    assert final.progress.fraction == 1.0
+
+
+def test_duration_alone_is_still_bounded_by_num_prompts(timed_server):
+    # num_prompts is always a cap: a generous duration ends early when the requests are done...
+    spec = LoadSpec(num_prompts=5, max_concurrency=5, duration_s=30.0, prompts=(FAST,), output_len=4)
+    result = asyncio.run(run_load(_ep(timed_server.url), spec))
+    assert (len(result.records), result.stopped, result.not_sent) == (5, None, 0) and result.duration_s < 5
+    # ...and a short duration ends a long request list early
+    spec = LoadSpec(num_prompts=10_000, max_concurrency=4, duration_s=0.3, prompts=(FAST,), output_len=4)
+    result = asyncio.run(run_load(_ep(timed_server.url), spec))
+    assert result.stopped == "duration" and result.not_sent > 9000 and result.duration_s < 2
+
+
+def test_first_chunk_ttft_counts_the_role_chunk(timed_server):
+    # the timed server sends vLLM's role chunk at once and the first token 120 ms later
+    spec = LoadSpec(num_prompts=3, max_concurrency=3, prompts=("x [ttft_ms=120] [tokens=2]",), output_len=2)
+    result = asyncio.run(run_load(_ep(timed_server.url), spec))
+    first, ttft = result.ttft_first_chunk, result.metrics.ttft
+    assert first.count == ttft.count == 3
+    assert first.median_s < 0.06 and ttft.median_s >= 0.12
+    assert ttft.median_s - first.median_s == pytest.approx(0.12, abs=0.03)
+
+
+def test_exact_input_lengths_against_tgi(monkeypatch):
+    from huggingface_hub import constants
+
+    from tests.servers.tgi import TGIServer
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    spec = LoadSpec(num_prompts=4, input_len=20, range_ratio=0.5, output_len=4, exact_input_len=True, seed=5)
+    drawn = [n for _, n in build_requests(spec, 4)]  # word estimates of the plain synthetic prompts
+    with TGIServer() as server:
+        result = asyncio.run(run_load(_ep(server.base_url, "tgi"), spec))
+    cal = result.input_calibration
+    assert (cal.method, cal.total, cal.counted, cal.exact, cal.overhead_tokens) == ("exact", 4, 4, 4, 0)
+    assert cal.label == "exact (server /tokenize)"
+    # The TGI test server counts whitespace words and renders a chat prompt as "<|user|> {text}\n<|assistant|>",
+    # i.e. words + 2: its usage.prompt_tokens is each target + 2, and the records carry that usage.
+    by_target = sorted(drawn)
+    assert sorted(r.prompt_tokens for r in result.records) == [n + 2 for n in by_target]
+    assert result.metrics.completed == 4
+
+
+def test_exact_input_lengths_fall_back_to_the_estimate(timed_server):
+    spec = LoadSpec(num_prompts=2, input_len=10, output_len=2, exact_input_len=True, prompts=())
+    result = asyncio.run(run_load(_ep(timed_server.url), spec))
+    assert result.input_calibration.label == "estimate (words)"
+    with_prompts = asyncio.run(run_load(_ep(timed_server.url), LoadSpec(num_prompts=1, prompts=(FAST,), output_len=4)))
+    assert with_prompts.input_calibration is None
+
+
+def test_cancel_during_warmups_returns_at_once(timed_server):
+    spec = LoadSpec(num_prompts=3, num_warmups=1, prompts=("x [ttft_ms=5000]",), output_len=2)
+    run = LoadRun(_ep(timed_server.url), spec).start()
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    run.cancel()
+    assert run.wait(3) and time.perf_counter() - t0 < 2
+    result = run.snapshot().result
+    assert (result.stopped, result.not_sent, result.records, result.warmup_records) == ("cancelled", 3, (), ())

@@ -47,3 +47,64 @@ def test_bench_bad_flag_is_one_line_exit_2(argv, fragment, capsys):
     err = capsys.readouterr().err
     assert err.startswith("python -m planner bench: error: ") and fragment in err
     assert err.count("\n") == 1
+
+
+# --- sweeps, prompts files, saved results ----------------------------------------------------------------------------
+def test_sweep_prints_a_row_per_level_and_the_knee(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--sweep", "4", "--prompts-per-level", "2"]
+    assert main([*argv, "--prompt", FAST, "--output-len", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines[1:4]]
+    assert [r[:3] for r in rows] == [["1", "2", "0"], ["2", "2", "0"], ["4", "2", "0"]]  # concurrency, ok, failed
+    assert lines[4].startswith("knee: ")
+
+
+def test_sweep_json_and_saved_result(timed_server, capsys, tmp_path):
+    out = tmp_path / "sweep.json"
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--sweep", "2", "--prompts-per-level", "3"]
+    assert main([*argv, "--prompt", FAST, "--json", "--save-result", str(out)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    saved = json.loads(out.read_text())
+    assert [lv["concurrency"] for lv in shown["levels"]] == [1, 2] and "knee_concurrency" in shown
+    assert [lv["completed"] for lv in saved["levels"]] == [3, 3] and len(saved["levels"][1]["ttfts"]) == 3
+
+
+def test_dataset_path_and_save_result_round_trip(timed_server, capsys, tmp_path):
+    from planner.loadtest_metrics import BenchmarkMetrics
+
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text(json.dumps({"prompt": FAST}) + "\n" + json.dumps({"text": FAST}) + "\n")
+    out = tmp_path / "result.json"
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--num-prompts", "4", "--concurrency", "2"]
+    assert main([*argv, "--dataset-path", str(dataset), "--save-result", str(out)]) == 0
+    rows = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines() if ":" in line)
+    assert rows["Total generated tokens"].strip() == "16"  # the prompts file's [tokens=4] was used: 4 x 4
+    assert "Mean TTFT first chunk (ms)" in rows
+    data = json.loads(out.read_text())
+    assert data["output_lens"] == [4, 4, 4, 4] and len(data["itls"]) == 4 and data["errors"] == []
+    assert data["mean_ttft_first_chunk_ms"] < data["mean_ttft_ms"]  # the role chunk comes before the first token
+    metrics = BenchmarkMetrics.from_vllm_json(data)  # a vLLM --save-result reader accepts it
+    assert (metrics.completed, metrics.total_output_tokens, metrics.itl.count, metrics.tpot.count) == (4, 16, 8, 4)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--sweep", "0"], "--sweep 0 is not valid"),
+        (["--sweep", "4", "--concurrency", "2"], "--concurrency 2 is not valid: expected no --concurrency with"),
+        (["--dataset-path", "/nonexistent/p.jsonl"], "--dataset-path '/nonexistent/p.jsonl' is not valid"),
+    ],
+)
+def test_bench_new_flags_bad_values(argv, fragment, capsys):
+    assert main(["bench", "--endpoint", "vllm:http://127.0.0.1:1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m planner bench: error: ") and fragment in err and err.count("\n") == 1
+
+
+def test_bad_dataset_line_is_one_line_naming_it(tmp_path, capsys):
+    dataset = tmp_path / "bad.jsonl"
+    dataset.write_text('{"prompt": "fine"}\n{"question": "no prompt key"}\n')
+    assert main(["bench", "--endpoint", "vllm:http://127.0.0.1:1", "--dataset-path", str(dataset)]) == 2
+    err = capsys.readouterr().err
+    assert f"--dataset-path {dataset} line 2: " in err and '"prompt" (vLLM custom dataset)' in err
+    assert err.count("\n") == 1

@@ -27,9 +27,28 @@ The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut
   ``http400_flat`` (old flat vLLM error body); ``http500``; ``hang`` (never answers);
   ``reject_continuous`` (400 naming ``continuous_usage_stats`` when it is sent, else normal).
 
-Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``POST
-/v1/chat/completions`` (stream or not), ``POST /`` and ``/generate_stream`` (TGI native stream: one token per
-event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``/metrics``
+(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not), ``POST /`` and ``/generate_stream``
+(TGI native stream: one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+
+``GET /metrics`` renders with prometheus_client, as vLLM does (``# HELP``/``# TYPE`` lines, sorted labels, a
+``_created`` gauge beside each counter), the names and label sets of vllm/v1/metrics/loggers.py, every series
+labelled ``engine="0"`` and ``model_name="timed-model"``:
+
+* ``vllm:num_requests_running``: generation requests (``POST /v1/chat/completions``, ``/``, ``/generate_stream``,
+  streamed or not, every mode) admitted and not yet finished, counted live; ``vllm:num_requests_waiting``: those
+  waiting for a slot under ``--max-num-seqs N`` (always 0 without it);
+* ``vllm:kv_cache_usage_perc`` = min(1, 64 · running / 2048): each running request holds 64 blocks (1,024 tokens)
+  of a fixed pool of 2,048 blocks × 16 tokens = 32,768 tokens, so one request is 0.03125;
+* counters ``vllm:num_preemptions`` (always 0), ``vllm:prompt_tokens`` (12 per generation request),
+  ``vllm:generation_tokens`` (tokens sent), exposed with ``_total``;
+* ``vllm:cache_config_info{...} 1.0`` with the ``CacheConfig`` label set of a recent vLLM (as captured from a live
+  server): ``block_size="16"``, ``num_gpu_blocks="2048"``, ``kv_cache_size_tokens="32768"``,
+  ``kv_cache_max_concurrency="8.0"`` (32,768 / 4,096), ``gpu_memory_utilization="0.9"``, ``cache_dtype="auto"``, ...
+
+``python -m tests.servers.timed_sse --legacy-metrics`` (``TimedServer(legacy_metrics=True)``) serves the names of
+vLLM releases before 0.9 instead: ``vllm:gpu_cache_usage_perc`` in place of ``vllm:kv_cache_usage_perc``, and the
+older ``cache_config_info`` label set (``swap_space_bytes``, ``cpu_offload_gb``, no ``kv_cache_size_tokens``).
 """
 
 from __future__ import annotations
@@ -47,8 +66,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
-__all__ = ["MAX_MODEL_LEN", "MODEL_ID", "TimedServer", "chunk_sizes", "token_text"]
+__all__ = [
+    "KV_BLOCKS_PER_REQUEST",
+    "KV_BLOCK_SIZE",
+    "KV_NUM_GPU_BLOCKS",
+    "MAX_MODEL_LEN",
+    "MODEL_ID",
+    "TimedServer",
+    "chunk_sizes",
+    "token_text",
+]
 
 MODEL_ID = "timed-model"
 MAX_MODEL_LEN = 4096
@@ -61,6 +90,101 @@ IN_STREAM_ERROR = "Engine core hit an error: CUDA out of memory"
 SERVER_ERROR = "Internal server error: engine crashed"
 TGI_STREAM_ERROR = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096"
 _PATTERN = (1, 2, 1, 3)
+KV_BLOCK_SIZE = 16
+KV_NUM_GPU_BLOCKS = 2048
+KV_BLOCKS_PER_REQUEST = 64
+
+
+class _State:
+    """Live counts behind ``GET /metrics`` (one event loop, so no lock)."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.slots: asyncio.Semaphore | None = None
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.legacy_metrics = False
+
+
+_STATE = _State()
+
+# CacheConfig.metrics_info() labels (vllm/config/cache.py: every field as str), as a recent vLLM V1 exposes them
+_CACHE_CONFIG_LABELS = {
+    "_block_size_resolved": "True",
+    "block_size": str(KV_BLOCK_SIZE),
+    "cache_dtype": "auto",
+    "calculate_kv_scales": "False",
+    "enable_prefix_caching": "True",
+    "gpu_memory_utilization": "0.9",
+    "is_attention_free": "False",
+    "kv_cache_dtype_skip_layers": "[]",
+    "kv_cache_max_concurrency": str(KV_NUM_GPU_BLOCKS * KV_BLOCK_SIZE / MAX_MODEL_LEN),
+    "kv_cache_memory_bytes": "None",
+    "kv_cache_size_tokens": str(KV_NUM_GPU_BLOCKS * KV_BLOCK_SIZE),
+    "kv_offloading_backend": "native",
+    "kv_offloading_size": "None",
+    "kv_sharing_fast_prefill": "False",
+    "mamba_block_size": "None",
+    "mamba_cache_dtype": "auto",
+    "mamba_cache_mode": "none",
+    "mamba_page_size_padded": "None",
+    "mamba_ssm_cache_dtype": "auto",
+    "num_cpu_blocks": "None",
+    "num_gpu_blocks": str(KV_NUM_GPU_BLOCKS),
+    "num_gpu_blocks_override": "None",
+    "prefix_caching_hash_algo": "sha256",
+    "prefix_match_unit": "None",
+    "skip_page_size_padded": "None",
+    "sliding_window": "None",
+    "user_specified_block_size": "False",
+    "user_specified_mamba_block_size": "False",
+}
+# the label set of releases before 0.9 (vLLM docs/design/metrics.md "Cache Config Info" and a V0 capture)
+_LEGACY_CACHE_CONFIG_LABELS = {
+    "block_size": str(KV_BLOCK_SIZE),
+    "cache_dtype": "auto",
+    "calculate_kv_scales": "False",
+    "cpu_offload_gb": "0",
+    "enable_prefix_caching": "False",
+    "gpu_memory_utilization": "0.9",
+    "is_attention_free": "False",
+    "num_cpu_blocks": "2048",
+    "num_gpu_blocks": str(KV_NUM_GPU_BLOCKS),
+    "num_gpu_blocks_override": "None",
+    "sliding_window": "None",
+    "swap_space_bytes": "4294967296",
+}
+
+
+def _metrics_text() -> bytes:
+    """The vLLM V1 ``/metrics`` body for the current state (a fresh registry each time: values are set, not kept)."""
+    registry = CollectorRegistry()
+    labels = {"model_name": MODEL_ID, "engine": "0"}
+    names = ["model_name", "engine"]
+
+    def gauge(name: str, doc: str, value: float) -> None:
+        Gauge(name, doc, labelnames=names, registry=registry).labels(**labels).set(value)
+
+    def counter(name: str, doc: str, value: float) -> None:
+        Counter(name, doc, labelnames=names, registry=registry).labels(**labels).inc(value)
+
+    gauge("vllm:num_requests_running", "Number of requests in model execution batches.", _STATE.running)
+    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", _STATE.waiting)
+    usage = min(1.0, KV_BLOCKS_PER_REQUEST * _STATE.running / KV_NUM_GPU_BLOCKS)
+    if _STATE.legacy_metrics:
+        gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", usage)
+    else:
+        gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", usage)
+    counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0)
+    counter("vllm:prompt_tokens", "Number of prefill tokens processed.", _STATE.prompt_tokens)
+    counter("vllm:generation_tokens", "Number of generation tokens processed.", _STATE.generation_tokens)
+    info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
+    config = Gauge(
+        "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labelnames=list(info), registry=registry
+    )
+    config.labels(**info).set(1)
+    return generate_latest(registry)
 
 
 def chunk_sizes(n_tokens: int) -> list[int]:
@@ -172,6 +296,7 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         return
     if not body.get("stream"):
         await _sleep_until(t0 + ttft + itl * (n - 1))
+        _STATE.generation_tokens += n
         text = "".join(token_text(k) for k in range(1, n + 1))
         await conn.json(
             200,
@@ -203,6 +328,7 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         await _sleep_until(t0 + ttft + itl * (sent + size - 1))
         text = "".join(token_text(k) for k in range(sent + 1, sent + size + 1))
         sent += size
+        _STATE.generation_tokens += size
         finish = "length" if sent == n else None
         await conn.event(_chunk({"content": text}, finish, _usage(sent) if continuous else None))
     if include_usage:
@@ -225,6 +351,7 @@ async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
         return
     for k in range(1, n + 1):
         await _sleep_until(t0 + ttft + itl * (k - 1))
+        _STATE.generation_tokens += 1
         last = k == n
         event = {
             "index": k,
@@ -274,15 +401,38 @@ async def _one_request(conn: _Conn) -> None:
     elif method == "GET" and path == "/info":
         info = {"model_id": MODEL_ID, "max_input_tokens": 4095, "max_total_tokens": 4096, "version": "3.3.6-timed"}
         await conn.json(200, info)
-    elif method == "POST" and path == "/v1/chat/completions":
-        await _chat(conn, body, t0)
-    elif method == "POST" and path in ("/", "/generate_stream"):
-        await _generate_stream(conn, body, t0)
+    elif method == "GET" and path == "/metrics":
+        data = _metrics_text()
+        await conn.head(200, {"Content-Type": CONTENT_TYPE_LATEST, "Content-Length": str(len(data))})
+        conn.writer.write(data)
+        await conn.writer.drain()
+    elif method == "POST" and path in ("/v1/chat/completions", "/", "/generate_stream"):
+        if _STATE.slots is not None:
+            # A scheduler with max_num_seqs slots: a request waits for one, and its timeline starts when admitted.
+            _STATE.waiting += 1
+            try:
+                await _STATE.slots.acquire()
+            finally:
+                _STATE.waiting -= 1
+            t0 = time.perf_counter()
+        _STATE.running += 1
+        _STATE.prompt_tokens += PROMPT_TOKENS
+        try:
+            if path == "/v1/chat/completions":
+                await _chat(conn, body, t0)
+            else:
+                await _generate_stream(conn, body, t0)
+        finally:
+            _STATE.running -= 1
+            if _STATE.slots is not None:
+                _STATE.slots.release()
     else:
         await conn.json(404, {"error": {"message": f"no route {method} {path}", "type": "NotFoundError"}})
 
 
-async def _serve(port: int) -> None:
+async def _serve(port: int, legacy_metrics: bool = False, max_num_seqs: int | None = None) -> None:
+    _STATE.legacy_metrics = legacy_metrics
+    _STATE.slots = asyncio.Semaphore(max_num_seqs) if max_num_seqs else None
     server = await asyncio.start_server(_handle, "127.0.0.1", port)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
@@ -292,18 +442,30 @@ async def _serve(port: int) -> None:
 class TimedServer:
     """Start the timed server in a subprocess on an ephemeral port; a context manager.
 
+    Args:
+        legacy_metrics: serve ``/metrics`` with the names of vLLM before 0.9 (``--legacy-metrics``).
+        max_num_seqs: at most this many requests generate at once; the others wait (``vllm:num_requests_waiting``)
+            and their timeline starts when admitted, so throughput saturates at this concurrency (a sweep's knee).
+            None = no limit.
+
     Attributes:
         url: ``http://127.0.0.1:<port>`` once started.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, legacy_metrics: bool = False, max_num_seqs: int | None = None) -> None:
         self.url = ""
+        self.legacy_metrics = legacy_metrics
+        self.max_num_seqs = max_num_seqs
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> TimedServer:
         root = Path(__file__).resolve().parents[2]
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.servers.timed_sse", "--port", "0"],
+            [
+                *(sys.executable, "-m", "tests.servers.timed_sse", "--port", "0"),
+                *(("--legacy-metrics",) if self.legacy_metrics else ()),
+                *(("--max-num-seqs", str(self.max_num_seqs)) if self.max_num_seqs else ()),
+            ],
             cwd=root,
             stdout=subprocess.PIPE,
             text=True,
@@ -339,9 +501,15 @@ class TimedServer:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--legacy-metrics", action="store_true", help="serve /metrics with vLLM's pre-0.9 names (gpu_cache_usage_perc)"
+    )
+    parser.add_argument(
+        "--max-num-seqs", type=int, default=None, help="requests generating at once; the rest wait (default: no limit)"
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.port))
+        asyncio.run(_serve(args.port, args.legacy_metrics, args.max_num_seqs))
 
 
 if __name__ == "__main__":

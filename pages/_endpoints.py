@@ -1,0 +1,207 @@
+"""Streamlit glue shared by the pages that talk to serving endpoints (Live Compare, Load Test). Not a page.
+
+* :func:`available_endpoints`: endpoints from ``endpoints.toml`` plus, when ``allow_custom_endpoints`` is on, the
+  ones added in this session (shared by both pages), with the add form and the empty state.
+* :func:`discovery_table`: health, served model, context limit and version of the chosen endpoints.
+* :func:`restore_from_link`: put a link's settings into the widgets when the link is new to this session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from pages import _state as state
+from planner.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
+from planner.errors import PlannerError
+
+CUSTOM_KEY = "endpoints.custom"  # {name: Endpoint} added in this session, shared by the endpoint pages
+EXAMPLE_TOML = """[[endpoint]]
+name = "vllm-a"
+kind = "vllm"                       # vllm | tgi | openai | sglang | llamacpp
+base_url = "http://127.0.0.1:8000"
+model = "Qwen/Qwen3-0.6B"           # optional: discovered when absent
+api_key_env = "VLLM_API_KEY"        # optional: the NAME of the env var / secret holding the key"""
+
+
+def available_endpoints(prefix: str, selection_key: str) -> dict[str, Endpoint]:
+    """The endpoints this page may use, by name; stops the page with an explanation when there are none.
+
+    Args:
+        prefix: Widget-key prefix of the calling page (``"cmp"``, ``"lt"``).
+        selection_key: Widget key of the page's endpoint multiselect (a newly added endpoint is selected).
+    """
+    path, explicit = state.endpoints_path()
+    file_endpoints: tuple[Endpoint, ...] = ()
+    if explicit or path.exists():
+        try:
+            file_endpoints = load_endpoints(path)
+        except EndpointConfigError as exc:
+            for line in exc.problems:
+                st.error(line)
+    custom: dict[str, Endpoint] = st.session_state.setdefault(CUSTOM_KEY, {})
+    allow_custom = state.allow_custom_endpoints()
+    if not allow_custom:
+        custom.clear()
+    file_names = {e.name for e in file_endpoints}
+    available = {**{e.name: e for e in file_endpoints}, **{n: e for n, e in custom.items() if n not in file_names}}
+    if allow_custom:
+        _add_form(prefix, selection_key, available, custom, file_names, path.name)
+    if not available:
+        st.info(
+            "No endpoint is configured. Put an `endpoints.toml` at the repository root (or point "
+            "`LLM_PLANNER_ENDPOINTS` at one) with one table per server:\n\n"
+            f"```toml\n{EXAMPLE_TOML}\n```\n\n"
+            + (
+                "or add one above for this session."
+                if allow_custom
+                else "Adding endpoints in the page is turned off on this deployment."
+            )
+        )
+        st.stop()
+    return available
+
+
+def _add_form(
+    prefix: str,
+    selection_key: str,
+    available: dict[str, Endpoint],
+    custom: dict[str, Endpoint],
+    file_names: set[str],
+    file_name: str,
+) -> None:
+    with st.expander("Add an endpoint for this session", expanded=not available):
+        with st.form(f"{prefix}.add", clear_on_submit=False, border=False):
+            c1, c2, c3 = st.columns([2, 1, 3])
+            name = c1.text_input("Name", key=f"{prefix}.new.name", placeholder="vllm-a")
+            kind = c2.selectbox("Kind", KINDS, key=f"{prefix}.new.kind")
+            base_url = c3.text_input("Base URL", key=f"{prefix}.new.url", placeholder="http://127.0.0.1:8000")
+            c4, c5 = st.columns(2)
+            model = c4.text_input("Model (optional)", key=f"{prefix}.new.model", help="Discovered when left empty.")
+            key_env = c5.text_input(
+                "API-key variable (optional)",
+                key=f"{prefix}.new.key_env",
+                placeholder="VLLM_API_KEY",
+                help="The NAME of an environment variable or a secrets.toml entry that holds the key — never the "
+                "key itself.",
+            )
+            added = st.form_submit_button("Add endpoint")
+        if added:
+            try:
+                endpoint = Endpoint(
+                    name=name.strip(),
+                    kind=kind,
+                    base_url=base_url.strip(),
+                    model=model.strip() or None,
+                    api_key_env=key_env.strip() or None,
+                )
+            except PlannerError as exc:
+                st.error(f"Endpoint not added: {exc}")
+            else:
+                if endpoint.name in file_names:
+                    st.error(f"Endpoint not added: {endpoint.name!r} is already in {file_name}; pick another name")
+                else:
+                    custom[endpoint.name] = endpoint
+                    available[endpoint.name] = endpoint
+                    selected = list(st.session_state.get(selection_key, []))
+                    st.session_state[selection_key] = [*selected, endpoint.name]
+        if custom and st.button("Forget the endpoints added here", key=f"{prefix}.forget"):
+            for n in list(custom):
+                available.pop(n, None)
+            custom.clear()
+
+
+def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], key: str) -> None:
+    """Health, served model, context limit and version of each endpoint (cached 30 s), one row each."""
+    if not endpoints:
+        return
+    rows = []
+    for endpoint in endpoints:
+        try:
+            info = state.cached_discovery(endpoint, 5.0, dict(secrets))
+        except PlannerError as exc:
+            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down", "error": str(exc)})
+            continue
+        context = "n/a" if info.max_model_len_tokens is None else f"{info.max_model_len_tokens:,}"
+        if info.max_input_tokens is not None:
+            context = f"input {info.max_input_tokens:,} / total {context}"
+        rows.append(
+            {
+                "endpoint": endpoint.name,
+                "kind": endpoint.kind,
+                "health": "up" if info.healthy else "down",
+                "model": info.model or "n/a",
+                "context (tokens)": context,
+                "version": info.version or "n/a",
+                "error": info.error or "",
+            }
+        )
+    st.dataframe(
+        pd.DataFrame(rows).fillna(""),
+        hide_index=True,
+        column_config={"error": st.column_config.TextColumn("error", width="large")},
+        key=key,
+    )
+    st.caption("Discovery (health, served model, context limit, version) is cached for 30 s.")
+
+
+def restore_from_link(
+    decode: Callable[[Mapping[str, list[str]]], Any],
+    default: Any,
+    widgets: Mapping[str, str],
+    to_widget: Callable[[str, Any], Any],
+    *,
+    settings_key: str,
+    seen_key: str,
+    probe_key: str,
+    available: Mapping[str, Endpoint],
+) -> None:
+    """Load a link's settings into the widgets when the link is new to this session (or on a first visit).
+
+    Args:
+        decode: The page's codec ``decode(query) -> object with .settings and .warnings``.
+        default: The codec's defaults (a first visit without a link).
+        widgets: Settings field → widget key.
+        to_widget: ``(field, value) → widget value`` (e.g. a tuple of stop strings → text).
+        settings_key: Session key of the last settings the page read from its widgets.
+        seen_key: Session key of the last query this session applied.
+        probe_key: A widget key other than the endpoint selection; when Streamlit has dropped it (first visit, or
+            back from another page) the widgets are filled again.
+        available: Endpoints this page may use (names a link gives that are not here warn).
+    """
+    from dataclasses import replace
+
+    query = {key: st.query_params.get_all(key) for key in st.query_params}
+    flat = {key: values[-1] if values else "" for key, values in query.items()}
+    new_link = bool(query) and flat != st.session_state.get(seen_key)
+    if probe_key in st.session_state and not new_link:
+        return
+    if new_link:
+        decoded = decode(query)
+        for line in decoded.warnings:
+            st.warning(f"URL parameter ignored — {line}")
+        settings = decoded.settings
+        for missing in (n for n in settings.endpoints if n not in available):
+            st.warning(
+                f"URL parameter ep: endpoint {missing!r} is not configured here; add it above or in endpoints.toml"
+            )
+    else:
+        settings = st.session_state.get(settings_key) or default
+    if not settings.endpoints:  # a link without ep, or a first visit: the first four configured endpoints
+        settings = replace(settings, endpoints=tuple(list(available)[:4]))
+    for field, key in widgets.items():
+        value = getattr(settings, field)
+        if field == "endpoints":
+            value = [n for n in value if n in available]
+        st.session_state[key] = to_widget(field, value)
+    st.session_state[seen_key] = flat
+
+
+def write_link(params: dict[str, str], seen_key: str) -> None:
+    """Put the page's encoded settings in the URL (only when they changed, or a key was repeated)."""
+    if params != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
+        st.query_params.from_dict(params)
+    st.session_state[seen_key] = params

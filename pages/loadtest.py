@@ -1,0 +1,373 @@
+"""Load Test: throughput benchmarks with ``vllm bench serve`` metrics, live progress, sweeps and side-by-side runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from pages import _endpoints as endpoints_ui
+from pages import _state as state
+from planner import loadtest_state
+from planner.benchmark import BenchmarkRun, BenchmarkSnapshot, plan_jobs
+from planner.errors import PlannerError
+from planner.loadtest_charts import (
+    LATENCY_AXES,
+    display_runs,
+    live_figure,
+    live_frames,
+    runs_figure,
+    sweep_figure,
+    sweep_points,
+)
+from planner.loadtest_runs import import_runs, requests_frame, runs_frame, to_vllm_file
+from planner.server_metrics import compare_kv
+from planner.sweep import find_knee
+from planner.workload import example_prompts, parse_prompts_jsonl
+
+RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "recorded": int}
+HISTORY_KEY = "lt.history"  # [SavedRun], oldest first
+KV_KEY = "lt.kv"  # {endpoint name: MeasuredKV | None} from the last run
+SETTINGS_KEY = "lt.settings"
+_SEEN_KEY = "lt.seen_query"
+W = {field: f"lt.{field}" for field in ("endpoints", *(k for k in loadtest_state.KEYS if k != "endpoints"))}
+
+
+def _rate_widget(rate: float) -> float | None:
+    """The request-rate box shows "empty" for inf (a burst)."""
+    return None if rate == float("inf") else rate
+
+
+state.use_router()
+st.title("Load Test")
+st.caption(
+    "Throughput benchmarks with the metric definitions of `vllm bench serve`: the same workload on each chosen "
+    "endpoint, one after the other, live. Measured from this machine, so network time to each server is included."
+)
+
+available = endpoints_ui.available_endpoints("lt", W["endpoints"])
+endpoints_ui.restore_from_link(
+    loadtest_state.decode,
+    loadtest_state.DEFAULT,
+    W,
+    lambda field, value: {"goodput_ms": loadtest_state.format_goodput, "request_rate": _rate_widget}.get(
+        field, lambda v: v
+    )(value),
+    settings_key=SETTINGS_KEY,
+    seen_key=_SEEN_KEY,
+    probe_key=W["num_prompts"],
+    available=available,
+)
+st.session_state[W["endpoints"]] = [n for n in st.session_state.get(W["endpoints"], []) if n in available]
+names = st.multiselect("Endpoints to load", list(available), key=W["endpoints"], help="Run one after the other.")
+chosen = [available[n] for n in names]
+secrets = state.endpoint_secrets(chosen)
+endpoints_ui.discovery_table(chosen, secrets, key="lt.discovery")
+
+# --- settings --------------------------------------------------------------------------------------------------------
+N = loadtest_state
+with st.expander("Workload", expanded=True):
+    c = st.columns([2, 1, 1, 1, 1])
+    dataset = c[0].radio(
+        "Prompts",
+        N.DATASETS,
+        key=W["dataset_name"],
+        horizontal=True,
+        format_func={"random": "synthetic", "examples": "8 examples", "custom": "JSONL file"}.get,
+        help="synthetic: text of input_len tokens (exact where the server has /tokenize) · 8 examples: built-in "
+        "prompts · JSONL file: one prompt per line (vLLM custom dataset).",
+    )
+    input_len = c[1].number_input("input_len", 1, 131_072, step=64, key=W["input_len"], disabled=dataset != "random")
+    output_len = c[2].number_input("output_len", 1, 32_768, step=16, key=W["output_len"], help="max_tokens.")
+    range_ratio = c[3].number_input(
+        "range_ratio", 0.0, 0.99, step=0.1, key=W["range_ratio"], help="Lengths drawn from [L(1−r), L(1+r)]."
+    )
+    ignore_eos = c[4].toggle(
+        "ignore_eos",
+        key=W["ignore_eos"],
+        help="Generate exactly max_tokens (vLLM, SGLang, llama.cpp). TGI has no ignore_eos: it is not sent there.",
+    )
+    prompts: tuple[str, ...] = ()
+    if dataset == "examples":
+        prompts = example_prompts()
+        st.caption(
+            f"{len(prompts)} built-in example prompts, cycled: " + " · ".join(p[:40] for p in prompts[:3]) + " …"
+        )
+    elif dataset == "custom":
+        upload = st.file_uploader('Prompts (JSONL: one {"prompt": …} per line)', type=["jsonl", "json"], key="lt.jsonl")
+        if upload is None:
+            st.info("Upload a JSONL file of prompts, or pick another prompt source. The file never goes in the link.")
+        else:
+            try:
+                prompts = parse_prompts_jsonl(upload.getvalue())
+            except PlannerError as exc:
+                st.error(f"{upload.name}: {exc}")
+            else:
+                st.caption(f"{len(prompts):,} prompts from {upload.name}, cycled.")
+
+with st.expander("Load", expanded=True):
+    mode = st.radio(
+        "Mode",
+        N.MODES,
+        key=W["mode"],
+        horizontal=True,
+        format_func={"run": "one run per endpoint", "sweep": "concurrency sweep 1, 2, 4, …"}.get,
+    )
+    c = st.columns(6)
+    num_prompts = c[0].number_input("num_prompts", 1, N.MAX_PROMPTS, step=8, key=W["num_prompts"])
+    max_concurrency = c[1].number_input(
+        "max_concurrency",
+        1,
+        1024,
+        value=None,
+        step=1,
+        key=W["max_concurrency"],
+        disabled=mode == "sweep",
+        help="Empty = no cap. A sweep sets it per level.",
+    )
+    request_rate = c[2].number_input(
+        "request_rate (req/s)",
+        min_value=0.01,
+        max_value=10_000.0,
+        value=None,
+        step=1.0,
+        key=W["request_rate"],
+        help="Empty = inf: every request is released at once (then only max_concurrency limits the load).",
+    )
+    burstiness = c[3].number_input("burstiness", 0.01, 100.0, step=0.5, key=W["burstiness"], help="1 = Poisson.")
+    num_warmups = c[4].number_input("num_warmups", 0, 100, step=1, key=W["num_warmups"], help="Not counted.")
+    seed = c[5].number_input("seed", 0, 2**32 - 1, step=1, key=W["seed"])
+    c = st.columns(6)
+    duration = c[0].number_input("duration cap (s)", 1.0, 3600.0, step=30.0, key=W["duration_s"], help="Per run.")
+    timeout = c[1].number_input("timeout (s)", 1.0, 600.0, step=5.0, key=W["timeout_s"], help="Per request.")
+    goodput = c[2].text_input("goodput SLOs", key=W["goodput_ms"], placeholder="ttft:500,tpot:50", help="ms.")
+    sweep_max = c[3].number_input(
+        "sweep up to concurrency", 1, 1024, step=1, key=W["sweep_max"], disabled=mode != "sweep"
+    )
+    scrape = c[4].toggle("scrape /metrics", key=W["scrape_metrics"], help="Poll the server's Prometheus metrics.")
+try:
+    slos = N.parse_goodput(goodput)
+except Exception as exc:  # BadValue: shown, the field keeps what was typed
+    st.error(f"goodput SLOs {goodput!r} not valid: expected {exc}")
+    slos = ()
+settings = N.LoadSettings(
+    endpoints=tuple(names),
+    mode=mode,
+    num_prompts=int(num_prompts),
+    max_concurrency=None if max_concurrency is None else int(max_concurrency),
+    request_rate=float("inf") if request_rate is None else float(request_rate),
+    burstiness=float(burstiness),
+    num_warmups=int(num_warmups),
+    duration_s=float(duration),
+    timeout_s=float(timeout),
+    seed=int(seed),
+    dataset_name=dataset,
+    input_len=int(input_len),
+    output_len=int(output_len),
+    range_ratio=float(range_ratio),
+    ignore_eos=bool(ignore_eos),
+    goodput_ms=slos,
+    sweep_max=int(sweep_max),
+    scrape_metrics=bool(scrape),
+)
+st.session_state[SETTINGS_KEY] = settings
+endpoints_ui.write_link(N.encode(settings), _SEEN_KEY)
+
+try:
+    jobs = plan_jobs(chosen, settings, prompts)
+    plan_error = None
+except PlannerError as exc:
+    jobs, plan_error = (), str(exc)
+if plan_error:
+    st.error(f"Cannot run: {plan_error}")
+elif jobs:
+    total = sum(j.spec.num_prompts for j in jobs)
+    st.caption(
+        f"{len(jobs)} run(s), {total:,} measured requests at most, each run capped at {settings.duration_s:g} s "
+        f"(≤ {len(jobs) * settings.duration_s / 60:,.0f} min in all)."
+        + (
+            " ignore_eos is not sent to TGI endpoints."
+            if settings.ignore_eos and any(e.kind == "tgi" for e in chosen)
+            else ""
+        )
+    )
+
+
+# --- run -------------------------------------------------------------------------------------------------------------
+def record_finished(entry: dict) -> bool:
+    """Move the runs finished since the last call into the history; True when something was added."""
+    snap: BenchmarkSnapshot = entry["run"].snapshot()
+    new = snap.saved[entry["recorded"] :]
+    if new:
+        st.session_state.setdefault(HISTORY_KEY, []).extend(new)
+        entry["recorded"] += len(new)
+    if snap.done:
+        st.session_state[KV_KEY] = dict(snap.measured_kv)
+    return bool(new)
+
+
+entry = st.session_state.get(RUN_KEY)
+if entry is not None:
+    record_finished(entry)
+active = entry is not None and not entry["run"].done
+b1, b2, _ = st.columns([1, 1, 4])
+if b1.button("Run", type="primary", key="lt.run", disabled=not jobs or bool(plan_error), icon=":material/play_arrow:"):
+    if active:
+        entry["run"].cancel()
+    now = datetime.now()
+    tagged = plan_jobs(chosen, settings, prompts, tag=now.strftime("%H:%M:%S"))
+    run = BenchmarkRun(tagged, scrape_metrics=settings.scrape_metrics, secrets=secrets, started=now)
+    entry = {"run": run.start(), "recorded": 0}
+    st.session_state[RUN_KEY] = entry
+    active = True
+if b2.button("Cancel", key="lt.cancel", disabled=not active, icon=":material/stop:"):
+    entry["run"].cancel()
+
+
+def render_live(snap: BenchmarkSnapshot) -> None:
+    """Progress, counters and the live chart of the run in progress (or the last one)."""
+    for line in snap.errors:
+        st.error(line)
+    done_requests, total_requests = snap.requests_done, snap.requests_total
+    run_no = min(snap.jobs_done + 1, snap.jobs_total)
+    text = f"{done_requests:,} / {total_requests:,} requests · run {run_no} of {snap.jobs_total}"
+    if snap.current is not None:
+        text += f" · {snap.current.label}"
+    st.progress(min(1.0, done_requests / max(1, total_requests)), text=text)
+    p = snap.progress
+    c = st.columns(5)
+    c[0].metric("in flight", "n/a" if p is None else p.in_flight)
+    c[1].metric("completed", "n/a" if p is None else p.completed)
+    c[2].metric("failed", "n/a" if p is None else p.failed)
+    c[3].metric("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}")
+    last = snap.server[-1] if snap.server else None
+    kv = None if last is None or last.kv_cache_usage_perc is None else f"{last.kv_cache_usage_perc:.0%}"
+    c[4].metric("KV cache usage (server)", kv or "n/a", help=snap.scrape_note or "From the server's /metrics.")
+    windows, server = live_frames(snap.records, snap.run_start, snap.server)
+    st.plotly_chart(live_figure(windows, snap.in_flight, server), key="lt.chart.live")
+    if snap.done:
+        st.caption("Done." if not snap.cancelled else "Cancelled: the requests that finished are kept below.")
+
+
+def live_panel() -> None:
+    """Fragment body: the latest snapshot; when runs finished, rerun the page so the results below update."""
+    current = st.session_state.get(RUN_KEY)
+    if current is None:
+        return
+    render_live(current["run"].snapshot())
+    if record_finished(current) or (current["run"].done and not current.get("final")):
+        current["final"] = current["run"].done
+        st.rerun(scope="app")
+
+
+st.fragment(run_every=0.5 if active else None)(live_panel)()
+
+# --- results ---------------------------------------------------------------------------------------------------------
+history = st.session_state.setdefault(HISTORY_KEY, [])
+with st.expander("Add earlier runs (vllm bench serve --save-result JSON, or this page's export)"):
+    uploads = st.file_uploader("Result files", type=["json", "jsonl"], accept_multiple_files=True, key="lt.import")
+    if uploads and st.button("Add to the results", key="lt.import.add"):
+        known = {r.label for r in history}
+        for upload in uploads:
+            try:
+                runs = import_runs(upload.getvalue(), upload.name)
+            except PlannerError as exc:
+                st.error(f"{upload.name} not added: {exc}")
+                continue
+            for run in runs:
+                if run.label not in known:
+                    history.append(run)
+                    known.add(run.label)
+            st.success(f"{upload.name}: {len(runs)} run(s) added.")
+
+if not history:
+    st.info("No results yet: choose endpoints and press Run, or add earlier runs above.")
+    st.stop()
+
+st.subheader("Results")
+labels = [r.label for r in history]
+known = st.session_state.setdefault("lt.known_labels", [])
+if labels != known:  # new runs (or a cleared list): show the new ones, keep the user's choice for the rest
+    kept = [label for label in st.session_state.get("lt.shown", []) if label in labels]
+    st.session_state["lt.shown"] = kept + [label for label in labels if label not in known]
+    known[:] = labels
+shown_labels = st.multiselect("Runs shown", labels, key="lt.shown")
+shown = [r for r in history if r.label in shown_labels]
+st.dataframe(display_runs(shown), hide_index=True, key="lt.table")
+st.caption(
+    "vLLM's key names; latencies in ms. TTFT = first token − sent · TPOT = (E2EL − TTFT)/(output tokens − 1) · "
+    "ITL = gap between chunks (one sample per chunk) · E2EL = last token − sent · throughput = tokens / run "
+    "duration · goodput = requests meeting every SLO / duration. `*_samples` = samples behind each percentile."
+)
+if shown:
+    st.plotly_chart(runs_figure(shown), key="lt.chart.runs")
+
+latency_axis = st.selectbox("Sweep latency axis", list(LATENCY_AXES), key="lt.sweep_axis")
+points = sweep_points(shown, latency_axis)
+if len(points):
+    knees = {
+        sweep: find_knee(list(zip(g["concurrency"], g["output_throughput"], strict=True)))
+        for sweep, g in points.groupby("sweep", sort=False)
+    }
+    st.plotly_chart(sweep_figure(points, knees, latency_axis), key="lt.chart.sweep")
+    for sweep, knee in knees.items():
+        st.caption(
+            f"{sweep}: "
+            + (
+                f"knee at concurrency {knee} — beyond it throughput grows little while latency keeps rising."
+                if knee is not None
+                else "no knee found (throughput still grows, or too few levels)."
+            )
+        )
+
+kv = st.session_state.get(KV_KEY) or {}
+if kv:
+    st.subheader("KV cache: plan vs measured")
+    scenarios = st.session_state.get(state.SCENARIOS_KEY) or ()
+    plan_tokens = None
+    if scenarios:
+        pick = st.selectbox(
+            "VRAM Budget scenario to compare with",
+            range(len(scenarios)),
+            format_func=lambda i: f"scenario {i + 1}",
+            key="lt.kv.scenario",
+        )
+        try:
+            plan_tokens = state.cached_plan(scenarios[pick]).kv_cache_tokens
+        except PlannerError as exc:
+            st.warning(f"The scenario cannot be planned: {exc}")
+    else:
+        st.caption("Open VRAM Budget and describe the deployment to compare its plan with what the servers report.")
+    rows = []
+    for name, measured in kv.items():
+        cmp = compare_kv(plan_tokens, measured)
+        rows.append(
+            {
+                "endpoint": name,
+                "measured KV tokens": "n/a" if cmp.measured_tokens is None else f"{cmp.measured_tokens:,}",
+                "planned KV tokens": "n/a" if cmp.plan_tokens is None else f"{cmp.plan_tokens:,}",
+                "plan − measured": None if cmp.error_frac is None else f"{cmp.error_frac:+.1%}",
+                "source": None if measured is None else measured.source,
+            }
+        )
+    st.dataframe(pd.DataFrame(rows).astype(object).fillna("n/a"), hide_index=True, key="lt.kv.table")
+
+d = st.columns([1, 1, 1, 3])
+d[0].download_button(
+    "Runs (JSON Lines, vLLM keys)",
+    "\n".join(json.dumps(to_vllm_file(r)) for r in shown),
+    "loadtest_runs.jsonl",
+    "application/jsonl",
+    key="lt.dl.json",
+)
+d[1].download_button(
+    "Requests (CSV)", requests_frame(shown).to_csv(index=False), "loadtest_requests.csv", "text/csv", key="lt.dl.req"
+)
+d[2].download_button(
+    "Metrics (CSV)", runs_frame(shown).to_csv(index=False), "loadtest_metrics.csv", "text/csv", key="lt.dl.metrics"
+)
+if st.button("Clear results", key="lt.clear"):
+    history.clear()
+    st.rerun()

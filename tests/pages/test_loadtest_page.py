@@ -1,0 +1,112 @@
+"""The Load Test page with AppTest: empty state, links, a run and a sweep against the timed SSE server.
+
+AppTest does not fire ``st.fragment(run_every=...)`` timers, so the tests poll with plain ``at.run()``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = str(ROOT / "pages" / "loadtest.py")
+TIMEOUT_S = 30
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoints_file(monkeypatch):
+    monkeypatch.delenv("LLM_PLANNER_ENDPOINTS", raising=False)
+    monkeypatch.delenv("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", raising=False)
+
+
+@pytest.fixture
+def timed_endpoints(tmp_path, monkeypatch, timed_server, closed_port_url) -> None:
+    path = tmp_path / "endpoints.toml"
+    path.write_text(
+        f'[[endpoint]]\nname = "timed"\nkind = "vllm"\nbase_url = "{timed_server.url}"\n\n'
+        f'[[endpoint]]\nname = "down"\nkind = "vllm"\nbase_url = "{closed_port_url}"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+
+
+def _app(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run(timeout=TIMEOUT_S)
+
+
+def _table(at: AppTest, column: str):
+    """The first table with ``column`` (AppTest does not expose dataframe keys)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def _run_to_end(at: AppTest, timeout_s: float = 60.0) -> AppTest:
+    at.button(key="lt.run").click().run()
+    deadline = time.monotonic() + timeout_s
+    while not at.session_state["lt.current"]["run"].done:
+        assert time.monotonic() < deadline, "the load test did not finish"
+        time.sleep(0.2)
+        at.run()
+    return at.run()
+
+
+def test_empty_state_explains_how_to_configure(monkeypatch):
+    monkeypatch.setenv("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", "0")
+    at = _app()
+    assert not at.exception
+    assert "No endpoint is configured" in at.info[0].value
+    assert "turned off" in at.info[0].value
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_link_restores_the_settings():
+    at = _app(ep="timed", mode="sweep", num_prompts="6", sweep_max="4", request_rate="2.5", goodput="ttft:500")
+    assert not at.exception and not at.warning
+    assert at.multiselect(key="lt.endpoints").value == ["timed"]
+    assert at.radio(key="lt.mode").value == "sweep"
+    assert at.number_input(key="lt.num_prompts").value == 6
+    assert at.number_input(key="lt.sweep_max").value == 4
+    assert at.number_input(key="lt.request_rate").value == 2.5
+    assert at.text_input(key="lt.goodput_ms").value == "ttft:500"
+    assert "3 run(s)" in " ".join(c.value for c in at.caption)  # levels 1, 2, 4
+    assert at.query_params["sweep_max"] == "4"
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_hostile_link_warns_by_name_and_keeps_defaults():
+    at = _app(num_prompts="1e12", request_rate="nan", ep="http://169.254.169.254", secret_token="sk-x")
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "num_prompts=" in text and "request_rate=" in text and "ep=" in text
+    assert "sk-x" not in text
+    assert at.number_input(key="lt.num_prompts").value == 32
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_run_shows_results_kv_and_downloads():
+    at = _app(ep="timed,down", num_prompts="4", max_concurrency="2", output_len="4")
+    at = _run_to_end(at)
+    assert not at.exception
+    table = _table(at, "request_throughput")
+    assert list(table["endpoint"]) == ["timed", "down"]
+    assert list(table["completed"]) == [4, 0] and list(table["failed"]) == [0, 4]
+    kv = _table(at, "measured KV tokens")
+    assert kv.loc[kv["endpoint"] == "timed", "measured KV tokens"].item() == "32,768"  # 2048 blocks x 16
+    labels = {b.label for b in at.get("download_button")}
+    assert {"Runs (JSON Lines, vLLM keys)", "Requests (CSV)", "Metrics (CSV)"} <= labels
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_sweep_draws_its_curve():
+    at = _app(ep="timed", mode="sweep", num_prompts="2", sweep_max="4", output_len="4")
+    at = _run_to_end(at)
+    assert not at.exception
+    table = _table(at, "request_throughput")
+    assert list(table["max_concurrency"]) == [1, 2, 4]
+    charts = [c for c in at.get("plotly_chart")]
+    assert any("Concurrency sweep" in c.proto.spec for c in charts)
