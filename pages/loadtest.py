@@ -245,8 +245,12 @@ def render_live(snap: BenchmarkSnapshot) -> None:
     last = snap.server[-1] if snap.server else None
     kv = None if last is None or last.kv_cache_usage_perc is None else f"{last.kv_cache_usage_perc:.0%}"
     c[4].metric("KV cache usage (server)", kv or "n/a", help=snap.scrape_note or "From the server's /metrics.")
-    windows, server = live_frames(snap.records, snap.run_start, snap.server)
-    st.plotly_chart(live_figure(windows, snap.in_flight, server), key="lt.chart.live")
+    if not snap.records and len(snap.in_flight) <= 1:
+        if not snap.done and snap.current is not None:
+            st.caption(f"{snap.current.label}: discovery, prompt sizing and warm-up before the first measured request…")
+    else:
+        windows, server = live_frames(snap.records, snap.run_start, snap.server)
+        st.plotly_chart(live_figure(windows, snap.in_flight, server), key="lt.chart.live")
     if snap.done:
         st.caption("Done." if not snap.cancelled else "Cancelled: the requests that finished are kept below.")
 
@@ -299,7 +303,9 @@ st.dataframe(display_runs(shown), hide_index=True, key="lt.table")
 st.caption(
     "vLLM's key names; latencies in ms. TTFT = first token − sent · TPOT = (E2EL − TTFT)/(output tokens − 1) · "
     "ITL = gap between chunks (one sample per chunk) · E2EL = last token − sent · throughput = tokens / run "
-    "duration · goodput = requests meeting every SLO / duration. `*_samples` = samples behind each percentile."
+    "duration · goodput = requests meeting every SLO / duration. `*_samples` = samples behind each percentile. "
+    "TTFT here counts from the first token-bearing chunk; `median_ttft_first_chunk_ms` is TTFT as `vllm bench serve` "
+    "measures it (first chunk with `choices`, vLLM's empty role chunk included)."
 )
 if shown:
     st.plotly_chart(runs_figure(shown), key="lt.chart.runs")

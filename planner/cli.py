@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
@@ -26,7 +25,6 @@ from planner.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
 from planner.units import GIB
 
 if TYPE_CHECKING:
-    from planner.endpoints import Endpoint
     from planner.loadtest import LoadResult
     from planner.sweep import SweepResult
 
@@ -420,45 +418,6 @@ def _bench_text(result: LoadResult) -> str:
     return "\n".join(lines)
 
 
-def _vllm_payload(result: LoadResult, endpoint: Endpoint, *, per_request: bool = False) -> dict[str, object]:
-    """The vllm-keyed JSON of one run, plus the first-chunk TTFT (``*_ttft_first_chunk_ms``, vLLM's own TTFT
-    definition: the role chunk counts) and, with ``per_request``, vLLM's per-request arrays (seconds) over the
-    completed requests."""
-    spec = result.spec
-    payload = result.metrics.to_vllm_json()
-    first = result.ttft_first_chunk
-    for stat in ("mean", "median", "std", "p90", "p99"):
-        value = None if first is None else getattr(first, f"{stat}_s")
-        payload[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * 1000
-    payload.update(
-        endpoint=endpoint.name,
-        num_prompts=spec.num_prompts,
-        request_rate=spec.request_rate if math.isfinite(spec.request_rate) else "inf",
-        burstiness=spec.burstiness if math.isfinite(spec.burstiness) else "inf",
-        max_concurrency=spec.max_concurrency,
-        failures_by_kind=dict(result.metrics.failures_by_kind),
-        input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
-    )
-    if per_request:
-        from planner.latency import compute_metrics
-
-        done = [
-            (r, n)
-            for r, n in zip(result.records, result.input_tokens, strict=True)
-            if compute_metrics(r).ttft_s is not None
-        ]
-        payload.update(
-            input_lens=[n for _, n in done],
-            output_lens=[r.output_tokens if r.output_tokens is not None else len(r.chunks) for r, _ in done],
-            ttfts=[r.first_token_s for r, _ in done],
-            itls=[list(compute_metrics(r).itl_chunk_s) for r, _ in done],
-            latencies=[r.last_token_s for r, _ in done],
-            start_times=[r.t_sent - (result.start_s or 0.0) for r, _ in done],
-            errors=[r.error for r in result.records if not r.ok],
-        )
-    return payload
-
-
 def _sweep_text(sweep: SweepResult) -> str:
     """One row per level, then the knee."""
 
@@ -495,12 +454,15 @@ def _read_dataset(path: str) -> tuple[str, ...]:
 
 def _bench(args: argparse.Namespace) -> int:
     import asyncio
+    from datetime import datetime
 
     from planner.endpoints import parse_endpoint_flag
     from planner.loadtest import LoadSpec, run_load
+    from planner.loadtest_runs import saved_run, to_vllm_file
     from planner.sweep import SweepSpec, run_sweep, sweep_levels
 
     prog = "python -m planner bench"
+    started = datetime.now()
     try:
         text = args.endpoint
         head = text.split(":", 1)[0]
@@ -568,16 +530,20 @@ def _bench(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
+    # One writer for vLLM-keyed results (planner.loadtest_runs), so the page re-imports what the CLI saves.
     if args.sweep is not None:
-        levels = [
-            {**_vllm_payload(r, endpoint, per_request=bool(args.save_result)), "concurrency": p.concurrency}
+        runs = [
+            saved_run(r, f"{endpoint.name} · c={p.concurrency}", started=started, sweep=f"{endpoint.name} sweep")
             for p, r in zip(sweep.points, sweep.results, strict=True)
         ]
-        document: object = {"endpoint": endpoint.name, "knee_concurrency": sweep.knee, "levels": levels}
-        shown = json.dumps(document, indent=2) if args.json else _sweep_text(sweep)
+        document: object = [to_vllm_file(run) for run in runs]
+        levels = [to_vllm_file(run, per_request=False) for run in runs]
+        summary = {"endpoint": endpoint.name, "knee_concurrency": sweep.knee, "levels": levels}
+        shown = json.dumps(summary, indent=2) if args.json else _sweep_text(sweep)
     else:
-        document = _vllm_payload(result, endpoint, per_request=bool(args.save_result))
-        shown = json.dumps(_vllm_payload(result, endpoint), indent=2) if args.json else _bench_text(result)
+        run = saved_run(result, endpoint.name, started=started)
+        document = to_vllm_file(run)
+        shown = json.dumps(to_vllm_file(run, per_request=False), indent=2) if args.json else _bench_text(result)
     if args.save_result:
         try:
             with open(args.save_result, "w", encoding="utf-8") as handle:

@@ -196,12 +196,12 @@ def live_figure(
         server: Scraped samples: ``t_s``, ``running``, ``waiting``, ``kv_cache_usage_perc`` (0–1); None = not
             scraped.
     """
+    kv = server is not None and len(server) and server["kv_cache_usage_perc"].notna().any()
+    titles = ["output throughput (tok/s)", "latency (ms) of requests finishing", "requests"]
+    if kv:
+        titles.append("KV cache usage (%, server)")
     fig = make_subplots(
-        rows=3,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.07,
-        subplot_titles=("output throughput (tok/s)", "latency (ms) of requests finishing", "requests"),
+        rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=tuple(titles)
     )
     if len(windows):
         fig.add_trace(
@@ -235,20 +235,15 @@ def live_figure(
         for column, name in (("running", "running (server)"), ("waiting", "waiting (server)")):
             if server[column].notna().any():
                 fig.add_trace(go.Scatter(x=server["t_s"], y=server[column], name=name, mode="lines"), row=3, col=1)
-        if server["kv_cache_usage_perc"].notna().any():
-            fig.add_trace(
-                go.Scatter(
-                    x=server["t_s"],
-                    y=server["kv_cache_usage_perc"] * 100,
-                    name="KV cache usage % (server)",
-                    mode="lines",
-                    line={"dash": "dot"},
-                ),
-                row=3,
-                col=1,
-            )
-    fig.update_xaxes(title_text="seconds since the run started", row=3, col=1)
-    fig.update_layout(height=620, legend={"orientation": "h", "y": -0.12}, margin={"t": 40})
+    if kv:
+        fig.add_trace(
+            go.Scatter(x=server["t_s"], y=server["kv_cache_usage_perc"] * 100, name="KV cache usage %", mode="lines"),
+            row=4,
+            col=1,
+        )
+        fig.update_yaxes(range=[0, 100], row=4, col=1)
+    fig.update_xaxes(title_text="seconds since the run started", row=len(titles), col=1)
+    fig.update_layout(height=200 * len(titles) + 60, legend={"orientation": "h", "y": -0.1}, margin={"t": 40})
     return fig
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 from planner.errors import InvalidParameterError
 from planner.latency import compute_metrics
 from planner.loadtest import LoadResult
-from planner.loadtest_metrics import METRIC_NAMES, BenchmarkMetrics
+from planner.loadtest_metrics import METRIC_NAMES, BenchmarkMetrics, Distribution
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -43,6 +43,7 @@ __all__ = [
 #: Largest file :func:`import_runs` reads, bytes (a 10,000-request vLLM result with ITL arrays is ~20 MB).
 MAX_IMPORT_BYTES = 64 * 2**20
 _MAX_RUNS = 200
+_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ class SavedRun:
         burstiness: Gamma shape of the arrivals; None when unknown.
         sweep: Id grouping the levels of one sweep; None for a single run.
         requests: Per-request rows (empty when a file had no arrays).
+        ttft_first_chunk: TTFT as ``vllm bench serve`` measures it (first chunk with ``choices``, vLLM's role chunk
+            included); ``metrics.ttft`` is the project's (first token-bearing chunk). None when unknown.
+        input_tokens_method: How the prompts were sized (e.g. ``"exact (server /tokenize)"``); None when unknown.
     """
 
     label: str
@@ -103,6 +107,8 @@ class SavedRun:
     burstiness: float | None = None
     sweep: str | None = None
     requests: tuple[RequestRow, ...] = ()
+    ttft_first_chunk: Distribution | None = None
+    input_tokens_method: str | None = None
 
 
 def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str | None = None) -> SavedRun:
@@ -139,7 +145,12 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
         burstiness=spec.burstiness,
         sweep=sweep,
         requests=tuple(rows),
+        ttft_first_chunk=result.ttft_first_chunk,
+        input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
     )
+
+
+_STATS = ("mean", "median", "std", "p90", "p99")
 
 
 def _json_number(value: float | None) -> float | str | None:
@@ -149,8 +160,12 @@ def _json_number(value: float | None) -> float | str | None:
     return value
 
 
-def to_vllm_file(run: SavedRun) -> dict[str, Any]:
-    """The run as a ``vllm bench serve --save-result`` JSON object (see the module docstring)."""
+def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
+    """The run as a ``vllm bench serve --save-result`` JSON object (see the module docstring).
+
+    Besides vLLM's keys: ``{mean,median,std,p90,p99}_ttft_first_chunk_ms`` (vLLM's own TTFT definition, the role
+    chunk counted), ``failures_by_kind``, ``input_tokens_method``. ``per_request=False`` leaves out the arrays.
+    """
     out: dict[str, Any] = {
         "date": run.date,
         "backend": "openai-chat",
@@ -162,8 +177,23 @@ def to_vllm_file(run: SavedRun) -> dict[str, Any]:
         "max_concurrency": run.max_concurrency,
     }
     out.update(run.metrics.to_vllm_json())
+    for stat in _STATS:
+        value = None if run.ttft_first_chunk is None else getattr(run.ttft_first_chunk, f"{stat}_s")
+        out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
+    out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
+    out["input_tokens_method"] = run.input_tokens_method
     if run.metrics.slo_ms:
         out["goodput"] = dict(run.metrics.slo_ms)
+    out.update(
+        {
+            "planner_endpoint": run.endpoint,
+            "planner_label": run.label,
+            "planner_source": run.source,
+            "planner_sweep": run.sweep,
+        }
+    )
+    if not per_request:
+        return out
     rows = run.requests
     out.update(
         {
@@ -174,10 +204,6 @@ def to_vllm_file(run: SavedRun) -> dict[str, Any]:
             "latencies": [r.e2el_s or 0.0 for r in rows],
             "start_times": [r.start_s for r in rows],
             "errors": [r.error for r in rows],
-            "planner_endpoint": run.endpoint,
-            "planner_label": run.label,
-            "planner_source": run.source,
-            "planner_sweep": run.sweep,
         }
     )
     return out
@@ -251,6 +277,15 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
     )
     label = str(data.get("planner_label") or f"{endpoint} · {data.get('date') or name}")[:120]
     sweep = data.get("planner_sweep")
+    first_chunk = None
+    if isinstance(data.get("mean_ttft_first_chunk_ms"), int | float):
+        ms = {stat: _opt_float(data, f"{stat}_ttft_first_chunk_ms") for stat in _STATS}
+        first_chunk = Distribution(
+            count=metrics.ttft.count if metrics.ttft is not None else None,
+            mean_s=ms["mean"] / _MS,
+            **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
+        )
+    method = data.get("input_tokens_method")
     return SavedRun(
         label=label,
         endpoint=endpoint,
@@ -264,6 +299,8 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         burstiness=_opt_float(data, "burstiness"),
         sweep=str(sweep)[:80] if sweep else None,
         requests=_rows_from_arrays(data),
+        ttft_first_chunk=first_chunk,
+        input_tokens_method=str(method)[:80] if method else None,
     )
 
 
@@ -354,5 +391,10 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             for stat in ("mean", "median", "p90", "p99"):
                 row[f"{stat}_{name}_ms"] = vllm[f"{stat}_{name}_ms"]
             row[f"{name}_samples"] = None if dist is None else dist.count
+            if name == "ttft":
+                first = run.ttft_first_chunk
+                row["median_ttft_first_chunk_ms"] = (
+                    None if first is None or first.median_s is None else first.median_s * _MS
+                )
         rows.append(row)
     return pd.DataFrame(rows)

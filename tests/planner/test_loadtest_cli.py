@@ -7,6 +7,7 @@ import json
 import pytest
 
 from planner.cli import main
+from planner.loadtest_runs import import_runs
 
 FAST = "load [ttft_ms=10] [itl_ms=2] [tokens=4]"
 
@@ -28,7 +29,7 @@ def test_bench_json_has_vllm_keys(timed_server, capsys):
     argv = ["bench", "--endpoint", f"a=vllm:{timed_server.url}", "--request-rate", "50", "--num-prompts", "3"]
     assert main([*argv, "--prompt", FAST, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert (data["completed"], data["failed"], data["endpoint"], data["request_rate"]) == (3, 0, "a", 50.0)
+    assert (data["completed"], data["failed"], data["label"], data["request_rate"]) == (3, 0, "a", 50.0)
     for key in ("duration", "request_throughput", "output_throughput", "mean_ttft_ms", "p99_itl_ms", "mean_e2el_ms"):
         assert data[key] is not None
     assert data["request_goodput"] is None
@@ -65,8 +66,14 @@ def test_sweep_json_and_saved_result(timed_server, capsys, tmp_path):
     assert main([*argv, "--prompt", FAST, "--json", "--save-result", str(out)]) == 0
     shown = json.loads(capsys.readouterr().out)
     saved = json.loads(out.read_text())
-    assert [lv["concurrency"] for lv in shown["levels"]] == [1, 2] and "knee_concurrency" in shown
-    assert [lv["completed"] for lv in saved["levels"]] == [3, 3] and len(saved["levels"][1]["ttfts"]) == 3
+    assert [lv["max_concurrency"] for lv in shown["levels"]] == [1, 2] and "knee_concurrency" in shown
+    assert [lv["completed"] for lv in saved] == [3, 3] and len(saved[1]["ttfts"]) == 3
+    # the saved sweep is a list of vLLM results the Load Test page imports as one sweep
+    runs = import_runs(out.read_bytes(), "sweep.json")
+    assert [(r.max_concurrency, r.sweep, r.source) for r in runs] == [
+        (1, "vllm sweep", "measured"),
+        (2, "vllm sweep", "measured"),
+    ]
 
 
 def test_dataset_path_and_save_result_round_trip(timed_server, capsys, tmp_path):
@@ -81,7 +88,7 @@ def test_dataset_path_and_save_result_round_trip(timed_server, capsys, tmp_path)
     assert rows["Total generated tokens"].strip() == "16"  # the prompts file's [tokens=4] was used: 4 x 4
     assert "Mean TTFT first chunk (ms)" in rows
     data = json.loads(out.read_text())
-    assert data["output_lens"] == [4, 4, 4, 4] and len(data["itls"]) == 4 and data["errors"] == []
+    assert data["output_lens"] == [4, 4, 4, 4] and len(data["itls"]) == 4 and data["errors"] == [""] * 4
     assert data["mean_ttft_first_chunk_ms"] < data["mean_ttft_ms"]  # the role chunk comes before the first token
     metrics = BenchmarkMetrics.from_vllm_json(data)  # a vLLM --save-result reader accepts it
     assert (metrics.completed, metrics.total_output_tokens, metrics.itl.count, metrics.tpot.count) == (4, 16, 8, 4)
