@@ -100,3 +100,37 @@ def test_cancel_stops_the_queue(timed_server):
     assert snap.cancelled and snap.done
     assert [s.endpoint for s in snap.saved] == ["a"]  # the run in progress keeps what finished; b never starts
     assert 2 <= snap.saved[0].metrics.completed < 50
+
+
+def test_tgi_server_run_scrapes_queue_and_batch():
+    from tests.servers.tgi import TGIServer
+
+    with TGIServer(first_token_delay_s=0.2, token_delay_s=0.05) as tgi:
+        settings = LoadSettings(num_prompts=4, max_concurrency=2, output_len=4, ignore_eos=True)
+        jobs = plan_jobs([_ep("tgi", kind="tgi", url=tgi.base_url)], settings)
+        assert not jobs[0].spec.ignore_eos  # TGI has no ignore_eos: not sent
+        run = BenchmarkRun(jobs, started=STARTED).start()
+        _wait(run)
+    snap = run.snapshot()
+    (saved,) = snap.saved
+    assert snap.errors == () and saved.metrics.completed == 4 and saved.metrics.failed == 0
+    assert saved.metrics.total_output_tokens == 16  # usage from the TGI server: 4 tokens each
+    assert dict(snap.measured_kv)["tgi"] is None  # TGI 3.x /info has no max_batch_total_tokens
+    assert any(s.batch_size is not None for s in snap.server)  # tgi_batch_current_size scraped
+    assert snap.scrape_note is None
+
+
+def test_llamacpp_run_without_metrics_route(llama_url):
+    settings = LoadSettings(num_prompts=2, max_concurrency=1, output_len=8, input_len=16, ignore_eos=True)
+    (job,) = plan_jobs([_ep("llama", kind="llamacpp", url=llama_url)], settings)
+    run = BenchmarkRun([job], started=STARTED).start()
+    _wait(run, 180)
+    snap = run.snapshot()
+    (saved,) = snap.saved
+    assert snap.errors == () and saved.metrics.completed == 2
+    assert saved.input_tokens_method is not None and saved.input_tokens_method.startswith("exact")
+    # the prompt text was sized with the server's /extras/tokenize (llama-cpp-python streams carry no usage)
+    assert [r.input_tokens for r in saved.requests] == [16, 16]
+    assert [r.output_tokens for r in saved.requests] == [8, 8]
+    assert dict(snap.measured_kv)["llama"] is None  # llama.cpp reports no KV capacity
+    assert snap.scrape_note is not None and snap.server == ()  # no /metrics here: said once, not retried
