@@ -5,8 +5,8 @@
   level sends; every level is bounded in requests AND in time (``level_duration_s``).
 * :func:`run_sweep` runs the levels one after another through :func:`planner.loadtest.run_load` (closed loop at
   each level's concurrency, the base spec's request rate still applying) and returns a :class:`SweepResult`.
-* :class:`SweepRun` runs it on a background thread for a page (snapshot / cancel), like
-  :class:`planner.loadtest.LoadRun`.
+* The Load Test page runs sweeps level by level with :class:`planner.benchmark.BenchmarkRun` (one queue for
+  single runs and sweeps, with ``/metrics`` scraping), using :meth:`SweepSpec.level_spec`.
 * :func:`find_knee` locates the knee with Kneedle (Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in a
   Haystack: Detecting Knee Points in System Behavior", ICDCS 2011 Workshops, doi:10.1109/ICDCSW.2011.20).
 
@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.background import BackgroundRun
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
 from planner.loadtest import LoadProgress, LoadResult, LoadSpec, run_load
@@ -30,10 +29,7 @@ from planner.loadtest import LoadProgress, LoadResult, LoadSpec, run_load
 __all__ = [
     "MAX_LEVEL",
     "SweepPoint",
-    "SweepProgress",
     "SweepResult",
-    "SweepRun",
-    "SweepSnapshot",
     "SweepSpec",
     "find_knee",
     "run_sweep",
@@ -297,111 +293,3 @@ async def run_sweep(
             break
     knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
     return SweepResult(endpoint.name, spec, tuple(points), tuple(results), knee, stopped)
-
-
-@dataclass(frozen=True)
-class SweepProgress:
-    """Where a running sweep is.
-
-    Attributes:
-        level: Concurrency of the running level.
-        index: 0-based index of that level in ``spec.levels``.
-        levels: Number of levels.
-        progress: The running level's counters; None before its first request finished.
-    """
-
-    level: int
-    index: int
-    levels: int
-    progress: LoadProgress | None = None
-
-
-@dataclass(frozen=True)
-class SweepSnapshot:
-    """A consistent copy of a :class:`SweepRun`'s state.
-
-    Attributes:
-        points: Finished levels so far.
-        current: The running level; None before the start and once done.
-        done: The sweep has finished (normally, cancelled, or with an error).
-        cancelled: :meth:`SweepRun.cancel` was called.
-        error: One-line reason the sweep itself failed; None otherwise.
-        result: The final :class:`SweepResult` once done; None before.
-        knee: :func:`find_knee` over the finished levels so far (final once done).
-    """
-
-    points: tuple[SweepPoint, ...] = ()
-    current: SweepProgress | None = None
-    done: bool = False
-    cancelled: bool = False
-    error: str | None = None
-    result: SweepResult | None = field(default=None, repr=False)
-    knee: int | None = None
-
-
-class SweepRun(BackgroundRun):
-    """Run :func:`run_sweep` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
-
-    A cancelled sweep still yields a :class:`SweepResult` with the finished levels and the cut one.
-
-    Example:
-        >>> run = SweepRun(endpoint, SweepSpec.doubling(LoadSpec(), 8)).start()  # doctest: +SKIP
-        >>> run.snapshot().points  # doctest: +SKIP
-    """
-
-    def __init__(self, endpoint: Endpoint, spec: SweepSpec, *, secrets: Mapping[str, Any] | None = None) -> None:
-        super().__init__("sweep-run")
-        self._endpoint = endpoint
-        self._spec = spec
-        self._secrets = dict(secrets) if secrets is not None else None
-        self._points: list[SweepPoint] = []
-        self._current: SweepProgress | None = None
-        self._stop: asyncio.Event | None = None
-
-    def _on_progress(self, level: int, progress: LoadProgress) -> None:
-        with self._lock:
-            self._current = SweepProgress(level, self._spec.levels.index(level), len(self._spec.levels), progress)
-
-    def _on_level(self, result: LoadResult) -> None:
-        level = result.spec.max_concurrency or 0
-        with self._lock:
-            self._points.append(SweepPoint.of(level, result))
-            index = len(self._points)
-            nxt = self._spec.levels[index] if index < len(self._spec.levels) else None
-            self._current = None if nxt is None else SweepProgress(nxt, index, len(self._spec.levels))
-
-    async def _run(self) -> SweepResult:
-        self._stop = asyncio.Event()
-        if self._cancelled:
-            self._stop.set()
-        with self._lock:
-            self._current = SweepProgress(self._spec.levels[0], 0, len(self._spec.levels))
-        return await run_sweep(
-            self._endpoint,
-            self._spec,
-            on_progress=self._on_progress,
-            on_level=self._on_level,
-            secrets=self._secrets,
-            stop=self._stop,
-        )
-
-    def _stop_in_loop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-
-    def snapshot(self) -> SweepSnapshot:
-        """A frozen copy of the current state (thread-safe, cheap)."""
-        done = self._done.is_set()
-        with self._lock:
-            points = tuple(self._points)
-            current = None if done else self._current
-        knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
-        return SweepSnapshot(
-            points=points,
-            current=current,
-            done=done,
-            cancelled=self._cancelled,
-            error=self._error,
-            result=self._result,
-            knee=knee,
-        )

@@ -4,14 +4,13 @@ and a short real sweep against llama.cpp."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
 from planner.loadtest import LoadSpec
-from planner.sweep import SweepRun, SweepSpec, find_knee, run_sweep, sweep_levels
+from planner.sweep import SweepSpec, find_knee, run_sweep, sweep_levels
 
 FAST = "sweep [ttft_ms=20] [itl_ms=5] [tokens=4]"
 # Long enough that client and scheduling overheads on a busy machine stay small next to each request's time.
@@ -122,25 +121,6 @@ def test_sweep_runs_each_level_at_its_concurrency(timed_server):
     rates = [p.output_throughput for p in result.points]
     assert rates[0] < rates[1] < rates[2] and result.knee is None and result.stopped is None
     assert all(p.ttft_median_s >= 0.1 and p.tpot_median_s is not None for p in result.points)
-
-
-def test_sweep_run_in_background_and_cancel(timed_server):
-    spec = SweepSpec(LoadSpec(prompts=(FAST,), output_len=4), (1, 2), prompts_per_level=2)
-    run = SweepRun(_ep(timed_server.url), spec).start()
-    assert run.wait(20)
-    snap = run.snapshot()
-    assert snap.error is None and snap.done and snap.current is None
-    assert [p.concurrency for p in snap.points] == [1, 2] and snap.result.knee is None
-    slow = SweepSpec(LoadSpec(prompts=("x [ttft_ms=5000]",), output_len=4), (1, 2, 4), prompts_per_level=2)
-    run = SweepRun(_ep(timed_server.url), slow).start()
-    time.sleep(0.3)
-    live = run.snapshot()
-    assert not live.done and live.current.level == 1 and live.current.levels == 3 and live.points == ()
-    run.cancel()
-    assert run.wait(5)
-    snap = run.snapshot()
-    assert snap.cancelled and snap.result.stopped == "cancelled"
-    assert [(p.concurrency, p.stopped) for p in snap.result.points] == [(1, "cancelled")]  # no further level
 
 
 # --- a short real sweep --------------------------------------------------------------------------------------------
