@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.background import BackgroundRun
-from planner.clients import ChatRequest, make_client, stream_chat
 from planner.discovery import discover
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
+from planner.fast_stream import ChatRequest, make_client, stream_chat
 from planner.loadtest_metrics import BenchmarkMetrics, Distribution, compute_benchmark_metrics
 from planner.streaming import RequestRecord
 from planner.workload import InputCalibration, calibrate_prompts, synthetic_text
