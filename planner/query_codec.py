@@ -16,10 +16,13 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["SHOWN_CHARS", "BadValue", "decode_query", "format_value", "parse_number", "show"]
+__all__ = ["DECIMAL", "SHOWN_CHARS", "BadValue", "decode_query", "format_value", "parse_number", "show"]
 
 #: Longest echo of a rejected value or key, characters.
 SHOWN_CHARS = 40
+#: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
+#: ``infinity``, which no link written here holds.
+DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 class BadValue(Exception):
@@ -86,10 +89,9 @@ def parse_number(
         return None
     if allow_inf and stripped in ("inf", "+inf", "infinity"):
         return math.inf
-    try:
-        number = float(text)
-    except (ValueError, OverflowError):
-        raise BadValue(accepted) from None
+    if len(stripped) > 64 or not DECIMAL.fullmatch(stripped):
+        raise BadValue(accepted)
+    number = float(stripped)
     if not math.isfinite(number) or not low <= number <= high or (low_open and number == low):
         raise BadValue(accepted)
     if integer:

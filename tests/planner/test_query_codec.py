@@ -39,6 +39,11 @@ def test_parse_number_accepts(text, kwargs, expected):
         ("none", {}),
         ("ten", {}),
         ("", {}),
+        ("1_0", {}),
+        ("١", {}),
+        ("infinity", {}),
+        ("0x1", {}),
+        ("1" * 100, {"integer": True}),
     ],
 )
 def test_parse_number_refuses(text, kwargs):
