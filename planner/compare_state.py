@@ -65,6 +65,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "timeout_s": (1.0, 600.0),
 }
 _INTS = frozenset({"max_tokens", "seed", "repeat"})
+#: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
+#: ``infinity``, which no link written here holds.
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ def _number(name: str, text: str) -> int | float | None:
         accepted = f"a number from {low:g} to {high:g}"
     if optional:
         accepted += " (or none)"
+    if len(text) > 64 or not _DECIMAL.fullmatch(text.strip()):
+        raise _Bad(accepted)
     try:
         number = float(text)
     except (ValueError, OverflowError):
@@ -223,7 +228,7 @@ def _number(name: str, text: str) -> int | float | None:
     if integer:
         if not number.is_integer():
             raise _Bad(accepted)
-        return int(text) if re.fullmatch(r"\d+", text.strip()) else int(number)
+        return int(text) if re.fullmatch(r"[0-9]+", text.strip()) else int(number)
     return number
 
 
@@ -242,7 +247,7 @@ def _field(name: str, text: str) -> object:
         return text
     if name == "stop":
         stops = parse_stop(text)
-        if len(stops) > MAX_STOP or len(text) > 400:
+        if len(stops) > MAX_STOP or len(text) > 400 or "\x00" in text:
             raise _Bad(f"at most {MAX_STOP} comma-separated stop strings")
         return stops
     return _number(name, text)

@@ -10,7 +10,7 @@ An endpoint is declared in ``endpoints.toml``::
     api_key_env = "VLLM_API_KEY"      # optional: NAME of the env var (or secrets key) holding the key
 
 or on the command line as ``--endpoint NAME=KIND:URL``. The key itself is never stored in an
-:class:`Endpoint`, never logged and never put in a repr.
+:class:`Endpoint`, never logged and never put in a repr; error messages are scrubbed of it (:func:`redact`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = [
     "api_key",
     "load_endpoints",
     "parse_endpoint_flag",
+    "redact",
 ]
 
 #: Server kinds the clients know how to talk to.
@@ -80,15 +82,33 @@ _METADATA_NETWORKS = (
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"})
 
 
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` names, read as the system resolver reads it, or None for a host name.
+
+    ``ipaddress`` accepts only dotted-quad IPv4, but ``getaddrinfo`` (through ``inet_aton``) also takes one decimal
+    number (``2852039166``), hex (``0xa9fea9fe``), octal parts (``0251.0376.0251.0376``) and short forms
+    (``169.254.43518``), all of which reach 169.254.169.254.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        if not re.fullmatch(r"[0-9a-fA-FxX.]+", host):
+            return None
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
 def _is_metadata_host(host: str) -> bool:
     host = host.strip("[]").lower().rstrip(".")
     if host in _METADATA_NAMES:
         return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return any(address in network for network in _METADATA_NETWORKS)
+    address = _ip(host)
+    return address is not None and any(address in network for network in _METADATA_NETWORKS)
 
 
 def _redact(url: str) -> str:
@@ -107,6 +127,12 @@ def _check(name: str, kind: str, base_url: str, api_key_env: str | None) -> None
             "base_url", _redact(base_url), "an http:// or https:// URL such as http://127.0.0.1:8000"
         )
     host = urlsplit(base_url).hostname or ""
+    if not host.isascii():
+        # HTTP clients IDNA-map a host before resolving it: "169。254。169。254" (ideographic full stops) becomes
+        # 169.254.169.254, so only ASCII hosts are checked and accepted (punycode spells international names).
+        raise InvalidParameterError(
+            "base_url", _redact(base_url), "an ASCII host name or address (punycode for international names)"
+        )
     if _is_metadata_host(host):
         raise InvalidParameterError(
             "base_url", _redact(base_url), "a serving endpoint; link-local and cloud-metadata addresses are refused"
@@ -255,6 +281,36 @@ def parse_endpoint_flag(text: str) -> Endpoint:
         raise InvalidParameterError("endpoint", _redact(text), f"NAME=KIND:URL with {exc.name} {exc.accepted}") from exc
 
 
+#: Every API key :func:`api_key` has returned in this process, so :func:`redact` can scrub messages of them (a
+#: server may quote the Authorization header in an error body). Shorter strings are not keys worth scrubbing and
+#: would mangle ordinary words.
+_SEEN_KEYS: set[str] = set()
+_MIN_KEY_CHARS = 8
+#: A bearer credential as an Authorization header carries it (RFC 6750 token68 characters, 8 or more so that prose
+#: such as "bearer token required" is left alone).
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with every API key read through :func:`api_key` replaced by ``<redacted>``, and any credential
+    after ``Bearer`` too (a key from elsewhere, quoted with its header's scheme).
+
+    Example:
+        >>> redact("invalid key: Bearer abc.def.ghi")
+        'invalid key: Bearer <redacted>'
+    """
+    for key in sorted(_SEEN_KEYS, key=len, reverse=True):
+        if key in text:
+            text = text.replace(key, "<redacted>")
+    return _BEARER.sub(r"\1\2<redacted>", text)
+
+
+def _seen(key: str) -> str:
+    if len(key) >= _MIN_KEY_CHARS:
+        _SEEN_KEYS.add(key)
+    return key
+
+
 def api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str | None:
     """The API key of ``endpoint``, read from ``secrets`` (e.g. ``st.secrets``) or else the environment.
 
@@ -272,8 +328,8 @@ def api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str
         return None
     name = endpoint.api_key_env
     if secrets is not None and name in secrets and secrets[name]:
-        return str(secrets[name])
+        return _seen(str(secrets[name]))
     value = os.environ.get(name)
     if value:
-        return value
+        return _seen(value)
     raise MissingAPIKeyError(f"endpoint {endpoint.name!r}: API key variable {name} is not set (env or secrets)")

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.endpoints import redact
+
 __all__ = [
     "ERROR_KINDS",
     "TOKEN_SOURCES",
@@ -51,8 +53,12 @@ TOKEN_SOURCES: tuple[str, ...] = (
 
 
 def one_line(text: object, limit: int = 300) -> str:
-    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(str(text).split())
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with an ellipsis.
+
+    API keys are scrubbed first (:func:`planner.endpoints.redact`): every error message a server sends passes through
+    here, and some servers quote the ``Authorization`` header back.
+    """
+    flat = " ".join(redact(str(text)).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -99,6 +99,9 @@ _FLOAT_FIELDS = frozenset(LIMITS) - INT_FIELDS
 _BOOL_FIELDS = frozenset({"enforce_eager"})
 #: ``0.19.0``, ``v0.11``, ``3.3.7``, ``0.9.0-v0``: major.minor, optional patch and an ASCII suffix.
 _VERSION = re.compile(r"v?[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+.][A-Za-z0-9.]{1,20})?")
+#: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
+#: ``infinity``, which no link written here holds.
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -149,6 +152,8 @@ def _format(value: object) -> str:
 def _parse_number(text: str, low: float, high: float, *, integer: bool) -> int | float:
     """A finite number in ``[low, high]`` (an integer when ``integer``); raises :class:`_Bad`."""
     accepted = f"an integer from {int(low)} to {int(high)}" if integer else f"a number from {low:g} to {high:g}"
+    if not _DECIMAL.fullmatch(text):
+        raise _Bad(accepted)
     try:
         number = float(text)
     except (ValueError, OverflowError):
