@@ -312,16 +312,20 @@ async def _stream_openai_once(
     continuous: bool,
 ) -> tuple[RequestRecord, bool]:
     recorder = StreamRecorder(endpoint.name, one_token_per_chunk=endpoint.kind == "llamacpp", on_event=None)
-    prepared = await _prepare(
-        endpoint,
-        request,
-        recorder,
-        timeout_s=timeout_s,
-        info=info,
-        prompt_tokens=prompt_tokens,
-        secrets=secrets,
-        need_model=True,
-    )
+    try:
+        prepared = await _prepare(
+            endpoint,
+            request,
+            recorder,
+            timeout_s=timeout_s,
+            info=info,
+            prompt_tokens=prompt_tokens,
+            secrets=secrets,
+            need_model=True,
+        )
+    except asyncio.CancelledError:
+        _cancelled_before_sending(recorder, on_event)
+        raise
     if prepared is None:
         return _finish(recorder, on_event), False
     model = prepared[0]
@@ -343,10 +347,12 @@ async def _stream_openai_once(
             **request.sampling(),
         )
         async with stream:
-            async for chunk in stream:
+            async for chunk in _items(stream, timeout_s):
                 t = time.perf_counter()
                 recorder.payload(chunk.model_dump(), t)
         recorder.eof()
+    except _IdleTimeout:
+        recorder.fail("timeout", f"no stream data within {timeout_s:g} s from {endpoint.openai_base_url}")
     except openai.APIStatusError as exc:
         message = _body_message(exc.response.text if exc.response is not None else exc.body) or str(exc)
         if continuous and exc.status_code == 400 and "continuous_usage_stats" in message:
@@ -374,6 +380,34 @@ async def _stream_openai_once(
     finally:
         _IN_FLIGHT.pop(request_id, None)
     return recorder.record(), retry
+
+
+class _IdleTimeout(Exception):
+    """No stream item arrived within the idle limit (SSE comments and keep-alives do not count)."""
+
+
+async def _items(stream: Any, idle_s: float) -> Any:
+    """Yield ``stream``'s items, raising :class:`_IdleTimeout` when the next one takes longer than ``idle_s``.
+
+    The clients' own read timeouts restart on every byte, so a server sending only ``: keep-alive`` comments
+    would hold a request open for ever; this timer restarts only on a parsed data event.
+    """
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(idle_s):
+                item = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise _IdleTimeout from None
+        yield item
+
+
+def _cancelled_before_sending(recorder: StreamRecorder, on_event: OnEvent | None) -> None:
+    """Report a request cancelled during discovery or the context check, so it is not silently lost."""
+    recorder.fail("cancelled", "cancelled before it was sent")
+    _finish(recorder, on_event)
 
 
 def _finish(recorder: StreamRecorder, on_event: OnEvent | None) -> RequestRecord:
@@ -443,16 +477,20 @@ async def stream_tgi(
         asyncio.CancelledError: the task was cancelled.
     """
     recorder = StreamRecorder(endpoint.name)
-    prepared = await _prepare(
-        endpoint,
-        request,
-        recorder,
-        timeout_s=timeout_s,
-        info=info,
-        prompt_tokens=prompt_tokens,
-        secrets=secrets,
-        need_model=False,
-    )
+    try:
+        prepared = await _prepare(
+            endpoint,
+            request,
+            recorder,
+            timeout_s=timeout_s,
+            info=info,
+            prompt_tokens=prompt_tokens,
+            secrets=secrets,
+            need_model=False,
+        )
+    except asyncio.CancelledError:
+        _cancelled_before_sending(recorder, on_event)
+        raise
     if prepared is None:
         return _finish(recorder, on_event)
     model = prepared[0]
@@ -466,6 +504,9 @@ async def stream_tgi(
         # which would land in TTFT, so open it before the clock starts (private API, guarded).
         opener = getattr(client, "_get_async_client", None)
         session = await opener() if opener is not None else None
+        if session is not None and hasattr(session, "follow_redirects"):
+            # A redirect could send the request (and its key) to an address the endpoint list never named.
+            session.follow_redirects = False
         recorder.sent()
         hooks = getattr(session, "event_hooks", None)
         if isinstance(hooks, dict):
@@ -504,13 +545,23 @@ async def stream_tgi(
                     seed=request.seed,
                 )
             recorder.first_byte(time.perf_counter(), http_status=200)
-            async for item in stream:  # type: ignore[union-attr]
+            async for item in _items(stream, timeout_s):
                 t = time.perf_counter()
                 payload = recorder.payload(_hf_dict(item), t)
                 if payload.ends_stream:
                     break
             recorder.eof()
+        except _IdleTimeout:
+            recorder.fail("timeout", f"no stream data within {timeout_s:g} s from {url}")
         except TextGenerationError as exc:  # in-stream error payload
+            if isinstance(exc.__cause__, HfHubHTTPError):
+                # huggingface_hub turns an HTTP 422 (and other validation answers) into a TextGenerationError
+                # subclass; it is an HTTP failure, not an in-stream one.
+                cause = exc.__cause__
+                status = cause.response.status_code if cause.response is not None else None
+                body = _body_message(cause.response.text) if cause.response is not None else ""
+                recorder.fail("http", f"HTTP {status}: {body or one_line(exc)}", http_status=status)
+                return recorder.record()
             detail = exc.args[0] if exc.args else ""
             if isinstance(detail, Mapping):  # OpenAI-style {"error": {...}} (vLLM, TGI chat)
                 status = detail.get("http_status_code") or detail.get("code")
