@@ -30,8 +30,10 @@ done/sent and err count both phases.
 
 Targets (issue 5): 1,000 concurrent streams without errors; ≤ 50 µs added per chunk at 200 concurrent streams.
 
-Measured on this machine (2026-11-29, 2 cores shared with other jobs at load ~4, Python 3.11.7, openai 3.57.0,
-httpx2 2.16.2, one server process, default options; ~2 minutes; the columns printed, regrouped to fit here):
+Measured on this machine (2026-11-29, 2 cores shared with other jobs at load ~3–4, Python 3.11.7, one server
+process, default options; the columns printed, regrouped to fit here). ``openai``: openai 3.57.0 on httpx2 2.16.2
+(an earlier run the same day); ``lean``: :mod:`planner.fast_stream` on aiohttp 3.14.5; ``hand``: the hand-rolled
+HTTP/1.1 client on asyncio streams that ``lean`` used before, run as ``--alt`` in the same run as ``lean``:
 
     zero-delay phase                                           | paced phase (200 ms ticks)
     path    streams  done/sent err chunks/s CPU µs/chunk gap med/p99 µs  srv | open ITL med/p99 ms  TTFT max  cli
@@ -40,27 +42,48 @@ httpx2 2.16.2, one server process, default options; ~2 minutes; the columns prin
     openai      200    600/600   0    2,877          340        199/483   1% |  100    205.6/426.8   2,693.6  39%
     openai      500  1000/1000   0    1,248          406      212/6,255   0% |  100    205.1/982.4  11,825.5  31%
     openai     1000  2000/2000   0    2,422          367        202/559   1% |  100    204.5/538.5  21,282.8  35%
-    lean          1    401/401   0   35,540           25          11/24  10% |    1      200.5/n/a     201.7   0%
-    lean         50    450/450   0   38,215           26          11/25  10% |   50    201.5/206.9     211.4   3%
-    lean        200    600/600   0   33,879           28          11/26   9% |  200    205.4/234.8     257.8  11%
-    lean        500  1000/1000   0   28,060           32          11/37  12% |  500    212.6/266.8     391.1  23%
-    lean       1000  2000/2000   0    9,699           46         19/103   4% | 1000    235.5/376.9   1,719.8  31%
+    lean          1    401/401   0   19,725           42          12/41   5% |    1      200.6/n/a     202.9   0%
+    lean         50    450/450   0    8,011           47         18/173   2% |   50    203.9/239.8     243.5   4%
+    lean        200    600/600   0    9,940           42          12/89   3% |  200    210.0/386.3     370.4  14%
+    lean        500  1000/1000   0   13,173           46          12/51   6% |  500    210.9/278.8     503.4  29%
+    lean       1000  2000/2000   0   12,450           47          12/66   7% | 1000    243.6/417.1     886.0  41%
+    hand          1    401/401   0   28,779           26          11/39   8% |    1      200.5/n/a     201.8   0%
+    hand         50    450/450   0   19,069           30          11/94   5% |   50    201.5/206.5     250.0   3%
+    hand        200    600/600   0   25,904           34          11/68  11% |  200    204.7/226.0     265.4  13%
+    hand        500  1000/1000   0   30,437           32          11/40  16% |  500    212.6/270.8     385.3  24%
+    hand       1000  2000/2000   0   25,925           31          11/27   8% | 1000    228.3/385.0   1,377.1  40%
 
     openai: 1,000 concurrent streams without errors: MISSED (100 streams open at once, 0 errors of 2000 requests)
     openai: ≤ 50 µs added per chunk at 200 streams: MISSED (339.8 µs client CPU per chunk; gap median 199 µs)
     lean: 1,000 concurrent streams without errors: MET (1,000 streams open at once, 0 errors of 2000 requests)
-    lean: ≤ 50 µs added per chunk at 200 streams: MET (27.5 µs client CPU per chunk; gap median 11 µs)
+    lean: ≤ 50 µs added per chunk at 200 streams: MET (41.9 µs client CPU per chunk; gap median 12 µs)
+
+Repeated, interleaved runs (both orders), CPU µs per chunk at 200 streams, lean (aiohttp) vs hand: 2,200 requests
+per run (``--levels 200 --min-requests 2000``), 6 runs each: lean 34–39 (median 36), hand 28–35 (median 32); 600
+requests per run (the default: 200 connections opened for 600 requests, so connection setup weighs more), 11 runs
+each: lean 33–42 when the machine was not contended (gap median 11–12 µs) and 47–57 when it was (gap median 20–24
+µs), hand 28–34 and 38–50. At 1,000 streams, 7 runs each: lean 41–52, hand 31–55, 0 errors in every run of both.
+TTFT max of the paced phase at 1,000 streams (1,000 connects at once): lean 0.8–4.9 s, hand 0.5–2.7 s, lean's
+higher in 5 of 7 paired runs (aiohttp spends more per new connection). aiohttp costs ~4–9 µs more per chunk than
+the hand-rolled client and meets both targets, so it replaced it (a kept library over own code outside the core).
+With ``trust_env=True`` aiohttp looked up proxies and read ``~/.netrc`` in a worker thread on every request, inside
+the TTFT clock (+0.8–1.1 ms median first byte over 200 keep-alive requests); ``planner.fast_stream`` reads the
+proxy variables once per host instead.
 
 Reading it: the SDK path spends ~320–400 µs per chunk, most of it building a pydantic chunk object per event
 (``openai._models.construct_type``, >50 % in cProfile); its ``httpx2`` pool (default 100 connections, 20 kept
 alive) never opens more than 100 streams, and because the send time is stamped before the pool wait, the queue
 shows up as TTFT (21 s at 1,000 streams against a server that answers at once). Raw ``httpx2`` streaming, tried
-on the way, costs ~110 µs per chunk at 200 streams (pool scan per request, ``h11`` events per chunk). Run-to-run
-spread on this shared machine: lean 200-stream CPU per chunk 26–31 µs (55 µs once, under heavy load).
+on the way, costs ~110 µs per chunk at 200 streams (pool scan per request, ``h11`` events per chunk). On the lean
+path most of the remaining CPU is the project's own per-event work shared with the SDK path
+(``planner.streaming.normalize_payload``, ``StreamRecorder.payload``, ``SSEDecoder.feed``, ``json.loads``: ~60 %
+in cProfile at 200 streams), not the HTTP client.
 
 Usage: ``python bench/client_capacity.py [--quick] [--levels 1 50 200 500 1000] [--min-requests 400]
-[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean]``; exits 0.
-``--quick`` runs levels 1, 200, 1000 only.
+[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]``; exits 0.
+``--quick`` runs levels 1, 200, 1000 only. ``--alt FILE`` adds path ``alt``: another version of
+``planner/fast_stream.py`` (e.g. ``git show <commit>:planner/fast_stream.py > /tmp/hand.py``), to compare two
+versions of the lean path in one run.
 """
 
 from __future__ import annotations
@@ -68,6 +91,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib.util
 import math
 import os
 import resource
@@ -222,6 +246,16 @@ def _raise_fd_limit(streams: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard == resource.RLIM_INFINITY else min(hard, need), hard))
 
 
+def _load_alt(path: str) -> None:
+    """Register the module file ``path`` (a lean path with ``make_client`` and ``stream_chat``) as path ``alt``."""
+    spec = importlib.util.spec_from_file_location("bench_alt_path", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--alt: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    PATHS["alt"] = (module.make_client, module.stream_chat)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="client capacity against a zero-delay streaming server")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 50, 200, 500, 1000], help="concurrent streams")
@@ -232,8 +266,20 @@ def main() -> int:
     parser.add_argument("--tick-ms", type=float, default=200.0, help="chunk interval of the paced phase, ms")
     parser.add_argument("--paced-tokens", type=int, default=16, help="output tokens per paced request")
     parser.add_argument("--servers", type=int, default=1, help="server processes (streams spread over them)")
-    parser.add_argument("--paths", nargs="+", choices=sorted(PATHS), default=["openai", "lean"])
+    parser.add_argument("--paths", nargs="+", choices=[*sorted(PATHS), "alt"], default=["openai", "lean"])
+    parser.add_argument(
+        "--alt",
+        metavar="FILE",
+        help="another version of planner/fast_stream.py to measure as path 'alt', e.g. the hand-rolled HTTP/1.1 "
+        "client: git show <commit>:planner/fast_stream.py > /tmp/old.py",
+    )
     args = parser.parse_args()
+    if args.alt:
+        _load_alt(args.alt)
+        if "alt" not in args.paths:
+            args.paths.append("alt")
+    elif "alt" in args.paths:
+        parser.error("--paths alt needs --alt FILE")
     levels = [1, 200, 1000] if args.quick else args.levels
     _raise_fd_limit(max(levels))
     print(f"zero-delay phase: chunks/s, CPU, gaps; paced phase (a chunk every {args.tick_ms:g} ms): open, ITL")

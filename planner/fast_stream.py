@@ -1,29 +1,49 @@
-"""A lean streamed-chat path for load tests: HTTP/1.1 on asyncio streams instead of the ``openai`` SDK.
+"""A lean streamed-chat path for load tests: ``aiohttp`` plus the project's SSE decoder instead of the ``openai`` SDK.
 
-Why (``bench/client_capacity.py`` against a zero-delay server, 2026-11-29, 2 shared cores, 64-token answers of 37
-token chunks): the SDK path costs ~320–400 µs of client CPU per streamed chunk, over half of it building a pydantic
+Why: the SDK path costs ~320–400 µs of client CPU per streamed chunk, over half of it building a pydantic
 ``ChatCompletionChunk`` per event (``openai._models.construct_type``) that :func:`planner.clients.stream_openai`
-dumps back to a dict, and its default ``httpx2`` pool never holds more than 100 streams open. Raw ``httpx2``
-streaming still costs ~110 µs per chunk at 200 streams (``httpcore2``'s pool scans every connection on every
-request; ``h11`` runs its event machinery per HTTP chunk). This path costs ~25–35 µs per chunk at 1–500 streams
-and holds 1,000 streams open without errors. It writes the request itself, decodes the chunked body with
-``bytes.find``, splits events with :class:`planner.streaming.SSEDecoder`, parses each with ``json.loads`` and feeds
-the dict to the same :class:`planner.streaming.StreamRecorder`, so every field of the
-:class:`planner.streaming.RequestRecord` means what it means on the SDK path:
+dumps back to a dict, and its default ``httpx2`` pool never holds more than 100 streams open. This path sends the
+request with ``aiohttp`` (the client ``vllm bench serve`` uses: ``vllm/benchmarks/lib/endpoint_request_func.py``,
+one ``ClientSession`` on a ``TCPConnector`` without a connection cap), reads the body with
+``response.content.readany()``, splits events with :class:`planner.streaming.SSEDecoder`, parses each with
+``json.loads`` and feeds the dict to the same :class:`planner.streaming.StreamRecorder`, so every field of the
+:class:`planner.streaming.RequestRecord` means what it means on the SDK path.
 
-* ``t_sent``: restamped just before the request is handed to the connection (the SDK path stamps it in an
-  ``httpx2`` request hook, i.e. before connecting too);
-* ``first_byte_s``: response headers received; ``http_status`` their status;
+Cost (``bench/client_capacity.py`` against a zero-delay server, 2026-11-29, 2 cores shared with other jobs,
+Python 3.11.7, aiohttp 3.14.5 with its C HTTP parser; 64-token answers = 37 token chunks; tables there): 34–39 µs
+of client CPU per chunk at 200 streams (median 36 over 6 runs; 47–57 µs when the machine was contended), 41–52 µs
+at 1,000 streams, 1,000 streams held open at once without errors in every run. The hand-rolled HTTP/1.1 client on
+asyncio streams it replaced measured 28–35 µs (median 32) and 31–55 µs in the same interleaved runs: aiohttp costs
+~4–9 µs more per chunk, within the 50 µs target, and removes ~170 lines of HTTP framing code (request writing,
+head parsing, chunked decoding, gzip, keep-alive pool) from the project. Opening 1,000 connections at once costs it
+more than it did the hand-rolled client (longest paced-phase TTFT 0.8–4.9 s against 0.5–2.7 s).
+
+Timestamps:
+
+* ``t_sent``: aiohttp's ``TraceConfig.on_request_start``, i.e. when the request is handed to the session, before a
+  connection is taken from the pool or opened. The SDK path stamps it in an ``httpx2`` request hook, also before
+  connecting, and ``vllm bench serve`` before ``session.post``: connection setup counts in TTFT on all three.
+  (``on_request_headers_sent`` would be "request written" to the socket, but would take connection setup out of
+  TTFT on this path only.)
+* ``first_byte_s``: ``session.post`` returned, i.e. the response head was received and parsed (what
+  ``on_request_end`` reports; the SDK path stamps it in an ``httpx2`` response hook); ``http_status`` its status.
 * chunk times: ``time.perf_counter()`` after each payload is parsed (the SDK path stamps each SDK chunk);
-* ``end_s``: the byte stream ended (the body after ``[DONE]`` is drained first, as the SDK does on HTTP/1.1);
-* failures: the same ``error_kind`` and message for the same cause (HTTP errors with the server's body message
-  via :func:`planner.clients._body_message`, in-stream errors as ``message (type)``, timeouts, malformed
-  payloads, cut bodies worded as ``httpx2`` words them); only a refused connection's detail is worded by the OS
-  here (``[Errno 111] Connect call failed ...``) and by ``httpx2`` on the SDK path.
+* ``end_s``: the byte stream ended (the body after ``[DONE]`` is drained first, as the SDK does on HTTP/1.1, so
+  the connection can be reused).
 
-Scope: ``http`` and ``https`` (system CA store), HTTP/1.1 keep-alive, chunked / ``Content-Length`` /
-close-delimited bodies, ``gzip``/``deflate`` encodings. Proxy variables (``HTTP_PROXY``...) are not read; use the
-SDK path (:func:`planner.clients.stream_chat`) behind a proxy.
+Failures get the ``error_kind`` and message the SDK path gives for the same cause: HTTP errors with the server's
+body message via :func:`planner.clients._body_message`, in-stream errors as ``message (type)``, ``timeout`` for
+a connect or response-head wait over ``timeout_s`` ("no response within", ``aiohttp.ServerTimeoutError``) or no
+data event for ``timeout_s`` once the stream started ("no stream data within"; SSE comments do not count, so a
+server sending only keep-alive comments cannot hold a request for ever), ``connect``/``cut`` for a transport
+error before/after the response head (``aiohttp.ClientConnectorError``, ``ServerDisconnectedError``...), a body
+cut mid-stream (``aiohttp.ClientPayloadError``) worded as ``httpx2`` words it; only a refused connection's detail
+is worded by the OS here (``[Errno 111] Connect call failed ...``) and by ``httpx2`` on the SDK path.
+
+Proxies: ``HTTP_PROXY``/``HTTPS_PROXY``/``NO_PROXY`` are honoured (with credentials in the proxy URL), read once per
+client and host (:meth:`FastClient.route`) rather than by ``aiohttp``'s ``trust_env=True``, which looks them up
+and reads ``~/.netrc`` in a worker thread on every request and so added ~1 ms to every TTFT. Redirects are not
+followed (as on the SDK path). ``http`` and ``https`` (system CA store, via ``aiohttp``'s default SSL context).
 
 :func:`stream_chat` and :func:`make_client` have the signatures of :func:`planner.clients.stream_chat` and
 :func:`planner.clients.make_client` (``ChatRequest`` is re-exported), so a caller switches by its import line.
@@ -33,15 +53,15 @@ SDK path (:func:`planner.clients.stream_chat`) behind a proxy.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import ssl
 import time
-import zlib
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+import urllib.request
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+import aiohttp
 from huggingface_hub import AsyncInferenceClient
 
 from planner import clients
@@ -53,80 +73,107 @@ from planner.streaming import RequestRecord, SSEDecoder, StreamRecorder
 
 __all__ = ["ChatRequest", "FastClient", "fast_client", "make_client", "stream_chat", "stream_openai_fast"]
 
-#: Idle keep-alive connections older than this are not reused: uvicorn (vLLM, SGLang) closes idle connections
-#: after 5 s (``timeout_keep_alive``), and a request written on a connection the server is closing fails.
+#: Idle keep-alive connections older than this are not reused (aiohttp's default is 15 s): uvicorn (vLLM, SGLang)
+#: closes idle connections after 5 s (``timeout_keep_alive``), and a request written on a connection the server is
+#: closing fails (aiohttp does not retry a POST).
 KEEPALIVE_S = 4.0
-_READ_BYTES = 1 << 16
 _CLOSED = "peer closed connection without sending complete message body"
 
 
-class _ProtocolError(ConnectionError):
-    """The server broke HTTP/1.1 framing or closed the connection mid-response."""
+async def _stamp_sent(_session: aiohttp.ClientSession, context: SimpleNamespace, _params: Any) -> None:
+    recorder = context.trace_request_ctx
+    if recorder is not None:
+        recorder.sent(time.perf_counter())
 
 
-class _Conn:
-    __slots__ = ("idle_since", "reader", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.idle_since = 0.0
-
-    def usable(self, now: float) -> bool:
-        return not (self.reader.at_eof() or self.writer.is_closing()) and now - self.idle_since < KEEPALIVE_S
+class _Route(NamedTuple):
+    proxy: str | None
+    headers: dict[str, str]
+    connect_headers: dict[str, str] | None
 
 
 class FastClient:
-    """Keep-alive HTTP/1.1 connections for :func:`stream_openai_fast`, shared by every request of a load test.
+    """One ``aiohttp.ClientSession`` for :func:`stream_openai_fast`, shared by every request of a load test.
 
-    No connection cap: a load test's concurrency is set by its own semaphore, and a pool cap would queue
-    requests inside the client and hide that wait in TTFT (``httpx2``'s default pool, which
+    No connection cap (``TCPConnector(limit=0)``): a load test's concurrency is set by its own semaphore, and a
+    pool cap would queue requests inside the client and hide that wait in TTFT (``httpx2``'s default pool, which
     :func:`planner.clients.openai_client` uses, holds 100 connections and keeps 20 alive). Each open stream holds one
     socket, so the process's open-file limit (``ulimit -n``, often 1024) bounds it; past it, new requests fail as
-    ``connect`` with "Too many open files".
+    ``connect`` with "Too many open files". The session is created on first use, inside the running event loop
+    (``aiohttp`` requires one); use the client from one event loop only.
 
     Args:
-        timeout_s: Longest wait to connect and for each next read, seconds.
+        timeout_s: Longest wait to connect (``sock_connect``), and for the response head and each next read
+            (``sock_read``), seconds.
         authorization: Value of the ``Authorization`` header.
+
+    Attributes:
+        connections_opened: TCP connections this client has opened so far (keep-alive reuse keeps it low).
     """
 
     def __init__(self, *, timeout_s: float, authorization: str) -> None:
         self.timeout_s = timeout_s
         self.authorization = authorization
-        self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
-        self._ssl: ssl.SSLContext | None = None
+        self.connections_opened = 0
+        self._session: aiohttp.ClientSession | None = None
+        self._routes: dict[tuple[str, str], _Route] = {}
 
-    async def acquire(self, scheme: str, host: str, port: int) -> _Conn:
-        """An idle live connection to ``(scheme, host, port)``, or a new one."""
-        idle = self._idle.get((scheme, host, port))
-        now = time.monotonic()
-        while idle:
-            conn = idle.pop()
-            if conn.usable(now):
-                return conn
-            conn.writer.close()
-        context = None
-        if scheme == "https":
-            if self._ssl is None:
-                self._ssl = ssl.create_default_context()
-            context = self._ssl
-        reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=_READ_BYTES)
-        return _Conn(reader, writer)
+    def route(self, url: str) -> _Route:
+        """Proxy and headers for a request to ``url``, worked out on the first request to its scheme and host.
 
-    def release(self, scheme: str, host: str, port: int, conn: _Conn) -> None:
-        """Keep ``conn`` for reuse (its response was read to the end)."""
-        conn.idle_since = time.monotonic()
-        self._idle.setdefault((scheme, host, port), []).append(conn)
+        Returns the ``proxy`` argument (credentials removed, None = direct), the request's headers
+        (``Authorization``, plus ``Proxy-Authorization`` for a plain-HTTP proxy, which reads the request itself)
+        and the ``CONNECT`` request's headers (``Proxy-Authorization`` for an ``https`` target).
+
+        Proxies come from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``), read once per scheme and
+        host with the standard library functions ``aiohttp``'s ``trust_env`` uses (``urllib.request.getproxies``,
+        ``proxy_bypass``). ``trust_env=True`` itself would redo that lookup, and read ``~/.netrc``, in a worker
+        thread on every request after the send stamp: +0.8–1.1 ms of TTFT per request here (median of 200
+        keep-alive requests), more when many requests queue for the thread pool.
+        """
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.hostname or "")
+        route = self._routes.get(key)
+        if route is None:
+            found = None if urllib.request.proxy_bypass(key[1]) else urllib.request.getproxies().get(key[0])
+            headers, connect_headers = {"Authorization": self.authorization}, None
+            if found:
+                proxy = urlsplit(found)
+                if proxy.username is not None:
+                    login = {"Proxy-Authorization": aiohttp.encode_basic_auth(proxy.username, proxy.password or "")}
+                    if parts.scheme == "https":
+                        connect_headers = login
+                    else:
+                        headers.update(login)
+                    found = proxy._replace(netloc=proxy.netloc.rpartition("@")[2]).geturl()
+            route = self._routes[key] = _Route(found or None, headers, connect_headers)
+        return route
+
+    def session(self) -> aiohttp.ClientSession:
+        """The shared session (created on the first call, in the running event loop)."""
+        if self._session is None:
+            trace = aiohttp.TraceConfig()
+            trace.on_request_start.append(_stamp_sent)
+            trace.on_connection_create_end.append(self._opened)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s),
+                # Authorization goes on each request (see route): aiohttp also sends a session's default headers
+                # to a proxy, turning Authorization into Proxy-Authorization, which would hand it the API key.
+                headers={"Content-Type": "application/json", "User-Agent": "llm-serving-planner"},
+                trust_env=False,  # proxies from the environment: see route
+                trace_configs=[trace],
+            )
+        return self._session
+
+    async def _opened(self, _session: aiohttp.ClientSession, _context: SimpleNamespace, _params: Any) -> None:
+        self.connections_opened += 1
 
     async def close(self) -> None:
-        """Close every idle connection (requests in flight close their own)."""
-        conns = [c for idle in self._idle.values() for c in idle]
-        self._idle.clear()
-        for conn in conns:
-            conn.writer.close()
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                await conn.writer.wait_closed()
+        """Close the session and its connections."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
 
 def fast_client(endpoint: Endpoint, *, timeout_s: float, secrets: Mapping[str, Any] | None = None) -> FastClient:
@@ -196,7 +243,8 @@ async def stream_openai_fast(
 
     Args:
         endpoint, request, on_event, info, prompt_tokens, secrets: As for :func:`planner.clients.stream_openai`.
-        timeout_s: Longest wait to connect and receive the response head, and for each next read, seconds.
+        timeout_s: Longest wait to connect and for the response head (``client``'s own ``timeout_s`` applies to
+            these when a client is given), and for each next data event, seconds.
         client: A client from :func:`fast_client` to reuse; None = a new one for this request (its connection
             setup then counts in TTFT).
 
@@ -243,7 +291,7 @@ async def _once(
     if prepared is None:
         return clients._finish(recorder, on_event), False
     recorder.on_event = on_event
-    recorder.sent()  # restamped when the request is handed to the connection; building it is client overhead
+    recorder.sent()  # restamped by _stamp_sent when aiohttp takes the request; building it is client overhead
     options: dict[str, Any] = {"include_usage": True}
     if continuous:
         options["continuous_usage_stats"] = True
@@ -255,180 +303,89 @@ async def _once(
         **request.sampling(),
     }
     url = endpoint.openai_base_url
-    target = urlsplit(url + "/chat/completions")
-    scheme = target.scheme
-    host = target.hostname or ""
-    port = target.port or (443 if scheme == "https" else 80)
-    data = json.dumps(body).encode()
-    path = target.path + (f"?{target.query}" if target.query else "")
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {target.netloc.rpartition('@')[2]}\r\nAccept: */*\r\n"
-        f"Content-Type: application/json\r\nAuthorization: {http.authorization}\r\n"
-        f"User-Agent: llm-serving-planner\r\nContent-Length: {len(data)}\r\n\r\n"
-    ).encode()
-    conn: _Conn | None = None
-    reusable = retry = False
+    retry = False
+    response: aiohttp.ClientResponse | None = None
     try:
-        recorder.sent(time.perf_counter())
-        async with asyncio.timeout(timeout_s):
-            conn = await http.acquire(scheme, host, port)
-            conn.writer.write(head + data)
-            status, headers = _parse_head(await conn.reader.readuntil(b"\r\n\r\n"))
-        recorder.first_byte(time.perf_counter(), http_status=status)
-        response = _Body(conn.reader, headers, timeout_s)
-        if status >= 400:
-            text = b"".join([part async for part in response]).decode("utf-8", "replace")
-            message = clients._body_message(text) or f"status {status}"
-            retry = continuous and status == 400 and "continuous_usage_stats" in message
-            if retry:
-                recorder.on_event = None  # the retry reports instead
-            recorder.fail("http", f"HTTP {status}: {message}", http_status=status)
-        else:
-            await _read_events(response, recorder)
-        reusable = response.complete and "close" not in headers.get("connection", "").lower()
-    except TimeoutError:  # before OSError: TimeoutError is one
-        recorder.fail("timeout", f"no response within {timeout_s:g} s from {url}")
-    except (OSError, EOFError, asyncio.LimitOverrunError) as exc:
-        # clients._connection_failure reads the transport error from __cause__, as the SDK wraps it.
-        wrapped = ConnectionError()
-        wrapped.__cause__ = exc if str(exc) else _ProtocolError(f"{type(exc).__name__}: connection closed")
-        clients._connection_failure(recorder, url, wrapped)
+        route = http.route(url)
+        post = http.session().post(
+            url + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers=route.headers,
+            allow_redirects=False,
+            proxy=route.proxy,
+            proxy_headers=route.connect_headers,
+            trace_request_ctx=recorder,
+        )
+        async with post as response:
+            recorder.first_byte(time.perf_counter(), http_status=response.status)
+            if response.status >= 400:
+                text = (await response.read()).decode("utf-8", "replace")
+                message = clients._body_message(text) or f"status {response.status}"
+                retry = continuous and response.status == 400 and "continuous_usage_stats" in message
+                if retry:
+                    recorder.on_event = None  # the retry reports instead
+                recorder.fail("http", f"HTTP {response.status}: {message}", http_status=response.status)
+            else:
+                await _read_events(response.content, recorder, timeout_s)
+    except TimeoutError:  # before the ClientError/OSError clauses: aiohttp.ServerTimeoutError is both
+        # Worded as the SDK path words it: a wait for the response vs. for the next event of a started stream.
+        streaming = response is not None and response.status < 400
+        recorder.fail("timeout", f"no {'stream data' if streaming else 'response'} within {timeout_s:g} s from {url}")
+    except aiohttp.ClientPayloadError as exc:
+        _transport_failure(recorder, url, _cut_detail(exc, response))
+    except aiohttp.ClientConnectorError as exc:
+        _transport_failure(recorder, url, exc.os_error)
+    except (aiohttp.ClientError, OSError) as exc:  # ServerDisconnectedError, InvalidURL, a reset connection...
+        _transport_failure(recorder, url, exc)
     except ValueError as exc:  # a payload that is not JSON
         recorder.fail("in_stream", f"malformed stream payload: {exc}")
     except asyncio.CancelledError:
-        _cancelled(recorder)
+        recorder.fail("cancelled", "cancelled")
+        recorder.record()  # reports the cancelled record to on_event
         raise
-    finally:
-        if conn is not None:
-            if reusable:
-                http.release(scheme, host, port, conn)
-            else:
-                conn.writer.close()
     return recorder.record(), retry
 
 
-def _cancelled(recorder: StreamRecorder) -> RequestRecord:
-    """Fail ``recorder`` as cancelled and build its record now, which reports it to ``on_event``."""
-    recorder.fail("cancelled", "cancelled")
-    return recorder.record()
+def _transport_failure(recorder: StreamRecorder, url: str, cause: BaseException) -> None:
+    # clients._connection_failure reads the transport error from __cause__, as the SDK wraps it.
+    wrapped = ConnectionError()
+    wrapped.__cause__ = cause if str(cause) else ConnectionError(f"{type(cause).__name__}: connection closed")
+    clients._connection_failure(recorder, url, wrapped)
 
 
-def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
-    """Status code and lower-cased headers of a response head (``raw`` ends with the blank line)."""
-    status_line, *lines = raw.decode("latin-1").split("\r\n")
-    parts = status_line.split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        raise _ProtocolError(f"not an HTTP/1.x response: {status_line[:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, sep, value = line.partition(":")
-        if sep:
-            key = name.strip().lower()
-            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    return int(parts[1]), headers
+def _cut_detail(exc: aiohttp.ClientPayloadError, response: aiohttp.ClientResponse | None) -> BaseException:
+    """A cut body's error, worded as ``httpx2`` (the SDK path) words it, so both paths record the same message."""
+    if response is None:
+        return exc
+    if "chunked" in response.headers.get("Transfer-Encoding", "").lower():
+        return ConnectionError(f"{_CLOSED} (incomplete chunked read)")
+    length = response.headers.get("Content-Length", "")
+    if length.isdigit() and response.headers.get("Content-Encoding", "identity").lower() in ("identity", ""):
+        return ConnectionError(f"{_CLOSED} (received {response.content.total_bytes} bytes, expected {length})")
+    return exc
 
 
-class _Dechunker:
-    """Incremental decoder of an HTTP/1.1 chunked body (RFC 9112 §7.1): chunk extensions and trailers skipped."""
+async def _read_events(content: aiohttp.StreamReader, recorder: StreamRecorder, idle_s: float) -> None:
+    """Feed every ``data:`` payload to ``recorder`` until an in-stream error; drain the body after ``[DONE]``.
 
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._data_left = 0
-        self._crlf_left = 0
-        self._trailer = False
-        self.done = False
-
-    def feed(self, data: bytes) -> bytes:
-        buf = self._buffer + data if self._buffer else data
-        out: list[bytes] = []
-        i, n = 0, len(buf)
-        while not self.done:
-            if self._data_left:
-                take = min(self._data_left, n - i)
-                out.append(buf[i : i + take])
-                i += take
-                self._data_left -= take
-                if self._data_left:
-                    break
-                self._crlf_left = 2
-            if self._crlf_left:
-                take = min(self._crlf_left, n - i)
-                i += take
-                self._crlf_left -= take
-                if self._crlf_left:
-                    break
-            end = buf.find(b"\r\n", i)
-            if end < 0:
-                break
-            line = buf[i:end]
-            i = end + 2
-            if self._trailer:
-                self.done = not line  # trailer fields end with an empty line
-                continue
-            try:
-                size = int(line.split(b";", 1)[0], 16)
-            except ValueError:
-                raise _ProtocolError(f"malformed chunk size line {line[:40]!r}") from None
-            if size == 0:
-                self._trailer = True
-            self._data_left = size
-        self._buffer = buf[i:]
-        return b"".join(out)
-
-
-class _Body:
-    """The decoded body of a response: iterate for byte blocks; ``complete`` once it was read to its end."""
-
-    def __init__(self, reader: asyncio.StreamReader, headers: Mapping[str, str], timeout_s: float) -> None:
-        self._reader = reader
-        self._timeout_s = timeout_s
-        self._dechunker = _Dechunker() if "chunked" in headers.get("transfer-encoding", "").lower() else None
-        length = headers.get("content-length")
-        self._left = int(length) if self._dechunker is None and length is not None else None
-        self._length = self._left
-        encoding = headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("identity", "gzip", "deflate", ""):
-            raise _ProtocolError(f"unsupported Content-Encoding {encoding!r}")
-        # wbits 32+: zlib or gzip header detected automatically
-        self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS) if encoding in ("gzip", "deflate") else None
-        self.complete = self._left == 0
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        reader, timeout_s, dechunker = self._reader, self._timeout_s, self._dechunker
-        while not self.complete:
-            async with asyncio.timeout(timeout_s):
-                data = await reader.read(_READ_BYTES if self._left is None else min(_READ_BYTES, self._left))
-            if not data:
-                # worded as httpx2 words it, so both paths record the same message
-                if dechunker is not None:
-                    raise _ProtocolError(f"{_CLOSED} (incomplete chunked read)")
-                if self._left is not None:
-                    got = self._length - self._left
-                    raise _ProtocolError(f"{_CLOSED} (received {got} bytes, expected {self._length})")
-                self.complete = True  # close-delimited body
-                break
-            if dechunker is not None:
-                data = dechunker.feed(data)
-                self.complete = dechunker.done
-            elif self._left is not None:
-                self._left -= len(data)
-                self.complete = self._left == 0
-            if self._inflate is not None:
-                data = self._inflate.decompress(data)
-            if data:
-                yield data
-
-
-async def _read_events(body: _Body, recorder: StreamRecorder) -> None:
-    """Feed every ``data:`` payload to ``recorder`` until an in-stream error; drain the body after ``[DONE]``."""
+    Raises:
+        TimeoutError: no data event for ``idle_s`` seconds. aiohttp's ``sock_read`` restarts on every byte, so
+            a server sending only ``: keep-alive`` comments would hold the request open for ever; this timer, like
+            the SDK path's (``planner.clients._items``), restarts only when an event is parsed.
+    """
     decoder = SSEDecoder()
-    loads, perf_counter = json.loads, time.perf_counter
-    async for raw in body:
-        if decoder.done:
-            continue  # drain after [DONE] so the connection can be reused, as the SDK does on HTTP/1.1
-        for data in decoder.feed(raw):
-            if recorder.payload(_object(loads(data)), perf_counter()).is_error:
-                return
+    loads, perf_counter, readany = json.loads, time.perf_counter, content.readany
+    now = asyncio.get_running_loop().time
+    async with asyncio.timeout(idle_s) as idle:
+        while raw := await readany():
+            if decoder.done:
+                continue  # drain after [DONE] so the connection can be reused, as the SDK does on HTTP/1.1
+            events = decoder.feed(raw)
+            for data in events:
+                if recorder.payload(_object(loads(data)), perf_counter()).is_error:
+                    return
+            if events:
+                idle.reschedule(now() + idle_s)
     for data in decoder.close():
         if recorder.payload(_object(loads(data)), perf_counter()).is_error:
             return

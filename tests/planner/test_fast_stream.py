@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 
 import pytest
 
@@ -17,7 +18,7 @@ from planner.clients import ChatRequest, openai_client, stream_openai
 from planner.discovery import EndpointInfo
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
-from planner.fast_stream import _Body, _Dechunker, fast_client, stream_openai_fast
+from planner.fast_stream import fast_client, stream_openai_fast
 from tests.servers.timed_sse import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 
 TEXT_12 = "".join(f"t{k} " for k in range(1, 13))
@@ -165,13 +166,13 @@ def test_a_shared_client_reuses_one_connection(timed_server):
                 )
                 for _ in range(3)
             ]
-            return records, [len(idle) for idle in client._idle.values()]
+            return records, client.connections_opened
         finally:
             await client.close()
 
-    records, idle = asyncio.run(run())
+    records, opened = asyncio.run(run())
     assert all(r.ok and r.text == TEXT_12 for r in records)
-    assert idle == [1]  # one keep-alive connection served all three
+    assert opened == 1  # one keep-alive connection served all three
 
 
 def test_stream_chat_refuses_a_foreign_client(timed_server):
@@ -189,25 +190,6 @@ def test_stream_chat_refuses_a_foreign_client(timed_server):
 def test_tgi_endpoints_pass_through_to_the_hf_path(timed_server):
     rec = asyncio.run(fast_stream.stream_chat(_ep(timed_server.url, "tgi"), ChatRequest("hi"), timeout_s=5))
     assert rec.ok and rec.text == TEXT_12 and rec.output_tokens == 12
-
-
-# RFC 9112 §7.1 chunked framing, with a chunk extension and a trailer field; every split point must decode alike.
-CHUNKED = b"4;name=value\r\nWiki\r\n6\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\n"
-DECODED = b"Wikipedia in \r\n\r\nchunks."
-
-
-@pytest.mark.parametrize("split", range(len(CHUNKED) + 1))
-def test_dechunker_any_split(split):
-    decoder = _Dechunker()
-    out = decoder.feed(CHUNKED[:split])
-    assert not decoder.done or split == len(CHUNKED)
-    out += decoder.feed(CHUNKED[split:])
-    assert (out, decoder.done) == (DECODED, True)
-
-
-def test_dechunker_rejects_a_bad_size_line():
-    with pytest.raises(ConnectionError, match="malformed chunk size"):
-        _Dechunker().feed(b"zz\r\nabc\r\n")
 
 
 def test_against_real_llama_cpp(llama_url):
@@ -245,24 +227,99 @@ def test_cancelled_request_reports_its_record(timed_server):
     assert [(u.kind, u.record.error_kind) for u in seen] == [("end", "cancelled")]
 
 
-async def _body_bytes(raw: bytes, headers: dict[str, str]) -> tuple[bytes, bool]:
-    reader = asyncio.StreamReader()
-    reader.feed_data(raw)
-    reader.feed_eof()
-    body = _Body(reader, headers, 1.0)
-    return b"".join([part async for part in body]), body.complete
+# --- framings, encodings and proxies, against a one-shot raw HTTP/1.1 server --------------------------------------
+def _sse(*texts: str) -> bytes:
+    last = len(texts) - 1
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": "stop" if k == last else None}]}
+        for k, t in enumerate(texts)
+    ]
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
 
-def test_body_framings():
-    text = b"data: {}\n\n"
-    packed = gzip.compress(text)
-    chunked_gzip = b"%x\r\n%s\r\n0\r\n\r\n" % (len(packed), packed)
-    gz = {"transfer-encoding": "chunked", "content-encoding": "gzip"}
-    assert asyncio.run(_body_bytes(chunked_gzip, gz)) == (text, True)
-    assert asyncio.run(_body_bytes(text + b"extra", {"content-length": "10"})) == (text, True)
-    assert asyncio.run(_body_bytes(text, {})) == (text, True)  # close-delimited
+async def _raw_exchange(
+    answer: bytes, endpoint_url: str | None = None, monkeypatch=None, login: str = ""
+) -> tuple[object, list[bytes]]:
+    """Serve ``answer`` (a whole HTTP response, written as is, then the connection closed) to one lean request.
+
+    Returns the record and the request heads the server read. ``endpoint_url`` None = the server itself; otherwise
+    the server is set as ``HTTP_PROXY`` (with ``login`` = ``"user:password@"`` in its URL) and the request goes to
+    ``endpoint_url`` through it.
+    """
+    heads: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        length = next(
+            int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n")) if k.lower() == b"content-length"
+        )
+        await reader.readexactly(length)
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    own = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    if endpoint_url is not None:
+        monkeypatch.setenv("HTTP_PROXY", own.replace("//", f"//{login}"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+    async with server:
+        endpoint = Endpoint("raw", "llamacpp", endpoint_url or own, model="m")
+        record = await stream_openai_fast(endpoint, ChatRequest("hi"), timeout_s=2)
+    return record, heads
 
 
-def test_short_body_is_a_cut():
-    with pytest.raises(ConnectionError, match=r"\(received 10 bytes, expected 12\)"):
-        asyncio.run(_body_bytes(b"data: {}\n\n", {"content-length": "12"}))
+def _response(body: bytes, *headers: str) -> bytes:
+    return (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n"
+    ).encode() + body
+
+
+def _chunked(*parts: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+FRAMINGS = {
+    "chunked_gzip": _response(
+        _chunked(gzip.compress(_sse("a ", "b "))), "Transfer-Encoding: chunked", "Content-Encoding: gzip"
+    ),
+    "content_length": _response(_sse("a ", "b "), f"Content-Length: {len(_sse('a ', 'b '))}"),
+    "close_delimited": _response(_sse("a ", "b "), "Connection: close"),
+}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_body_framings_and_gzip_decode_alike(framing):
+    record, _ = asyncio.run(_raw_exchange(FRAMINGS[framing]))
+    assert (record.ok, record.text, record.output_tokens) == (True, "a b ", 2), record.error
+
+
+def test_short_content_length_body_is_a_cut_worded_as_httpx2():
+    body = _sse("a ")  # the whole answer, but announced 3 bytes longer than it is
+    record, _ = asyncio.run(_raw_exchange(_response(body, f"Content-Length: {len(body) + 3}")))
+    assert (record.ok, record.error_kind, record.text) == (False, "cut", "a ")
+    assert record.error.endswith(
+        "peer closed connection without sending complete message body "
+        f"(received {len(body)} bytes, expected {len(body) + 3})"
+    )
+
+
+@pytest.mark.parametrize(("login", "header"), [("", None), ("user:pw@", b"Proxy-Authorization: Basic dXNlcjpwdw==")])
+def test_proxy_from_environment_is_used(monkeypatch, login, header):
+    # The request for an unresolvable host goes to HTTP_PROXY, in absolute form (RFC 9112 §3.2.2); credentials in
+    # the proxy URL become Basic proxy credentials (RFC 7617: base64("user:pw") = "dXNlcjpwdw==").
+    answer = _response(_sse("p "), "Connection: close")
+    target = "http://planner-proxy-test.invalid:8000"
+    record, heads = asyncio.run(_raw_exchange(answer, target, monkeypatch, login))
+    assert record.ok and record.text == "p "
+    assert heads[0].startswith(f"POST {target}/v1/chat/completions HTTP/1.1\r\n".encode())
+    assert (header in heads[0].split(b"\r\n")) if header else b"proxy-authorization" not in heads[0].lower()
+
+
+def test_redirect_is_not_followed():
+    location = b"Location: http://127.0.0.1:9/v1/chat/completions\r\n"
+    answer = b"HTTP/1.1 307 Temporary Redirect\r\n" + location + b"Content-Length: 0\r\n\r\n"
+    record, heads = asyncio.run(_raw_exchange(answer))
+    assert (record.http_status, record.text, len(heads)) == (307, "", 1)

@@ -177,11 +177,13 @@ def test_duration_alone_is_still_bounded_by_num_prompts(timed_server):
     # num_prompts is always a cap: a generous duration ends early when the requests are done...
     spec = LoadSpec(num_prompts=5, max_concurrency=5, duration_s=30.0, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
-    assert (len(result.records), result.stopped, result.not_sent) == (5, None, 0) and result.duration_s < 5
+    assert (len(result.records), result.stopped, result.not_sent) == (5, None, 0)
+    assert result.duration_s < 15  # far under the 30 s cap
     # ...and a short duration ends a long request list early
     spec = LoadSpec(num_prompts=10_000, max_concurrency=4, duration_s=0.3, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
-    assert result.stopped == "duration" and result.not_sent > 9000 and result.duration_s < 2
+    assert result.stopped == "duration" and result.not_sent > 9000
+    assert result.duration_s < 10  # not the minutes 10,000 requests would take
 
 
 def test_first_chunk_ttft_counts_the_role_chunk(timed_server):
