@@ -146,7 +146,11 @@ with st.expander("Load", expanded=True):
     sweep_max = c[3].number_input(
         "sweep up to concurrency", 1, 1024, step=1, key=W["sweep_max"], disabled=mode != "sweep"
     )
-    scrape = c[4].toggle("scrape /metrics", key=W["scrape_metrics"], help="Poll the server's Prometheus metrics.")
+    scrape = c[4].toggle(
+        "/metrics",
+        key=W["scrape_metrics"],
+        help="Poll the server's Prometheus /metrics during the run (running / waiting requests, KV-cache usage).",
+    )
 try:
     slos = N.parse_goodput(goodput)
 except Exception as exc:  # BadValue: shown, the field keeps what was typed
@@ -310,9 +314,11 @@ st.caption(
 if shown:
     st.plotly_chart(runs_figure(shown), key="lt.chart.runs")
 
-latency_axis = st.selectbox("Sweep latency axis", list(LATENCY_AXES), key="lt.sweep_axis")
+latency_axis = st.session_state.get("lt.sweep_axis", next(iter(LATENCY_AXES)))
 points = sweep_points(shown, latency_axis)
 if len(points):
+    latency_axis = st.selectbox("Sweep latency axis", list(LATENCY_AXES), key="lt.sweep_axis")
+    points = sweep_points(shown, latency_axis)
     knees = {
         sweep: find_knee(list(zip(g["concurrency"], g["output_throughput"], strict=True)))
         for sweep, g in points.groupby("sweep", sort=False)
@@ -362,7 +368,7 @@ if kv:
 
 d = st.columns([1, 1, 1, 3])
 d[0].download_button(
-    "Runs (JSON Lines, vLLM keys)",
+    "Runs (JSONL)",
     "\n".join(json.dumps(to_vllm_file(r)) for r in shown),
     "loadtest_runs.jsonl",
     "application/jsonl",

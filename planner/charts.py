@@ -233,11 +233,12 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
     widest = max([(t + o) / GIB for t, o in zip(totals, overflow, strict=True)], default=1.0)
     fig.update_layout(
         barmode="stack",
-        height=max(260, 120 + 70 * len(plans)),
+        height=max(330, 200 + 70 * len(plans)),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": "GiB per GPU (2^30 bytes)", "range": [0, widest * 1.18]},
         yaxis={"autorange": "reversed", "automargin": True},
-        legend={"orientation": "v", "traceorder": "normal", "x": 1.01, "y": 1, "yanchor": "top"},
+        # below the bars: at the side, eight entries are taller than a one- or two-scenario chart
+        legend={"orientation": "h", "traceorder": "normal", "x": 0, "y": -0.3, "yanchor": "top"},
         hovermode="closest",
     )
     return fig

@@ -27,7 +27,7 @@ from plotly.subplots import make_subplots
 
 from planner.compare import CompareResult, EndpointProgress, metrics_frame, summary_frame
 from planner.latency import compute_metrics, summarize
-from planner.streaming import RequestRecord
+from planner.streaming import TOKEN_SOURCE_LABELS, RequestRecord
 
 __all__ = [
     "METRIC_HELP",
@@ -303,7 +303,7 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
                 "e2e_ms": e2e,
                 "e2e_n": e2e_n,
                 "output_tokens": tokens,
-                "output_tokens_source": ", ".join(sources) or None,
+                "output_tokens_source": ", ".join(TOKEN_SOURCE_LABELS.get(x, x) for x in sources) or None,
                 "output_tokens_per_s": rate,
             }
         )

@@ -215,7 +215,7 @@ def live_figure(
             ("e2e_p50_ms", "E2E p50", "dash"),
         ):
             fig.add_trace(
-                go.Scatter(x=windows["end_s"], y=windows[column], name=name, mode="lines", line={"dash": dash}),
+                go.Scatter(x=windows["end_s"], y=windows[column], name=name, mode="lines+markers", line={"dash": dash}),
                 row=2,
                 col=1,
             )

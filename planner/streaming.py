@@ -26,6 +26,7 @@ from planner.endpoints import redact
 __all__ = [
     "ERROR_KINDS",
     "TOKEN_SOURCES",
+    "TOKEN_SOURCE_LABELS",
     "Payload",
     "RequestRecord",
     "SSEDecoder",
@@ -50,6 +51,17 @@ TOKEN_SOURCES: tuple[str, ...] = (
     "server_tokenizer",
     "estimate",
 )
+#: How each token source reads in a table.
+TOKEN_SOURCE_LABELS: dict[str, str] = {
+    "usage": "server usage",
+    "continuous_usage": "server usage per chunk",
+    "tgi_details": "TGI details",
+    "tgi_events": "TGI token events",
+    "llamacpp_timings": "llama.cpp timings",
+    "chunks_one_token_each": "1 per chunk",
+    "server_tokenizer": "server tokenizer",
+    "estimate": "estimate",
+}
 
 
 def one_line(text: object, limit: int = 300) -> str:

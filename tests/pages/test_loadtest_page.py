@@ -98,7 +98,7 @@ def test_run_shows_results_kv_and_downloads():
     kv = _table(at, "measured KV tokens")
     assert kv.loc[kv["endpoint"] == "timed", "measured KV tokens"].item() == "32,768"  # 2048 blocks x 16
     labels = {b.label for b in at.get("download_button")}
-    assert {"Runs (JSON Lines, vLLM keys)", "Requests (CSV)", "Metrics (CSV)"} <= labels
+    assert {"Runs (JSONL)", "Requests (CSV)", "Metrics (CSV)"} <= labels
 
 
 @pytest.mark.usefixtures("timed_endpoints")

@@ -117,7 +117,7 @@ def test_endpoint_metrics_and_display():
     shown = display_metrics(endpoint_metrics(result)).set_index("endpoint")
     assert list(shown.reset_index().columns) == list(METRIC_HELP)
     assert shown.loc["a", "TTFT ms"] == "150.0 (n=2)"
-    assert shown.loc["a", "output tokens"] == "4 (continuous_usage)"
+    assert shown.loc["a", "output tokens"] == "4 (server usage per chunk)"
     assert shown.loc["b", "TPOT ms"] == "n/a"  # output tokens unknown
     assert shown.loc["down", "ok / requests"] == "0/1"
     assert (shown.loc["down"].drop(["ok / requests", "ITL samples"]) == "n/a").all()
