@@ -22,12 +22,19 @@ Example:
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 from planner.clients import ChatRequest
+from planner.query_codec import (
+    MAX_ENDPOINTS,
+    NAME_RE,
+    BadValue,
+    decode_query,
+    format_value,
+    parse_endpoint_names,
+    parse_number,
+)
 
 __all__ = [
     "DEFAULT",
@@ -48,12 +55,8 @@ __all__ = [
 MAX_PROMPT_CHARS = 2000
 #: Most stop strings (the OpenAI API limit).
 MAX_STOP = 4
-#: Most endpoint names a link selects.
-MAX_ENDPOINTS = 16
 #: Most query parameters read; the rest are ignored with one warning.
 _MAX_PARAMS = 32
-_SHOWN_CHARS = 40
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 #: Accepted ranges ``(low, high)`` of the numeric settings.
 LIMITS: dict[str, tuple[float, float]] = {
@@ -65,9 +68,6 @@ LIMITS: dict[str, tuple[float, float]] = {
     "timeout_s": (1.0, 600.0),
 }
 _INTS = frozenset({"max_tokens", "seed", "repeat"})
-#: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
-#: ``infinity``, which no link written here holds.
-_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -130,12 +130,6 @@ class DecodedCompare:
     warnings: tuple[str, ...] = ()
 
 
-class _Bad(Exception):
-    def __init__(self, accepted: str) -> None:
-        super().__init__(accepted)
-        self.accepted = accepted
-
-
 def parse_stop(text: str) -> tuple[str, ...]:
     """Stop strings from comma-separated text: each part stripped of surrounding spaces, empty parts dropped.
 
@@ -163,13 +157,6 @@ def to_request(settings: CompareSettings) -> ChatRequest:
     )
 
 
-def _format(value: object) -> str:
-    if isinstance(value, float):
-        text = repr(value)
-        return text[:-2] if text.endswith(".0") else text
-    return str(value)
-
-
 def encode(settings: CompareSettings) -> dict[str, str]:
     """Query parameters for ``settings``: only values that differ from :data:`DEFAULT`.
 
@@ -183,7 +170,7 @@ def encode(settings: CompareSettings) -> dict[str, str]:
             continue
         key = KEYS[f.name]
         if f.name == "endpoints":
-            names = [n for n in value if _NAME_RE.match(n)]
+            names = [n for n in value if NAME_RE.match(n)]
             if names:
                 out[key] = ",".join(names)
         elif f.name == "stop":
@@ -194,61 +181,29 @@ def encode(settings: CompareSettings) -> dict[str, str]:
         elif value is None:
             out[key] = "none"
         else:
-            out[key] = _format(value)
+            out[key] = format_value(value)
     return out
-
-
-def _show(text: str) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 1] + "…"
 
 
 def _number(name: str, text: str) -> int | float | None:
     low, high = LIMITS[name]
-    integer = name in _INTS
     optional = getattr(DEFAULT, name) is None or name in ("temperature", "top_p")
-    if optional and text.strip().lower() in ("", "none"):
-        return None
-    if integer:
-        accepted = f"an integer from {int(low)} to {int(high)}"
-    elif name == "top_p":
-        accepted = "a number in (0, 1]"
-    else:
-        accepted = f"a number from {low:g} to {high:g}"
-    if optional:
-        accepted += " (or none)"
-    if len(text) > 64 or not _DECIMAL.fullmatch(text.strip()):
-        raise _Bad(accepted)
-    try:
-        number = float(text)
-    except (ValueError, OverflowError):
-        raise _Bad(accepted) from None
-    if not math.isfinite(number) or not low <= number <= high or (name == "top_p" and number == 0):
-        raise _Bad(accepted)
-    if integer:
-        if not number.is_integer():
-            raise _Bad(accepted)
-        return int(text) if re.fullmatch(r"[0-9]+", text.strip()) else int(number)
-    return number
+    return parse_number(text, low, high, integer=name in _INTS, optional=optional, low_open=name == "top_p")
 
 
 def _field(name: str, text: str) -> object:
     if name == "endpoints":
-        names = [part.strip() for part in text.split(",") if part.strip()]
-        accepted = f"up to {MAX_ENDPOINTS} endpoint names (letters, digits, '_', '.', '-'), comma separated"
-        if len(names) > MAX_ENDPOINTS or any(not _NAME_RE.match(n) for n in names):
-            raise _Bad(accepted)
-        return tuple(dict.fromkeys(names))
+        return parse_endpoint_names(text)
     if name in ("prompt", "system"):
         if len(text) > MAX_PROMPT_CHARS or "\x00" in text:
-            raise _Bad(f"text of at most {MAX_PROMPT_CHARS} characters")
+            raise BadValue(f"text of at most {MAX_PROMPT_CHARS} characters")
         if name == "prompt" and not text.strip():
-            raise _Bad("a non-empty prompt")
+            raise BadValue("a non-empty prompt")
         return text
     if name == "stop":
         stops = parse_stop(text)
         if len(stops) > MAX_STOP or len(text) > 400 or "\x00" in text:
-            raise _Bad(f"at most {MAX_STOP} comma-separated stop strings")
+            raise BadValue(f"at most {MAX_STOP} comma-separated stop strings")
         return stops
     return _number(name, text)
 
@@ -262,31 +217,5 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedCompare:
     Returns:
         The settings and one warning line per bad or ignored parameter.
     """
-    warnings: list[str] = []
-    values: dict[str, object] = {}
-    unknown: list[str] = []
-    items = list(query.items())
-    if len(items) > _MAX_PARAMS:
-        warnings.append(f"only the first {_MAX_PARAMS} of {len(items)} parameters are read")
-        items = items[:_MAX_PARAMS]
-    for key, raw in items:
-        name = _FIELD_OF.get(key)
-        if name is None:
-            unknown.append(key if len(key) <= _SHOWN_CHARS else key[: _SHOWN_CHARS - 1] + "…")
-            continue
-        all_values = [raw] if isinstance(raw, str) else list(raw)
-        if not all_values:
-            continue
-        if len(all_values) > 1:
-            warnings.append(f"{key} is given {len(all_values)} times; the last value is used")
-        text = str(all_values[-1])
-        try:
-            values[name] = _field(name, text)
-        except _Bad as bad:
-            warnings.append(f"{key}={_show(text)} is not valid: expected {bad.accepted}; the default is used")
-    if unknown:
-        # values are not echoed: an unknown parameter could hold a pasted key
-        warnings.append(
-            f"unknown parameter(s) {', '.join(unknown)} ignored; a link holds only {', '.join(KEYS.values())}"
-        )
+    values, warnings = decode_query(query, _FIELD_OF, _field, max_params=_MAX_PARAMS)
     return DecodedCompare(settings=replace(DEFAULT, **values), warnings=tuple(warnings))

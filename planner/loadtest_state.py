@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 from planner.loadtest import LoadSpec
-from planner.query_codec import BadValue, decode_query, format_value, parse_number
+from planner.query_codec import NAME_RE, BadValue, decode_query, format_value, parse_endpoint_names, parse_number
 
 __all__ = [
     "DATASETS",
@@ -53,8 +53,6 @@ MAX_PROMPTS = 10_000
 MODES = ("run", "sweep")
 DATASETS = ("random", "examples", "custom")
 _SLO_NAMES = ("ttft", "tpot", "e2el")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_MAX_ENDPOINTS = 16
 
 #: ``(low, high, integer, optional, allow_inf)`` of each numeric setting.
 _NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
@@ -176,10 +174,7 @@ def _flag(text: str) -> bool:
 
 def _parse(name: str, text: str) -> object:
     if name == "endpoints":
-        names = [part.strip() for part in text.split(",") if part.strip()]
-        if len(names) > _MAX_ENDPOINTS or any(not _NAME_RE.match(n) for n in names):
-            raise BadValue(f"up to {_MAX_ENDPOINTS} endpoint names (letters, digits, '_', '.', '-'), comma separated")
-        return tuple(dict.fromkeys(names))
+        return parse_endpoint_names(text)
     if name == "mode":
         if text not in MODES:
             raise BadValue(" or ".join(MODES))
@@ -207,7 +202,7 @@ def encode(settings: LoadSettings) -> dict[str, str]:
             continue
         key = KEYS[f.name]
         if f.name == "endpoints":
-            names = [n for n in value if _NAME_RE.match(n)]
+            names = [n for n in value if NAME_RE.match(n)]
             if names:
                 out[key] = ",".join(names)
         elif f.name == "goodput_ms":

@@ -16,13 +16,31 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["DECIMAL", "SHOWN_CHARS", "BadValue", "decode_query", "format_value", "parse_number", "show"]
+__all__ = [
+    "DECIMAL",
+    "MAX_ENDPOINTS",
+    "NAME_RE",
+    "SHOWN_CHARS",
+    "BadValue",
+    "decode_query",
+    "format_value",
+    "parse_endpoint_names",
+    "parse_number",
+    "show",
+]
 
 #: Longest echo of a rejected value or key, characters.
 SHOWN_CHARS = 40
 #: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
 #: ``infinity``, which no link written here holds.
 DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+#: An endpoint NAME as links carry it (:class:`planner.endpoints.Endpoint` names), so a URL, a port or a key
+#: cannot be one.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+#: Most endpoint names a link selects.
+MAX_ENDPOINTS = 16
 
 
 class BadValue(Exception):
@@ -99,6 +117,18 @@ def parse_number(
             raise BadValue(accepted)
         return int(stripped) if re.fullmatch(r"\d+", stripped) else int(number)
     return number
+
+
+def parse_endpoint_names(text: str) -> tuple[str, ...]:
+    """Comma-separated endpoint names, duplicates dropped in order.
+
+    Raises:
+        BadValue: more than :data:`MAX_ENDPOINTS` names, or a part that is not a name (:data:`NAME_RE`).
+    """
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if len(names) > MAX_ENDPOINTS or any(not NAME_RE.match(n) for n in names):
+        raise BadValue(f"up to {MAX_ENDPOINTS} endpoint names (letters, digits, '_', '.', '-'), comma separated")
+    return tuple(dict.fromkeys(names))
 
 
 def decode_query(
