@@ -214,11 +214,20 @@ async def _prepare(
     prompt_tokens: int | None,
     secrets: Mapping[str, Any] | None,
     need_model: bool,
+    on_event: OnEvent | None = None,
 ) -> tuple[str | None, EndpointInfo | None] | None:
-    """Resolve the model and check the context. Returns None (after failing the recorder) when not sendable."""
+    """Resolve the model and check the context. Returns None (after failing the recorder) when not sendable.
+
+    A cancel during discovery still leaves a "cancelled" record (reported to ``on_event``) before it propagates.
+    """
     model = endpoint.model or (info.model if info is not None else None)
     if need_model and model is None and info is None:
-        info = await discover(endpoint, timeout_s, secrets=secrets)
+        try:
+            info = await discover(endpoint, timeout_s, secrets=secrets)
+        except asyncio.CancelledError:
+            recorder.fail("cancelled", "cancelled before it was sent")
+            _finish(recorder, on_event)
+            raise
         model = info.model
     if need_model and model is None:
         recorder.sent()
@@ -312,20 +321,17 @@ async def _stream_openai_once(
     continuous: bool,
 ) -> tuple[RequestRecord, bool]:
     recorder = StreamRecorder(endpoint.name, one_token_per_chunk=endpoint.kind == "llamacpp", on_event=None)
-    try:
-        prepared = await _prepare(
-            endpoint,
-            request,
-            recorder,
-            timeout_s=timeout_s,
-            info=info,
-            prompt_tokens=prompt_tokens,
-            secrets=secrets,
-            need_model=True,
-        )
-    except asyncio.CancelledError:
-        _cancelled_before_sending(recorder, on_event)
-        raise
+    prepared = await _prepare(
+        endpoint,
+        request,
+        recorder,
+        timeout_s=timeout_s,
+        info=info,
+        prompt_tokens=prompt_tokens,
+        secrets=secrets,
+        need_model=True,
+        on_event=on_event,
+    )
     if prepared is None:
         return _finish(recorder, on_event), False
     model = prepared[0]
@@ -404,12 +410,6 @@ async def _items(stream: Any, idle_s: float) -> Any:
         yield item
 
 
-def _cancelled_before_sending(recorder: StreamRecorder, on_event: OnEvent | None) -> None:
-    """Report a request cancelled during discovery or the context check, so it is not silently lost."""
-    recorder.fail("cancelled", "cancelled before it was sent")
-    _finish(recorder, on_event)
-
-
 def _finish(recorder: StreamRecorder, on_event: OnEvent | None) -> RequestRecord:
     """Build the record of a request that was never sent, and report it."""
     record = recorder.record()
@@ -477,20 +477,17 @@ async def stream_tgi(
         asyncio.CancelledError: the task was cancelled.
     """
     recorder = StreamRecorder(endpoint.name)
-    try:
-        prepared = await _prepare(
-            endpoint,
-            request,
-            recorder,
-            timeout_s=timeout_s,
-            info=info,
-            prompt_tokens=prompt_tokens,
-            secrets=secrets,
-            need_model=False,
-        )
-    except asyncio.CancelledError:
-        _cancelled_before_sending(recorder, on_event)
-        raise
+    prepared = await _prepare(
+        endpoint,
+        request,
+        recorder,
+        timeout_s=timeout_s,
+        info=info,
+        prompt_tokens=prompt_tokens,
+        secrets=secrets,
+        need_model=False,
+        on_event=on_event,
+    )
     if prepared is None:
         return _finish(recorder, on_event)
     model = prepared[0]

@@ -23,15 +23,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from planner.clients import ChatRequest
 from planner.query_codec import (
     MAX_ENDPOINTS,
-    NAME_RE,
     BadValue,
     decode_query,
-    format_value,
+    encode_settings,
+    format_endpoint_names,
     parse_endpoint_names,
     parse_number,
 )
@@ -163,26 +163,17 @@ def encode(settings: CompareSettings) -> dict[str, str]:
     Only endpoint names and prompt settings are written; the link never holds a base URL or a key (the settings
     have no such field). A prompt or system prompt longer than :data:`MAX_PROMPT_CHARS` is left out.
     """
-    out: dict[str, str] = {}
-    for f in fields(CompareSettings):
-        value = getattr(settings, f.name)
-        if value == getattr(DEFAULT, f.name):
-            continue
-        key = KEYS[f.name]
-        if f.name == "endpoints":
-            names = [n for n in value if NAME_RE.match(n)]
-            if names:
-                out[key] = ",".join(names)
-        elif f.name == "stop":
-            out[key] = ",".join(value)
-        elif f.name in ("prompt", "system"):
-            if len(value) <= MAX_PROMPT_CHARS:
-                out[key] = value
-        elif value is None:
-            out[key] = "none"
-        else:
-            out[key] = format_value(value)
-    return out
+    special = {
+        "endpoints": format_endpoint_names,
+        "stop": ",".join,
+        "prompt": _short_text,
+        "system": _short_text,
+    }
+    return encode_settings(settings, DEFAULT, KEYS, special)
+
+
+def _short_text(text: str) -> str | None:
+    return text if len(text) <= MAX_PROMPT_CHARS else None
 
 
 def _number(name: str, text: str) -> int | float | None:

@@ -287,7 +287,9 @@ async def _once(
     """One attempt. Returns the record and whether to retry without ``continuous_usage_stats``."""
     recorder = StreamRecorder(endpoint.name, one_token_per_chunk=endpoint.kind == "llamacpp")
     known = {"info": info, "prompt_tokens": prompt_tokens, "secrets": secrets}
-    prepared = await clients._prepare(endpoint, request, recorder, timeout_s=timeout_s, need_model=True, **known)
+    prepared = await clients._prepare(
+        endpoint, request, recorder, timeout_s=timeout_s, need_model=True, on_event=on_event, **known
+    )
     if prepared is None:
         return clients._finish(recorder, on_event), False
     recorder.on_event = on_event

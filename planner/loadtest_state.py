@@ -31,7 +31,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 from planner.loadtest import LoadSpec
-from planner.query_codec import NAME_RE, BadValue, decode_query, format_value, parse_endpoint_names, parse_number
+from planner.query_codec import (
+    BadValue,
+    decode_query,
+    encode_settings,
+    format_endpoint_names,
+    format_value,
+    parse_endpoint_names,
+    parse_number,
+)
 
 __all__ = [
     "DATASETS",
@@ -195,23 +203,8 @@ def _parse(name: str, text: str) -> object:
 
 def encode(settings: LoadSettings) -> dict[str, str]:
     """Query parameters for ``settings``: only values that differ from :data:`DEFAULT`; never a URL or a key."""
-    out: dict[str, str] = {}
-    for f in fields(LoadSettings):
-        value = getattr(settings, f.name)
-        if value == getattr(DEFAULT, f.name):
-            continue
-        key = KEYS[f.name]
-        if f.name == "endpoints":
-            names = [n for n in value if NAME_RE.match(n)]
-            if names:
-                out[key] = ",".join(names)
-        elif f.name == "goodput_ms":
-            out[key] = format_goodput(value)
-        elif value is None:
-            out[key] = "none"
-        else:
-            out[key] = format_value(value)
-    return out
+    special = {"endpoints": format_endpoint_names, "goodput_ms": format_goodput}
+    return encode_settings(settings, DEFAULT, KEYS, special)
 
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedLoad:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
 
 __all__ = [
     "DECIMAL",
@@ -129,6 +131,39 @@ def parse_endpoint_names(text: str) -> tuple[str, ...]:
     if len(names) > MAX_ENDPOINTS or any(not NAME_RE.match(n) for n in names):
         raise BadValue(f"up to {MAX_ENDPOINTS} endpoint names (letters, digits, '_', '.', '-'), comma separated")
     return tuple(dict.fromkeys(names))
+
+
+def format_endpoint_names(names: Sequence[str]) -> str | None:
+    """``"a,b"`` for the valid names (:data:`NAME_RE`) of ``names``; None when none is valid."""
+    valid = [n for n in names if NAME_RE.match(n)]
+    return ",".join(valid) if valid else None
+
+
+def encode_settings(
+    settings: Any, default: Any, keys: Mapping[str, str], special: Mapping[str, Callable[[Any], str | None]]
+) -> dict[str, str]:
+    """Query parameters of a settings dataclass: only fields that differ from ``default``.
+
+    Args:
+        settings: A dataclass instance.
+        default: The instance a page opens with.
+        keys: Field name → query key.
+        special: Field name → formatter for fields that are not plain numbers/strings; a formatter returning None
+            leaves the field out of the link.
+
+    Returns:
+        Query key → text; None values are written ``"none"``, numbers with :func:`format_value`.
+    """
+    out: dict[str, str] = {}
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if value == getattr(default, f.name):
+            continue
+        plain = "none" if value is None else format_value(value)
+        text = special[f.name](value) if f.name in special else plain
+        if text is not None:
+            out[keys[f.name]] = text
+    return out
 
 
 def decode_query(
