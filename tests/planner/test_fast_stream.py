@@ -98,8 +98,9 @@ def test_intervals_are_the_servers(timed_server):
     # and the last (12th) token 150 + 11 * 20 = 370 ms after the headers.
     lean = asyncio.run(stream_openai_fast(_ep(timed_server.url), ChatRequest("hi"), timeout_s=5))
     assert 0 < lean.first_byte_s <= lean.first_chunk_s < lean.first_token_s
-    assert lean.first_token_s - lean.first_byte_s == pytest.approx(0.150, abs=0.02)
-    assert lean.last_token_s - lean.first_byte_s == pytest.approx(0.370, abs=0.02)
+    # lower bounds: the server's schedule; upper: short of the next token (a loaded machine only adds delay)
+    assert 0.145 <= lean.first_token_s - lean.first_byte_s < 0.150 + 0.060
+    assert 0.365 <= lean.last_token_s - lean.first_byte_s < 0.370 + 0.060
     assert lean.end_s >= lean.last_token_s
 
 

@@ -107,7 +107,8 @@ def test_rate_run_follows_the_schedule(timed_server):
     gaps = [b - a for a, b in itertools.pairwise(sent)]
     expected = arrival_times(spec)
     # schedule gaps (first send is at expected[0]); the client adds at most a few ms per send
-    assert statistics.fmean(gaps) == pytest.approx((expected[-1] - expected[0]) / 9, abs=0.01)
+    planned = (expected[-1] - expected[0]) / 9
+    assert 0.9 * planned <= statistics.fmean(gaps) < 1.5 * planned  # paced: neither a burst (~0) nor serial
     assert result.duration_s >= expected[-1]  # last send at N/rate = 0.5 s
 
 
@@ -193,7 +194,7 @@ def test_first_chunk_ttft_counts_the_role_chunk(timed_server):
     first, ttft = result.ttft_first_chunk, result.metrics.ttft
     assert first.count == ttft.count == 3
     assert first.median_s < 0.06 and ttft.median_s >= 0.12
-    assert ttft.median_s - first.median_s == pytest.approx(0.12, abs=0.03)
+    assert 0.115 <= ttft.median_s - first.median_s < 0.24  # the server's 120 ms, not twice it
 
 
 def test_exact_input_lengths_against_tgi(monkeypatch):

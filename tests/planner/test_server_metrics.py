@@ -516,11 +516,12 @@ async def _streams(url: str, n: int, prompt: str) -> None:
         await asyncio.gather(*(one() for _ in range(n)))
 
 
-def test_timed_server_metrics_follow_in_flight_streams(timed_server: TimedServer) -> None:
-    async def main() -> tuple[ServerSample, ServerSample, ServerSample]:
-        async with httpx.AsyncClient(base_url=timed_server.url) as http:
+def test_timed_server_metrics_follow_in_flight_streams() -> None:
+    # its own server: the shared one may still hold a hanging request of another test
+    async def main(url: str) -> tuple[ServerSample, ServerSample, ServerSample]:
+        async with httpx.AsyncClient(base_url=url) as http:
             before = parse_metrics((await http.get("/metrics")).text, "vllm", 0.0)
-            streams = asyncio.create_task(_streams(timed_server.url, 3, "x [ttft_ms=800] [tokens=4] [itl_ms=20]"))
+            streams = asyncio.create_task(_streams(url, 3, "x [ttft_ms=800] [tokens=4] [itl_ms=20]"))
             deadline = time.perf_counter() + 0.7  # all three wait 0.8 s for their first token
             while True:
                 during = parse_metrics((await http.get("/metrics")).text, "vllm", 0.0)
@@ -531,7 +532,8 @@ def test_timed_server_metrics_follow_in_flight_streams(timed_server: TimedServer
             after = parse_metrics((await http.get("/metrics")).text, "vllm", 0.0)
         return before, during, after
 
-    before, during, after = asyncio.run(main())
+    with TimedServer() as server:
+        before, during, after = asyncio.run(main(server.url))
     assert (before.running, during.running, after.running) == (0, 3, 0)
     assert during.waiting == 0
     assert during.kv_cache_usage_perc == 3 * 64 / 2048 == 0.09375
@@ -548,7 +550,12 @@ def test_timed_server_legacy_metrics_name() -> None:
 
 
 # --- scrape_metrics ------------------------------------------------------------------------------------------------
-def test_scraper_sees_running_rise_and_fall_and_stops_on_request(timed_server: TimedServer) -> None:
+def test_scraper_sees_running_rise_and_fall_and_stops_on_request() -> None:
+    with TimedServer() as server:  # its own server: the shared one may still hold another test's hanging request
+        _scraper_rise_and_fall(server)
+
+
+def _scraper_rise_and_fall(timed_server: TimedServer) -> None:
     endpoint = Endpoint("v", "vllm", timed_server.url)
     samples: list[ServerSample] = []
 
@@ -582,7 +589,7 @@ def test_scraper_interval_is_kept(timed_server: TimedServer) -> None:
     assert reason is None
     assert 3 <= len(samples) <= 6  # scrapes start at 0, 0.1, ..., 0.5 s; never faster than the grid
     span = samples[-1].t_s - samples[0].t_s
-    assert span / (len(samples) - 1) == pytest.approx(0.1, abs=0.05)
+    assert 0.09 <= span / (len(samples) - 1) < 0.2  # on the 0.1 s grid, never faster
 
 
 def test_scraper_stops_after_a_404(fixed: _Fixed) -> None:
