@@ -8,8 +8,16 @@ Streamlit drops the state of every widget not drawn on a run: the vLLM fields wh
 engine is selected, the fields of scenarios 3–4 while only two are shown, all of them on another
 page. So each drawn column's values are also kept in a plain session-state dict
 (:data:`pages._state.EDITOR_MEMORY_KEY`, up to four columns), and a dropped key is re-seeded from it
-before the scenario's own value: what the user typed survives an engine switch or a lower scenario
-count for the session. A new link or preset clears that memory (``_state.load``).
+before the scenario's own value: what the user typed survives an engine switch, a lower scenario
+count or a visit to another page for the session. A new link or preset clears that memory (``_state.load``).
+
+A widget key must only ever hold a value on runs that draw its widget. A key written on a run that
+does not draw the widget (a hidden field seeded from a preset) is kept by Streamlit under the key
+itself, apart from the widget's own state once the widget is drawn, and outlives it: when the widget
+is dropped on another page, that old seed reappears as the key's value, so the key looks present,
+is not re-seeded from memory, and the field silently reverts (streamlit 1.67,
+``SessionState._compact_state`` stores a drawn widget's value under its id, never under the key).
+:func:`edit_scenario` therefore deletes the keys of the fields it did not draw, after remembering them.
 
 The model box takes any Hugging Face repo id (typed, ``accept_new_options``) with the catalog as
 suggestions. Under it, "Use a config.json instead" takes an uploaded or pasted config.json: an upload is
@@ -20,6 +28,7 @@ and while the text area holds a config the scenario's model is its label
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from datetime import UTC, datetime
 
@@ -136,14 +145,22 @@ def _remember(index: int) -> None:
     st.session_state[EDITOR_MEMORY_KEY] = memory
 
 
-def _int_input(index: int, name: str, label: str, help_text: str, placeholder: str = "default") -> None:
+def _forget_hidden(index: int, drawn: set[str]) -> None:
+    """Delete column ``index``'s keys of fields not drawn this run (remember them first; see the module doc)."""
+    for f in fields(Scenario):
+        key = widget_key(index, f.name)
+        if f.name not in drawn and key in st.session_state:
+            del st.session_state[key]
+
+
+def _int_input(k: Callable[[str], str], name: str, label: str, help_text: str, placeholder: str = "default") -> None:
     low, high = LIMITS[name]
     st.number_input(
         label,
         min_value=int(low),
         max_value=int(high),
         step=1,
-        key=widget_key(index, name),
+        key=k(name),
         placeholder=placeholder,
         help=help_text,
     )
@@ -162,7 +179,12 @@ def edit_scenario(index: int) -> Scenario:
     Fields that the selected engine does not use are returned at their defaults, so they do not
     linger in the URL.
     """
-    k = lambda name: widget_key(index, name)  # noqa: E731 - a local shorthand for widget keys
+    drawn: set[str] = set()  # the fields whose widgets this run draws: every widget takes its key from k()
+
+    def k(name: str) -> str:
+        drawn.add(name)
+        return widget_key(index, name)
+
     engine = st.selectbox(
         "Engine",
         ENGINES,
@@ -208,12 +230,10 @@ def edit_scenario(index: int) -> Scenario:
         c1, c2 = st.columns(2)
         with c1:
             _int_input(
-                index, "tensor_parallel_size", "Tensor parallel", "GPUs per pipeline stage (--tensor-parallel-size)."
+                k, "tensor_parallel_size", "Tensor parallel", "GPUs per pipeline stage (--tensor-parallel-size)."
             )
         with c2:
-            _int_input(
-                index, "pipeline_parallel_size", "Pipeline parallel", "Pipeline stages (--pipeline-parallel-size)."
-            )
+            _int_input(k, "pipeline_parallel_size", "Pipeline parallel", "Pipeline stages (--pipeline-parallel-size).")
         st.caption(
             f"GPUs used: {st.session_state[k('tensor_parallel_size')] * st.session_state[k('pipeline_parallel_size')]}"
         )
@@ -237,14 +257,14 @@ def edit_scenario(index: int) -> Scenario:
                 help="--gpu-memory-utilization: fraction of total memory vLLM may use.",
             )
         _int_input(
-            index,
+            k,
             "max_model_len",
             "Max model length (tokens)",
             "--max-model-len; empty = the model's maximum.",
             placeholder="model maximum",
         )
     _int_input(
-        index,
+        k,
         "target_context",
         "Target context (tokens)",
         "A second context length to report concurrency at; the article engine's context.",
@@ -252,9 +272,9 @@ def edit_scenario(index: int) -> Scenario:
     )
     if engine == "tgi":
         with st.expander("TGI launcher settings"):
-            _int_input(index, "max_input_tokens", "max-input-tokens", "--max-input-tokens")
-            _int_input(index, "max_total_tokens", "max-total-tokens", "--max-total-tokens")
-            _int_input(index, "max_batch_prefill_tokens", "max-batch-prefill-tokens", "--max-batch-prefill-tokens")
+            _int_input(k, "max_input_tokens", "max-input-tokens", "--max-input-tokens")
+            _int_input(k, "max_total_tokens", "max-total-tokens", "--max-total-tokens")
+            _int_input(k, "max_batch_prefill_tokens", "max-batch-prefill-tokens", "--max-batch-prefill-tokens")
             st.slider(
                 "cuda-memory-fraction",
                 min_value=0.01,
@@ -277,9 +297,9 @@ def edit_scenario(index: int) -> Scenario:
                 key=k("params_b"),
                 placeholder="from the catalog",
             )
-            _int_input(index, "num_layers", "Layers", "Transformer layers", placeholder="from the catalog")
-            _int_input(index, "num_kv_heads", "KV heads", "Key/value heads", placeholder="from the catalog")
-            _int_input(index, "head_dim", "Head dim", "Dimension of one head", placeholder="from the catalog")
+            _int_input(k, "num_layers", "Layers", "Transformer layers", placeholder="from the catalog")
+            _int_input(k, "num_kv_heads", "KV heads", "Key/value heads", placeholder="from the catalog")
+            _int_input(k, "head_dim", "Head dim", "Dimension of one head", placeholder="from the catalog")
             st.number_input(
                 "GPU memory (GB, as marketed)",
                 min_value=0.1,
@@ -289,14 +309,14 @@ def edit_scenario(index: int) -> Scenario:
             )
     else:
         with st.expander("Advanced"):
-            _int_input(index, "max_num_seqs", "max-num-seqs", "--max-num-seqs; empty = the engine default.")
+            _int_input(k, "max_num_seqs", "max-num-seqs", "--max-num-seqs; empty = the engine default.")
             _int_input(
-                index,
+                k,
                 "max_num_batched_tokens",
                 "max-num-batched-tokens",
                 "--max-num-batched-tokens; empty = the engine default.",
             )
-            _int_input(index, "block_size", "block-size", "--block-size (tokens per KV block).")
+            _int_input(k, "block_size", "block-size", "--block-size (tokens per KV block).")
             st.checkbox("enforce-eager (no CUDA graphs)", key=k("enforce_eager"))
             st.text_input(
                 "Engine version",
@@ -306,7 +326,9 @@ def edit_scenario(index: int) -> Scenario:
                 help="e.g. 0.19.0 for vLLM, 3.3.7 for TGI.",
             )
     _remember(index)
-    return _collect(index, engine, gpu, used, uploaded)
+    scenario = _collect(index, engine, gpu, used, uploaded)
+    _forget_hidden(index, drawn)
+    return scenario
 
 
 def _config_input(index: int) -> ResolvedModel | None:

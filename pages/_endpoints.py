@@ -182,7 +182,7 @@ def restore_from_link(
     if new_link:
         decoded = decode(query)
         for line in decoded.warnings:
-            st.warning(f"URL parameter ignored — {line}")
+            st.warning(f"URL parameter — {line}")  # each line says itself what was ignored or used
         settings = decoded.settings
         for missing in (n for n in settings.endpoints if n not in available):
             st.warning(

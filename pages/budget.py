@@ -23,7 +23,7 @@ st.caption(
 
 scenarios, warnings, fresh = state.load()
 for line in warnings:
-    st.warning(f"URL parameter ignored — {line}")
+    st.warning(f"URL parameter — {line}")
 
 PRESETS = {p.key: p for p in presets()}
 

@@ -26,7 +26,7 @@ st.caption(
 
 scenarios, warnings, fresh = state.load()
 for line in warnings:
-    st.warning(f"URL parameter ignored — {line}")
+    st.warning(f"URL parameter — {line}")
 
 plans, labels = [], []
 for index, (scenario, (_, result)) in enumerate(zip(scenarios, state.plan_scenarios(scenarios), strict=True)):

@@ -217,9 +217,14 @@ if entry is not None:
     record_finished(entry)
 active = entry is not None and not entry["run"].done
 b1, b2, _ = st.columns([1, 1, 4])
-if b1.button("Run", type="primary", key="lt.run", disabled=not jobs or bool(plan_error), icon=":material/play_arrow:"):
-    if active:
-        entry["run"].cancel()
+if b1.button(
+    "Run",
+    type="primary",
+    key="lt.run",
+    disabled=not jobs or bool(plan_error) or active,
+    icon=":material/play_arrow:",
+    help="Cancel the run in progress first." if active else None,
+):
     now = datetime.now()
     tagged = plan_jobs(chosen, settings, prompts, tag=now.strftime("%H:%M:%S"))
     run = BenchmarkRun(tagged, scrape_metrics=settings.scrape_metrics, secrets=secrets, started=now)
@@ -246,7 +251,7 @@ def render_live(snap: BenchmarkSnapshot) -> None:
     c[1].metric("completed", "n/a" if p is None else p.completed)
     c[2].metric("failed", "n/a" if p is None else p.failed)
     c[3].metric("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}")
-    last = snap.server[-1] if snap.server else None
+    last = snap.server[-1] if snap.server and not snap.done else None
     kv = None if last is None or last.kv_cache_usage_perc is None else f"{last.kv_cache_usage_perc:.0%}"
     c[4].metric("KV cache usage (server)", kv or "n/a", help=snap.scrape_note or "From the server's /metrics.")
     if not snap.records and len(snap.in_flight) <= 1:
@@ -270,7 +275,7 @@ def live_panel() -> None:
         st.rerun(scope="app")
 
 
-st.fragment(run_every=0.5 if active else None)(live_panel)()
+st.fragment(run_every=1.0 if active else None)(live_panel)()
 
 # --- results ---------------------------------------------------------------------------------------------------------
 history = st.session_state.setdefault(HISTORY_KEY, [])

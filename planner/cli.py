@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
@@ -26,6 +27,7 @@ from planner.units import GIB
 
 if TYPE_CHECKING:
     from planner.loadtest import LoadResult
+    from planner.streaming import RequestRecord
     from planner.sweep import SweepResult
 
 __all__ = ["main"]
@@ -196,7 +198,28 @@ def _model_text(data: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 bad input)."""
+    """Run the CLI; returns the exit code (0 ok, 1 bench: every request failed, 2 bad input, 141 stdout closed).
+
+    A reader that closes the pipe early (``python -m planner ... | head -1``) ends the command quietly with 141
+    (128 + SIGPIPE, what a shell reports for a command killed by SIGPIPE) instead of a ``BrokenPipeError``
+    traceback.
+    """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # inside the try, so a broken pipe surfaces here rather than at interpreter exit
+    except BrokenPipeError:
+        # Python's recipe (docs: signal, "Note on SIGPIPE"): point stdout at devnull so the flush at exit is silent.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a real file (captured): nothing is flushed at exit anyway
+            pass
+        return 141
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command == "compare":
@@ -267,6 +290,21 @@ def _fmt_tokens(value: object) -> str:
     return "n/a" if value is None or value != value else f"{value:g}"
 
 
+def _median_tokens(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """Median output tokens of each endpoint's ok requests, from the records: an ok empty answer counts 0 tokens
+    although it has no latency metrics (no token, so no TTFT/E2E)."""
+    from planner.latency import summarize
+
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(r.endpoint for r in records):
+        s = summarize(
+            float(r.output_tokens) for r in records if r.endpoint == name and r.ok and r.output_tokens is not None
+        )
+        if s is not None:
+            out[name] = s.median
+    return out
+
+
 def _compare(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -303,13 +341,14 @@ def _compare(args: argparse.Namespace) -> int:
         print(to_json(result))
         return 0
     table = summary_frame(result)
+    tokens = _median_tokens(result.records)
     header = f"{'endpoint':16} {'ok':>5} {'TTFT ms':>9} {'TPOT ms':>9} {'ITL ms':>9} {'E2E ms':>9} {'tokens':>7}"
     lines = [header]
     for row in table.to_dict("records"):
         ok = f"{row['requests'] - row['failed']}/{row['requests']}"
         lines.append(
             f"{row['endpoint']:16} {ok:>5} {_fmt_ms(row['ttft_ms']):>9} {_fmt_ms(row['tpot_ms']):>9} "
-            f"{_fmt_ms(row['itl_ms']):>9} {_fmt_ms(row['e2e_ms']):>9} {_fmt_tokens(row['output_tokens']):>7}"
+            f"{_fmt_ms(row['itl_ms']):>9} {_fmt_ms(row['e2e_ms']):>9} {_fmt_tokens(tokens.get(row['endpoint'])):>7}"
         )
     for record in result.records:
         if not record.ok:
@@ -365,10 +404,15 @@ def _bench_text(result: LoadResult) -> str:
     """The vLLM-style summary table (``vllm bench serve`` console output, plus P90 and sample counts)."""
     m = result.metrics
     spec = result.spec
+    # With no successful request, duration and throughputs are undefined (vLLM would print 0.00): n/a.
+    measured = m.completed > 0
 
     def row(label: str, value: object, fmt: str = "{:.2f}") -> str:
         shown = "n/a" if value is None else (fmt.format(value) if isinstance(value, float) else str(value))
         return f"{label:<40} {shown}"
+
+    def rate(value: float | None) -> float | None:
+        return value if measured else None
 
     lines = [
         "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
@@ -376,16 +420,16 @@ def _bench_text(result: LoadResult) -> str:
         row("Failed requests:", m.failed),
         row("Maximum request concurrency:", spec.max_concurrency),
         row("Request rate configured (RPS):", spec.request_rate),
-        row("Benchmark duration (s):", m.duration_s),
+        row("Benchmark duration (s):", rate(m.duration_s)),
         row("Total input tokens:", m.total_input_tokens),
         row("Total generated tokens:", m.total_output_tokens),
-        row("Request throughput (req/s):", m.request_throughput),
+        row("Request throughput (req/s):", rate(m.request_throughput)),
     ]
     if m.request_goodput is not None:
-        lines.append(row("Request goodput (req/s):", m.request_goodput))
+        lines.append(row("Request goodput (req/s):", rate(m.request_goodput)))
     lines += [
-        row("Output token throughput (tok/s):", m.output_throughput),
-        row("Total Token throughput (tok/s):", m.total_token_throughput),
+        row("Output token throughput (tok/s):", rate(m.output_throughput)),
+        row("Total Token throughput (tok/s):", rate(m.total_token_throughput)),
     ]
     titles = {
         "ttft": ("Time to First Token", "TTFT"),
@@ -427,9 +471,12 @@ def _sweep_text(sweep: SweepResult) -> str:
     head = f"{'conc':>5} {'ok':>5} {'fail':>5} {'req/s':>8} {'out tok/s':>10} {'TTFT p50':>9} {'TTFT p99':>9}"
     lines = [head + f" {'TPOT p50':>9} {'E2EL p50':>9}  (latencies in ms)"]
     for p in sweep.points:
+        # no successful request: throughputs are undefined, not 0
+        req_s = f"{p.request_throughput:.2f}" if p.completed else "n/a"
+        out_s = f"{p.output_throughput:.1f}" if p.completed else "n/a"
         lines.append(
-            f"{p.concurrency:>5} {p.completed:>5} {p.failed:>5} {p.request_throughput:>8.2f} "
-            f"{p.output_throughput:>10.1f} {ms(p.ttft_median_s):>9} {ms(p.ttft_p99_s):>9} "
+            f"{p.concurrency:>5} {p.completed:>5} {p.failed:>5} {req_s:>8} "
+            f"{out_s:>10} {ms(p.ttft_median_s):>9} {ms(p.ttft_p99_s):>9} "
             f"{ms(p.tpot_median_s):>9} {ms(p.e2el_median_s):>9}" + (f"  stopped by {p.stopped}" if p.stopped else "")
         )
     if sweep.knee is None:
@@ -439,6 +486,26 @@ def _sweep_text(sweep: SweepResult) -> str:
     if sweep.stopped:
         lines.append(f"sweep stopped by {sweep.stopped}")
     return "\n".join(lines)
+
+
+def _all_failed(records: Sequence[RequestRecord]) -> str | None:
+    """When requests were sent and none succeeded: "all N requests failed; most common: KIND (M of N): MESSAGE"
+    (MESSAGE from the first request of that kind); else None."""
+    from collections import Counter
+
+    if not records or any(r.ok for r in records):
+        return None
+    kinds = Counter(r.error_kind or "error" for r in records)
+    kind, count = kinds.most_common(1)[0]
+    example = next(r.error for r in records if (r.error_kind or "error") == kind)
+    n = len(records)
+    what = f"all {n} request{'s' if n != 1 else ''} failed"
+    return f"{what}; most common: {kind} ({count} of {n})" + (f": {example}" if example else "")
+
+
+def _accepted(text: str) -> str:
+    """What a flag accepts, in CLI words: a flag that is left out is not "None"."""
+    return text.replace("or None for no cap", "or leave it out for no cap")
 
 
 def _read_dataset(path: str) -> tuple[str, ...]:
@@ -468,8 +535,12 @@ def _bench(args: argparse.Namespace) -> int:
         head = text.split(":", 1)[0]
         if "=" not in head:  # KIND:URL -> named after its kind
             text = f"{head.strip().lower()}={text}"
-        endpoint = parse_endpoint_flag(text)
+        try:
+            endpoint = parse_endpoint_flag(text)
+        except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
+            raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
         slo: list[tuple[str, float]] = []
+        typed_slo: dict[tuple[str, float], str] = {}  # parsed SLO -> the --goodput item it came from
         for item in args.goodput:
             key, sep, value = item.partition(":")
             try:
@@ -478,6 +549,7 @@ def _bench(args: argparse.Namespace) -> int:
                 sep = ""
             if not sep:
                 raise InvalidParameterError("slo_ms", item, "KEY:MS with KEY ttft, tpot or e2el, e.g. ttft:500")
+            typed_slo.setdefault(slo[-1], item)
         if args.sweep is not None and args.concurrency is not None:
             raise InvalidParameterError("max_concurrency", args.concurrency, "no --concurrency with --sweep")
         levels: tuple[int, ...] = ()
@@ -524,7 +596,10 @@ def _bench(args: argparse.Namespace) -> int:
             )
             return 2
         flag = _BENCH_FLAGS.get(exc.name, "--" + exc.name.replace("_", "-"))
-        print(f"{prog}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
+        value = exc.value
+        if exc.name == "slo_ms" and isinstance(value, tuple):  # LoadSpec names the parsed pair; show the typed item
+            value = typed_slo.get(value, value)
+        print(f"{prog}: error: {flag} {value!r} is not valid: expected {_accepted(exc.accepted)}", file=sys.stderr)
         return 2
     except PlannerError as exc:
         for line in str(exc).splitlines():
@@ -552,4 +627,10 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"{prog}: error: --save-result {args.save_result!r}: {exc.strerror}", file=sys.stderr)
             return 2
     print(shown)
+    records = [rec for r in sweep.results for rec in r.records] if args.sweep is not None else list(result.records)
+    failure = _all_failed(records)
+    if failure is not None:
+        sys.stdout.flush()  # the results first, then the verdict as the last stderr line
+        print(f"{prog}: error: {failure}", file=sys.stderr)
+        return 1
     return 0

@@ -72,13 +72,21 @@ class EndpointStatus:
 
     Attributes:
         state: "waiting", "streaming", "done", "error", "cut" (partial answer kept) or "cancelled".
-        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens".
+        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens", "done · empty answer (0 tokens)".
         error: One-line error of the last failed request; None when none failed.
+        empty_answer: The run is done and its last request ended normally without any token-bearing chunk (no
+            text, reasoning or tool call), e.g. llama.cpp answering with finish_reason "stop" and nothing else.
     """
 
     state: str
     label: str
     error: str | None = None
+    empty_answer: bool = False
+
+
+def _empty_answer_label(record: RequestRecord) -> str:
+    n = record.output_tokens
+    return "empty answer" if n is None else f"empty answer ({n} token{'' if n == 1 else 's'})"
 
 
 def _finished_times(progress: EndpointProgress) -> set[tuple[float, ...]]:
@@ -100,7 +108,8 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
     Returns:
         ``error`` when the last finished request failed without output, ``cut`` when it failed after some
         output (the partial answer is kept), ``cancelled`` for a cancelled request, ``done`` when every request
-        finished, ``streaming`` while chunks arrive, else ``waiting``.
+        finished, ``streaming`` while chunks arrive, else ``waiting``. A ``done`` endpoint whose last request
+        streamed no token says so (``"done · empty answer (0 tokens)"``, :attr:`EndpointStatus.empty_answer`).
     """
     n_done = len(progress.records)
     current = min(n_done + (0 if progress.done else 1), repeat)
@@ -119,12 +128,15 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
         state = "streaming"
     else:
         state = "waiting"
+    empty = state == "done" and last is not None and last.ok and not last.chunks
     parts = [state, of]
-    if state in ("streaming", "done", "cut") and progress.tokens:
+    if empty and last is not None:
+        parts.append(_empty_answer_label(last))
+    elif state in ("streaming", "done", "cut") and progress.tokens:
         parts.append(f"{progress.tokens} tokens")
     if failed and repeat > 1:
         parts.append(f"{failed} failed")
-    return EndpointStatus(state=state, label=" · ".join(p for p in parts if p), error=error)
+    return EndpointStatus(state=state, label=" · ".join(p for p in parts if p), error=error, empty_answer=empty)
 
 
 def token_curve(progress: EndpointProgress) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -274,6 +286,8 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     for name in names:
         ms = [m for m in metrics if m.endpoint == name]
         ok = [m for m in ms if m.ok]
+        # Token counts come from the records: an ok empty answer has 0 tokens but no latency metrics at all.
+        ok_records = [r for r in result.records if r.endpoint == name and r.ok]
 
         def med(values: list[float | None], scale: float = _MS) -> tuple[float | None, int]:
             s = summarize(values)
@@ -282,10 +296,10 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
         ttft, ttft_n = med([m.ttft_s for m in ok])
         tpot, tpot_n = med([m.tpot_s for m in ok])
         e2e, e2e_n = med([m.e2e_s for m in ok])
-        tokens, _ = med([None if m.output_tokens is None else float(m.output_tokens) for m in ok], 1.0)
+        tokens, _ = med([None if r.output_tokens is None else float(r.output_tokens) for r in ok_records], 1.0)
         rate, _ = med([m.output_tokens_per_s for m in ok], 1.0)
         itl = summarize(x for m in ok for x in m.itl_token_s)
-        sources = sorted({m.output_tokens_source for m in ok if m.output_tokens_source})
+        sources = sorted({r.output_tokens_source for r in ok_records if r.output_tokens_source})
         rows.append(
             {
                 "endpoint": name,

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -68,6 +69,8 @@ LIMITS: dict[str, tuple[float, float]] = {
     "timeout_s": (1.0, 600.0),
 }
 _INTS = frozenset({"max_tokens", "seed", "repeat"})
+#: Control characters a typed prompt never holds (tab, newline and carriage return are allowed).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -186,14 +189,14 @@ def _field(name: str, text: str) -> object:
     if name == "endpoints":
         return parse_endpoint_names(text)
     if name in ("prompt", "system"):
-        if len(text) > MAX_PROMPT_CHARS or "\x00" in text:
-            raise BadValue(f"text of at most {MAX_PROMPT_CHARS} characters")
+        if len(text) > MAX_PROMPT_CHARS or _CONTROL.search(text):
+            raise BadValue(f"text of at most {MAX_PROMPT_CHARS} characters without control characters")
         if name == "prompt" and not text.strip():
             raise BadValue("a non-empty prompt")
         return text
     if name == "stop":
         stops = parse_stop(text)
-        if len(stops) > MAX_STOP or len(text) > 400 or "\x00" in text:
+        if len(stops) > MAX_STOP or len(text) > 400 or _CONTROL.search(text):
             raise BadValue(f"at most {MAX_STOP} comma-separated stop strings")
         return stops
     return _number(name, text)

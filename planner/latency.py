@@ -66,10 +66,18 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
         record: A finished :class:`~planner.streaming.RequestRecord`.
 
     Returns:
-        The metrics; only ``endpoint``/``ok`` are set for a failed request or one without any token.
+        The metrics; only ``endpoint``/``ok`` are set for a failed request, plus the token count (0) and its source
+        for a request that succeeded without any token (an empty answer).
     """
-    if not record.ok or record.first_token_s is None or record.last_token_s is None:
-        return LatencyMetrics(endpoint=record.endpoint, ok=record.ok)
+    if not record.ok:
+        return LatencyMetrics(endpoint=record.endpoint, ok=False)
+    if record.first_token_s is None or record.last_token_s is None:
+        return LatencyMetrics(
+            endpoint=record.endpoint,
+            ok=True,
+            output_tokens=record.output_tokens,
+            output_tokens_source=record.output_tokens_source,
+        )
     ttft = record.first_token_s
     e2e = record.last_token_s
     chunk_gaps: list[float] = []

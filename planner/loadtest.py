@@ -368,23 +368,31 @@ async def run_load(
         if on_in_flight is not None:
             on_in_flight(*point)
 
-    async def send(request: ChatRequest, measured: bool) -> RequestRecord | None:
-        async with sem if sem is not None else contextlib.nullcontext():
-            state["in_flight"] += 1
+    async def send(request: ChatRequest, measured: bool, *, held: bool = False) -> RequestRecord | None:
+        # held: the dispatcher already took this request's concurrency slot; it is given back when the request ends
+        try:
+            async with sem if sem is not None and not held else contextlib.nullcontext():
+                return await _send(request, measured)
+        finally:
+            if held and sem is not None:
+                sem.release()
+
+    async def _send(request: ChatRequest, measured: bool) -> RequestRecord | None:
+        state["in_flight"] += 1
+        if measured:
+            state["sent"] += 1
+            sample()
+        try:
+            record = await stream_chat(
+                endpoint, request, timeout_s=spec.timeout_s, info=info, secrets=secrets, client=client
+            )
+        except asyncio.CancelledError:
+            state["cancelled"] += measured
+            return None
+        finally:
+            state["in_flight"] -= 1
             if measured:
-                state["sent"] += 1
                 sample()
-            try:
-                record = await stream_chat(
-                    endpoint, request, timeout_s=spec.timeout_s, info=info, secrets=secrets, client=client
-                )
-            except asyncio.CancelledError:
-                state["cancelled"] += measured
-                return None
-            finally:
-                state["in_flight"] -= 1
-                if measured:
-                    sample()
         if measured:
             state["completed" if record.ok else "failed"] += 1
             if on_record is not None:
@@ -443,7 +451,11 @@ async def run_load(
                 delay = start + t - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                tasks.append(asyncio.create_task(send(request, True)))
+                # Take the slot before creating the task: requests wait for a slot in arrival order, as in vLLM,
+                # but 100,000 queued requests are not 100,000 parked tasks (which slowed the loop and the stop).
+                if sem is not None:
+                    await sem.acquire()
+                tasks.append(asyncio.create_task(send(request, True, held=sem is not None)))
             await asyncio.gather(*tasks)
 
         stopped = None

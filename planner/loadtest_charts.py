@@ -166,8 +166,10 @@ def runs_figure(runs: Sequence[SavedRun]) -> go.Figure:
             row=1,
             col=2,
         )
-    fig.update_layout(barmode="group", height=380, legend={"orientation": "h", "y": -0.3}, margin={"t": 40})
-    fig.update_yaxes(type="log", row=1, col=2)
+    fig.update_layout(barmode="group", height=420, legend={"orientation": "h", "y": -0.45}, margin={"t": 40})
+    # labels at powers of ten only (plotly's default labels 2, 3, 5 as bare digits); minor grid lines between
+    fig.update_yaxes(type="log", dtick=1, minor={"showgrid": True}, row=1, col=2)
+    fig.update_xaxes(tickangle=-20, automargin=True)
     return fig
 
 
@@ -243,6 +245,7 @@ def live_figure(
         )
         fig.update_yaxes(range=[0, 100], row=4, col=1)
     fig.update_xaxes(title_text="seconds since the run started", row=len(titles), col=1)
+    fig.update_yaxes(rangemode="tozero")
     fig.update_layout(height=200 * len(titles) + 60, legend={"orientation": "h", "y": -0.1}, margin={"t": 40})
     return fig
 

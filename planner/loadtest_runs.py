@@ -93,6 +93,7 @@ class SavedRun:
         ttft_first_chunk: TTFT as ``vllm bench serve`` measures it (first chunk with ``choices``, vLLM's role chunk
             included); ``metrics.ttft`` is the project's (first token-bearing chunk). None when unknown.
         input_tokens_method: How the prompts were sized (e.g. ``"exact (server /tokenize)"``); None when unknown.
+        stopped: ``"cancelled"`` or ``"duration"`` when the run ended before all its requests; None otherwise.
     """
 
     label: str
@@ -109,6 +110,7 @@ class SavedRun:
     requests: tuple[RequestRow, ...] = ()
     ttft_first_chunk: Distribution | None = None
     input_tokens_method: str | None = None
+    stopped: str | None = None
 
 
 def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str | None = None) -> SavedRun:
@@ -147,6 +149,7 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
         requests=tuple(rows),
         ttft_first_chunk=result.ttft_first_chunk,
         input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
+        stopped=result.stopped,
     )
 
 
@@ -182,6 +185,7 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
         out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
     out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
     out["input_tokens_method"] = run.input_tokens_method
+    out["planner_stopped"] = run.stopped
     if run.metrics.slo_ms:
         out["goodput"] = dict(run.metrics.slo_ms)
     out.update(
@@ -271,7 +275,6 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         metrics = BenchmarkMetrics.from_vllm_json(data)
     except InvalidParameterError as exc:
         raise InvalidParameterError(where, exc.name, f"a vllm bench serve result with a valid {exc.name!r}") from exc
-    source = data.get("planner_source") if data.get("planner_source") in ("measured", "imported") else "imported"
     endpoint = next(
         (str(data[k])[:80] for k in ("planner_endpoint", "label", "model_id", "backend") if data.get(k)), name
     )
@@ -289,7 +292,7 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
     return SavedRun(
         label=label,
         endpoint=endpoint,
-        source=source,
+        source="imported",  # even our own export: a file's numbers were not measured in this session
         metrics=metrics,
         model=str(data["model_id"])[:200] if data.get("model_id") else None,
         date=str(data["date"])[:40] if data.get("date") else None,
@@ -301,6 +304,7 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         requests=_rows_from_arrays(data),
         ttft_first_chunk=first_chunk,
         input_tokens_method=str(method)[:80] if method else None,
+        stopped=data.get("planner_stopped") if data.get("planner_stopped") in ("cancelled", "duration") else None,
     )
 
 
@@ -379,10 +383,12 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             "request_rate": run.request_rate,
             "completed": m.completed,
             "failed": m.failed,
-            "duration": m.duration_s,
-            "request_throughput": m.request_throughput,
-            "output_throughput": m.output_throughput,
-            "total_token_throughput": m.total_token_throughput,
+            "stopped": run.stopped,
+            # with no completed request there is no throughput to speak of (vLLM writes 0): n/a, never 0
+            "duration": m.duration_s if m.completed else None,
+            "request_throughput": m.request_throughput if m.completed else None,
+            "output_throughput": m.output_throughput if m.completed else None,
+            "total_token_throughput": m.total_token_throughput if m.completed else None,
             "request_goodput": m.request_goodput,
         }
         vllm = m.to_vllm_json()

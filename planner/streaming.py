@@ -321,8 +321,10 @@ class RequestRecord:
         last_token_s: Last token-bearing chunk (the usage chunk and ``[DONE]`` do not move it).
         end_s: Stream end (``[DONE]``, the last event, or the failure).
         chunks: Token-bearing chunks in arrival order.
-        output_tokens: Generated tokens; None when unknown.
-        output_tokens_source: Where ``output_tokens`` came from, one of :data:`TOKEN_SOURCES`; None if unknown.
+        output_tokens: Generated tokens; None when unknown. 0 for an empty answer: a stream that ended normally
+            (finish reason or terminator, no error) without any token-bearing chunk and without a server count.
+        output_tokens_source: Where ``output_tokens`` came from, one of :data:`TOKEN_SOURCES`; None if unknown
+            (``chunks_one_token_each`` for an empty answer: zero chunks).
         prompt_tokens: Prompt tokens reported by the server; None when not reported.
         text: Answer text (content and tool-call text).
         reasoning_text: Reasoning text.
@@ -580,6 +582,10 @@ class StreamRecorder:
             return self._external_tokens
         if self._one_token and self._chunks:
             return len(self._chunks), "chunks_one_token_each"
+        if not self._chunks and self._error is None and self.completed:
+            # An empty answer (llama.cpp: finish_reason "stop", no content, no usage): zero token-bearing chunks
+            # is exactly zero tokens whatever the chunking, so it is not an estimate.
+            return 0, "chunks_one_token_each"
         if self._external_tokens is not None:
             return self._external_tokens
         if self._chunks:

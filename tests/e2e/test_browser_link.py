@@ -70,3 +70,34 @@ def test_link_carries_the_scenario_to_the_concurrency_page(open_page):
     expect(other.page.get_by_test_id("stTable")).to_contain_text("· l40s ·")  # the table's column is the scenario
     assert _query(other.page.url)["gpu"] == ["l40s"]
     other.assert_no_exception()
+
+
+def test_loaded_preset_survives_a_visit_to_another_page(open_page):
+    # Regression: after "Load preset" and a visit to another page, scenario 1 came back with fp16 instead of int4
+    # weights and without params_b=8 (fields the preset set while the vLLM editor was shown).
+    budget = open_page()
+    budget.page.get_by_text("Presets: the article's scenarios").click()
+    budget.act(budget.keyed("w.load_preset").get_by_role("button").click)
+    budget.assert_no_exception()
+    loaded = _query(budget.page.url)
+    # Scenario 1 of the first preset, "Article scenarios 1–4 — article rule" (planner/presets.py): the article's
+    # RTX 4090, Llama 3.1 8B (the default model, so not in the link), int4 weights, fp16 KV, 8,192 tokens.
+    assert {k: loaded[k] for k in ("engine", "gpu", "params_b", "weight_quant", "kv_quant", "target_context")} == {
+        "engine": ["article"],
+        "gpu": ["rtx-4090"],
+        "params_b": ["8"],
+        "weight_quant": ["int4"],
+        "kv_quant": ["fp16"],
+        "target_context": ["8192"],
+    }
+    values = budget.widget_values()
+    figures = _figures(budget)
+    for title in ("Concurrency vs Context", "VRAM Budget", "Load Test", "VRAM Budget"):
+        budget.navigate(title)
+        budget.assert_no_exception()
+    back = _query(budget.page.url)
+    for key in ("min_context", "max_context"):  # the concurrency page adds its chart range to the link
+        back.pop(key, None)
+    assert back == loaded
+    assert budget.widget_values() == values
+    assert _figures(budget) == figures

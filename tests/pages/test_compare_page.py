@@ -8,7 +8,10 @@ renders the latest snapshot on every run.
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -136,8 +139,25 @@ def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     warnings = " ".join(w.value for w in at.warning)
     assert "temperature" in warnings and "api_key" in warnings and "ghost" in warnings
     assert "zzz" not in warnings
+    assert "ignored — " not in warnings  # each line says what was ignored or used; the prefix does not contradict it
     assert at.query_params["ep"] == "a" and at.query_params["max_tokens"] == "64"
     assert "api_key" not in at.query_params
+
+
+def test_repeated_link_parameter_warning_does_not_contradict_itself(tmp_path, monkeypatch):
+    _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    at.query_params["ep"] = ["ghost", "a"]
+    at.query_params["prompt"] = "\x00\x01"
+    at.run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.multiselect(key="cmp.endpoints").value == ["a"]  # the last ep is used
+    warnings = [w.value for w in at.warning]
+    assert "URL parameter — ep is given 2 times; the last value is used" in warnings
+    assert any(
+        w.startswith("URL parameter — prompt=") and "without control characters; the default is used" in w
+        for w in warnings
+    )
 
 
 def _poll_until_done(at: AppTest, limit_s: float = 30) -> None:
@@ -226,3 +246,60 @@ def test_answers_stream_from_a_real_llama_cpp_server(llama_url, tmp_path, monkey
     metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
     assert metrics.loc["llama", "TTFT ms"] != "n/a"
     assert metrics.loc["llama", "output tokens"].split()[0] == str(record.output_tokens)
+
+
+class _EmptyAnswer(BaseHTTPRequestHandler):
+    """llama-cpp-python's stream for an answer of no text: role chunk, empty delta with finish_reason "stop",
+    [DONE]; no usage, no timings (HTTP/1.0, so the body ends when the connection closes)."""
+
+    CHUNKS = (
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    )
+
+    def do_GET(self):  # discovery: /v1/models, /health
+        body = json.dumps({"object": "list", "data": [{"id": "empty-model", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for chunk in self.CHUNKS:
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_empty_answer_says_so_instead_of_waiting(tmp_path, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        _write(tmp_path, f'[[endpoint]]\nname = "lcp"\nkind = "llamacpp"\nbase_url = "{url}"\n', monkeypatch)
+        at = _app()
+        at.text_area(key="cmp.prompt").input("Write a long story about a dragon.")
+        at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+        _poll_until_done(at)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert not at.exception and not at.error
+    record = at.session_state["compare.history"][-1].records[0]
+    assert (record.ok, record.output_tokens, record.first_token_s) == (True, 0, None)
+    assert "**lcp** · :green[:material/check_circle:] done · empty answer (0 tokens)" in [m.value for m in at.markdown]
+    captions = [c.value for c in at.caption]
+    assert "empty answer: the stream ended normally without any text (0 tokens)" in captions
+    assert "waiting for the first token…" not in captions
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    assert metrics.loc["lcp", "output tokens"] == "0 (1 per chunk)"
+    assert (metrics.loc["lcp", ["TTFT ms", "TPOT ms", "E2E ms"]] == "n/a").all()

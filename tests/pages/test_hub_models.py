@@ -138,7 +138,7 @@ def test_link_naming_a_config_pasted_elsewhere():
 def test_hostile_model_in_the_link_warns_and_falls_back(value):
     at = _app("pages/budget.py", model=value)
     assert not at.exception
-    assert len(at.warning) == 1 and at.warning[0].value.startswith("URL parameter ignored — model=")
+    assert len(at.warning) == 1 and at.warning[0].value.startswith("URL parameter — model=")
     assert at.selectbox(key="w0.model").value == "meta-llama/Llama-3.1-8B-Instruct"
     assert "model" not in at.query_params
     assert not at.error

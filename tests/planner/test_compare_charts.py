@@ -142,3 +142,41 @@ def test_history_frame_figure_and_csv():
     assert csv.splitlines()[0].startswith("run,endpoint,repeat,ok")
     assert len(csv.splitlines()) == 5
     assert history_frame([]).empty and history_csv([]) == "run\n"
+
+
+# llama.cpp's empty answer: the stream ended with finish_reason "stop" and no token-bearing chunk; the recorder
+# counts 0 tokens from the (zero) chunks, and no latency is defined.
+EMPTY = RequestRecord(
+    endpoint="lcp",
+    ok=True,
+    first_byte_s=0.05,
+    first_chunk_s=0.06,
+    end_s=0.07,
+    output_tokens=0,
+    output_tokens_source="chunks_one_token_each",
+    finish_reason="stop",
+)
+
+
+def test_status_of_an_empty_answer():
+    status = endpoint_status(EndpointProgress("lcp", records=(EMPTY,), done=True), 1)
+    assert (status.state, status.label, status.empty_answer, status.error) == (
+        "done",
+        "done · empty answer (0 tokens)",
+        True,
+        None,
+    )
+    assert not endpoint_status(_done(A), 1).empty_answer
+    # repeat 2: the first answer was empty, the second has not started — still waiting, not "empty"
+    waiting = endpoint_status(EndpointProgress("lcp", records=(EMPTY,)), 2)
+    assert (waiting.state, waiting.empty_answer) == ("waiting", False)
+
+
+def test_endpoint_metrics_of_an_empty_answer():
+    result = CompareResult(ChatRequest("Write a long story about a dragon."), infos=(), records=(EMPTY,))
+    row = endpoint_metrics(result).iloc[0]
+    assert (row.requests, row.ok, row.output_tokens, row.ttft_n, row.tpot_n, row.e2e_n) == (1, 1, 0.0, 0, 0, 0)
+    shown = display_metrics(endpoint_metrics(result)).iloc[0]
+    assert shown["output tokens"] == "0 (1 per chunk)"
+    for column in ("TTFT ms", "TPOT ms", "E2E ms", "tokens/s", "ITL p50 ms"):
+        assert shown[column] == "n/a"

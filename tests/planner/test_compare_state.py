@@ -95,6 +95,15 @@ def test_hostile_value_warns_by_name_and_falls_back(key, value, named):
     assert len(decoded.warnings[0]) < 200  # the value is shown truncated
 
 
+@pytest.mark.parametrize("value", ["\x00\x01", "Hi\x00there"])  # a link with prompt=%00%01
+def test_prompt_with_control_characters_says_why(value):
+    (warning,) = decode({"prompt": value}).warnings
+    assert warning.startswith("prompt=") and warning.endswith(
+        f"is not valid: expected text of at most {MAX_PROMPT_CHARS} characters without control characters; "
+        "the default is used"
+    )
+
+
 def test_unknown_params_warn_without_echoing_values():
     secret = "sk-live-planted-0123456789"
     decoded = decode({"api_key": secret, "base_url": "http://evil:1", "ep": "a"})

@@ -39,8 +39,17 @@ def test_bench_json_has_vllm_keys(timed_server, capsys):
     ("argv", "fragment"),
     [
         (["--endpoint", "vllm:http://127.0.0.1:1", "--concurrency", "0"], "--concurrency 0 is not valid"),
-        (["--endpoint", "nope"], "--endpoint 'nope=nope' is not valid"),
+        (["--endpoint", "nope"], "--endpoint 'nope' is not valid"),  # what was typed, not the name added to it
         (["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "ttft"], "--goodput 'ttft' is not valid"),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "foo:10"],
+            "--goodput 'foo:10' is not valid: expected ttft, tpot or e2el with a limit in ms > 0",
+        ),
+        (["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "ttft:-5"], "--goodput 'ttft:-5' is not valid"),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--duration", "0"],
+            "--duration 0.0 is not valid: expected seconds > 0, or leave it out for no cap",
+        ),
     ],
 )
 def test_bench_bad_flag_is_one_line_exit_2(argv, fragment, capsys):
@@ -71,8 +80,8 @@ def test_sweep_json_and_saved_result(timed_server, capsys, tmp_path):
     # the saved sweep is a list of vLLM results the Load Test page imports as one sweep
     runs = import_runs(out.read_bytes(), "sweep.json")
     assert [(r.max_concurrency, r.sweep, r.source) for r in runs] == [
-        (1, "vllm sweep", "measured"),
-        (2, "vllm sweep", "measured"),
+        (1, "vllm sweep", "imported"),
+        (2, "vllm sweep", "imported"),
     ]
 
 
@@ -115,3 +124,51 @@ def test_bad_dataset_line_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--dataset-path {dataset} line 2: " in err and '"prompt" (vLLM custom dataset)' in err
     assert err.count("\n") == 1
+
+
+# --- every request failed: results first, then exit 1 with the most common reason --------------------------------
+def _rows(out: str) -> dict[str, str]:
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+
+def test_bench_all_failed_exits_1_with_the_reason(closed_port_url, capsys):
+    code = main(["bench", "--endpoint", f"vllm:{closed_port_url}", "--num-prompts", "3", "--goodput", "ttft:500"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    rows = _rows(out)
+    assert (rows["Successful requests"], rows["Failed requests"]) == ("0", "3")
+    for label in (
+        "Benchmark duration (s)",
+        "Request throughput (req/s)",
+        "Request goodput (req/s)",
+        "Output token throughput (tok/s)",
+        "Total Token throughput (tok/s)",
+    ):
+        assert rows[label] == "n/a", label  # undefined without a successful request, not 0.00
+    assert rows["Total generated tokens"] == "0"  # a count, and truly 0
+    last = err.splitlines()[-1]
+    assert last.startswith("python -m planner bench: error: all 3 requests failed; most common: connect (3 of 3): ")
+    assert "cannot connect" in last
+
+
+def test_bench_all_failed_json_still_printed_then_exit_1(closed_port_url, capsys):
+    assert main(["bench", "--endpoint", f"vllm:{closed_port_url}", "--num-prompts", "2", "--json"]) == 1
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert (data["completed"], data["failed"]) == (0, 2)
+    assert "all 2 requests failed" in err.splitlines()[-1]
+
+
+def test_sweep_all_failed_shows_na_and_exits_1(closed_port_url, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{closed_port_url}", "--sweep", "2", "--prompts-per-level", "1"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    rows = [line.split() for line in out.splitlines()[1:3]]
+    assert [r[:5] for r in rows] == [["1", "0", "1", "n/a", "n/a"], ["2", "0", "1", "n/a", "n/a"]]
+    assert "all 2 requests failed; most common: connect (2 of 2)" in err.splitlines()[-1]
+
+
+def test_bench_with_some_success_exits_0(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--num-prompts", "2", "--prompt", FAST]
+    assert main(argv) == 0
+    assert _rows(capsys.readouterr().out)["Request throughput (req/s)"] != "n/a"

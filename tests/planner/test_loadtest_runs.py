@@ -106,8 +106,8 @@ def test_measured_run_round_trips_through_the_vllm_file(timed_server):
     text = json.dumps(to_vllm_file(run))
     assert "Infinity" not in text  # strict JSON: an infinite rate is written "inf"
     (back,) = import_runs(text, "ours.json")
-    assert back.source == "measured" and back.label == "timed · c=2" and back.endpoint == "timed"
-    assert back.request_rate == math.inf and back.max_concurrency == 2
+    assert back.source == "imported" and back.label == "timed · c=2" and back.endpoint == "timed"
+    assert back.request_rate == math.inf and back.max_concurrency == 2 and back.stopped is None
     assert back.metrics.completed == 4 and back.metrics.total_output_tokens == 20
     assert back.metrics.ttft.median_s == pytest.approx(run.metrics.ttft.median_s)
     assert [r.output_tokens for r in back.requests] == [5, 5, 5, 5]
@@ -123,3 +123,10 @@ def test_tables():
     assert table.loc[0, "median_ttft_ms"] == pytest.approx(100.0)
     assert table.loc[0, "itl_samples"] == 9
     assert table.loc[0, "e2el_samples"] is None or math.isnan(table.loc[0, "e2el_samples"])
+
+
+def test_a_run_without_completed_requests_has_no_throughput():
+    (run,) = import_runs(json.dumps({**VLLM_RESULT, "completed": 0, "failed": 2, "planner_stopped": "cancelled"}), "x")
+    row = runs_frame([run]).iloc[0]
+    assert row["stopped"] == "cancelled"
+    assert row["request_throughput"] is None and row["output_throughput"] is None and row["duration"] is None

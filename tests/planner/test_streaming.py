@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -257,3 +260,100 @@ def test_on_event_receives_deltas_and_end():
     _record([VLLM_ROLE, VLLM_TOKEN, VLLM_USAGE], on_event=seen.append)
     assert [(u.kind, u.text) for u in seen] == [("content", "我是"), ("end", "")]
     assert seen[-1].record is not None and seen[-1].record.ok
+
+
+# --- an empty answer: the stream ends normally without any token-bearing chunk ---
+# llama-cpp-python's chat stream for an answer of no text (its shape checked against llama_cpp.server 0.3 with the
+# gemma3 270M GGUF): the role chunk, a final chunk with an empty delta and finish_reason "stop", then [DONE]; no
+# usage chunk (stream_options is ignored) and no timings.
+LCP_ROLE = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+LCP_STOP = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+
+
+@pytest.mark.parametrize("one_token", [True, False])
+def test_empty_answer_has_zero_tokens_and_no_latency(one_token):
+    from planner.latency import compute_metrics
+
+    r = _record([LCP_ROLE, LCP_STOP], one_token_per_chunk=one_token)
+    # zero token-bearing chunks is exactly zero tokens, however many tokens a chunk holds
+    assert (r.ok, r.output_tokens, r.output_tokens_source, r.finish_reason) == (
+        True,
+        0,
+        "chunks_one_token_each",
+        "stop",
+    )
+    assert (r.first_token_s, r.last_token_s, r.text, r.chunks) == (None, None, "", ())
+    m = compute_metrics(r)
+    assert (m.ttft_s, m.tpot_s, m.e2e_s, m.output_tokens_per_s) == (None, None, None, None)  # no token: n/a
+
+
+def test_empty_answer_ended_by_done_alone_is_zero_tokens():
+    r = _record([LCP_ROLE])  # no finish reason, but [DONE]
+    assert (r.ok, r.output_tokens, r.output_tokens_source) == (True, 0, "chunks_one_token_each")
+
+
+def test_empty_answer_server_count_still_wins():
+    usage = {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}}
+    r = _record([LCP_ROLE, LCP_STOP, usage])  # e.g. only an EOS token was generated
+    assert (r.output_tokens, r.output_tokens_source) == (1, "usage")
+
+
+def test_stream_cut_before_any_token_has_unknown_tokens():
+    rec = StreamRecorder("ep", one_token_per_chunk=True)
+    rec.sent(0.0)
+    rec.payload(LCP_ROLE, 0.1)
+    rec.eof(0.2)
+    r = rec.record()
+    assert (r.ok, r.error_kind, r.output_tokens, r.output_tokens_source) == (False, "cut", None, None)
+
+
+class _EmptyAnswerHandler(BaseHTTPRequestHandler):
+    """Answers every chat request like llama-cpp-python does for an empty answer (HTTP/1.0: the body ends at close)."""
+
+    def do_GET(self):  # /v1/models, /health
+        body = json.dumps({"object": "list", "data": [{"id": "empty-model", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for payload in (LCP_ROLE, LCP_STOP):
+            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def empty_answer_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswerHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_empty_answer_same_record_on_both_client_paths(empty_answer_url):
+    from planner.clients import ChatRequest, stream_openai
+    from planner.endpoints import Endpoint
+    from planner.fast_stream import stream_openai_fast
+
+    ep = Endpoint("lcp", "llamacpp", empty_answer_url, model="empty-model")
+    request = ChatRequest("Write a long story about a dragon.", max_tokens=64)
+    records = [asyncio.run(fn(ep, request, timeout_s=5)) for fn in (stream_openai, stream_openai_fast)]
+    for r in records:
+        assert (r.ok, r.error, r.finish_reason, r.text) == (True, None, "stop", "")
+        assert (r.output_tokens, r.output_tokens_source) == (0, "chunks_one_token_each")
+        assert (r.first_token_s, r.last_token_s) == (None, None)
+        assert r.first_chunk_s is not None  # the role chunk arrived
