@@ -375,7 +375,7 @@ class BenchmarkRun:
                 self._errors.append(payload[0])
 
     def _watchdog(self) -> None:
-        while not self._done.wait(5.0):
+        while not self._done.wait(min(5.0, ABANDONED_S / 4)):
             if time.monotonic() - self._last_poll > ABANDONED_S:
                 with self._lock:
                     self._errors.append(f"cancelled: nobody watched this run for {ABANDONED_S:.0f} s")

@@ -134,3 +134,16 @@ def test_llamacpp_run_without_metrics_route(llama_url):
     assert [r.output_tokens for r in saved.requests] == [8, 8]
     assert dict(snap.measured_kv)["llama"] is None  # llama.cpp reports no KV capacity
     assert snap.scrape_note is not None and snap.server == ()  # no /metrics here: said once, not retried
+
+
+def test_a_run_nobody_watches_stops(timed_server, monkeypatch):
+    import planner.benchmark as benchmark
+
+    monkeypatch.setattr(benchmark, "ABANDONED_S", 1.0)  # the page polls every second; a closed tab stops polling
+    settings = LoadSettings(num_prompts=200, max_concurrency=1, output_len=4, scrape_metrics=False)
+    run = BenchmarkRun(plan_jobs([_ep("a", url=timed_server.url)], settings), started=STARTED).start()
+    assert run.wait(30), "an abandoned run kept going"
+    assert run.done and run._cancelled
+    snap = run.snapshot()
+    assert snap.errors == ("cancelled: nobody watched this run for 1 s",)
+    assert snap.saved[0].metrics.completed < 200 and snap.saved[0].stopped == "cancelled"
