@@ -22,7 +22,7 @@ from planner.discovery import EndpointInfo, count_prompt_tokens, discover
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
 from planner.latency import LatencyMetrics, Summary, compute_metrics, summarize
-from planner.streaming import RequestRecord, StreamUpdate
+from planner.streaming import RequestRecord, StreamRecorder, StreamUpdate
 
 __all__ = [
     "CompareResult",
@@ -119,7 +119,16 @@ async def run_compare(
 
     # Every client is built before any request is sent: building one (an SSL context, ~30 ms of blocking work)
     # while another endpoint's request is in flight would stall the shared event loop and inflate its TTFT.
-    prepared = await asyncio.gather(*(prepare(e) for e in endpoints))
+    try:
+        prepared = await asyncio.gather(*(prepare(e) for e in endpoints))
+    except asyncio.CancelledError:
+        # cancelled during discovery: each endpoint still gets its "cancelled" record, as a cancelled stream does
+        for endpoint in endpoints:
+            recorder = StreamRecorder(endpoint.name)
+            recorder.fail("cancelled", "cancelled before it was sent")
+            if on_event is not None:
+                on_event(StreamUpdate(endpoint.name, "end", 0.0, record=recorder.record()))
+        raise
 
     async def one(endpoint: Endpoint, info: EndpointInfo, prompt_tokens: int | None, client: Any):
         records: list[RequestRecord] = []
