@@ -12,6 +12,7 @@ from pages import _endpoints as endpoints_ui
 from pages import _state as state
 from planner import loadtest_state
 from planner.benchmark import BenchmarkRun, BenchmarkSnapshot, plan_jobs
+from planner.charts import scenario_label
 from planner.errors import PlannerError
 from planner.loadtest_charts import (
     LATENCY_AXES,
@@ -22,7 +23,7 @@ from planner.loadtest_charts import (
     sweep_figure,
     sweep_points,
 )
-from planner.loadtest_runs import import_runs, requests_frame, runs_frame, to_vllm_file
+from planner.loadtest_runs import failure_summary, import_runs, requests_frame, runs_frame, same_model, to_vllm_file
 from planner.server_metrics import compare_kv
 from planner.sweep import find_knee
 from planner.workload import example_prompts, parse_prompts_jsonl
@@ -151,10 +152,11 @@ with st.expander("Load", expanded=True):
         key=W["scrape_metrics"],
         help="Poll the server's Prometheus /metrics during the run (running / waiting requests, KV-cache usage).",
     )
+goodput_error = None
 try:
     slos = N.parse_goodput(goodput)
-except Exception as exc:  # BadValue: shown, the field keeps what was typed
-    st.error(f"goodput SLOs {goodput!r} not valid: expected {exc}")
+except Exception as exc:  # BadValue: the field keeps what was typed, and Run waits until it is fixed
+    goodput_error = f"goodput SLOs {goodput!r} are not valid: expected {exc}"
     slos = ()
 settings = N.LoadSettings(
     endpoints=tuple(names),
@@ -181,7 +183,7 @@ endpoints_ui.write_link(N.encode(settings), _SEEN_KEY)
 
 try:
     jobs = plan_jobs(chosen, settings, prompts)
-    plan_error = None
+    plan_error = goodput_error
 except PlannerError as exc:
     jobs, plan_error = (), str(exc)
 if plan_error:
@@ -240,9 +242,12 @@ def render_live(snap: BenchmarkSnapshot) -> None:
     for line in snap.errors:
         st.error(line)
     done_requests, total_requests = snap.requests_done, snap.requests_total
-    run_no = min(snap.jobs_done + 1, snap.jobs_total)
-    text = f"{done_requests:,} / {total_requests:,} requests · run {run_no} of {snap.jobs_total}"
-    if snap.current is not None:
+    if snap.done:
+        text = f"{done_requests:,} / {total_requests:,} requests · {len(snap.saved)} of {snap.jobs_total} run(s) kept"
+    else:
+        run_no = min(snap.jobs_done + 1, snap.jobs_total)
+        text = f"{done_requests:,} / {total_requests:,} requests · run {run_no} of {snap.jobs_total}"
+    if snap.current is not None and not snap.done:
         text += f" · {snap.current.label}"
     st.progress(min(1.0, done_requests / max(1, total_requests)), text=text)
     p = snap.progress
@@ -289,11 +294,14 @@ with st.expander("Add earlier runs (vllm bench serve --save-result JSON, or this
             except PlannerError as exc:
                 st.error(f"{upload.name} not added: {exc}")
                 continue
-            for run in runs:
-                if run.label not in known:
-                    history.append(run)
-                    known.add(run.label)
-            st.success(f"{upload.name}: {len(runs)} run(s) added.")
+            added = [run for run in runs if run.label not in known]
+            history.extend(added)
+            known.update(run.label for run in added)
+            skipped = len(runs) - len(added)
+            st.success(
+                f"{upload.name}: {len(added)} run(s) added"
+                + (f"; {skipped} already shown (same label) left out." if skipped else ".")
+            )
 
 if not history:
     st.info("No results yet: choose endpoints and press Run, or add earlier runs above.")
@@ -316,6 +324,10 @@ st.caption(
     "TTFT here counts from the first token-bearing chunk; `median_ttft_first_chunk_ms` is TTFT as `vllm bench serve` "
     "measures it (first chunk with `choices`, vLLM's empty role chunk included)."
 )
+for run in shown:
+    reason = failure_summary(run)
+    if reason:
+        st.warning(f"{run.label}: {reason}")
 if shown:
     st.plotly_chart(runs_figure(shown), key="lt.chart.runs")
 
@@ -348,7 +360,7 @@ if kv:
         pick = st.selectbox(
             "VRAM Budget scenario to compare with",
             range(len(scenarios)),
-            format_func=lambda i: f"scenario {i + 1}",
+            format_func=lambda i: scenario_label(i, scenarios[i]),
             key="lt.kv.scenario",
         )
         try:
@@ -357,16 +369,24 @@ if kv:
             st.warning(f"The scenario cannot be planned: {exc}")
     else:
         st.caption("Open VRAM Budget and describe the deployment to compare its plan with what the servers report.")
+    served = {r.endpoint: r.model for r in history if r.model}
+    planned_model = scenarios[pick].model if scenarios and plan_tokens is not None else None
     rows = []
     for name, measured in kv.items():
         cmp = compare_kv(plan_tokens, measured)
+        model = served.get(name)
+        if planned_model and model and not same_model(planned_model, model):
+            st.warning(
+                f"{name} serves {model}, the scenario plans {planned_model}: the two figures are not comparable."
+            )
         rows.append(
             {
                 "endpoint": name,
+                "served model": model or "n/a",
                 "measured KV tokens": "n/a" if cmp.measured_tokens is None else f"{cmp.measured_tokens:,}",
                 "planned KV tokens": "n/a" if cmp.plan_tokens is None else f"{cmp.plan_tokens:,}",
-                "plan − measured": None if cmp.error_frac is None else f"{cmp.error_frac:+.1%}",
-                "source": None if measured is None else measured.source,
+                "(plan − measured) / measured": None if cmp.error_frac is None else f"{cmp.error_frac:+.1%}",
+                "source": None if measured is None else (measured.error or measured.source),
             }
         )
     st.dataframe(pd.DataFrame(rows).astype(object).fillna("n/a"), hide_index=True, key="lt.kv.table")

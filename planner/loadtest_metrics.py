@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner.errors import InvalidParameterError
 from planner.latency import compute_metrics, summarize
@@ -195,11 +195,11 @@ class BenchmarkMetrics:
 class _VllmResult(BaseModel):
     """Schema of the aggregate keys of a vLLM ``--save-result`` file (the JSON boundary); extra keys kept."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
-    duration: float
-    completed: int
-    failed: int = 0
+    duration: float = Field(gt=0)
+    completed: int = Field(ge=0)
+    failed: int = Field(default=0, ge=0)
     total_input_tokens: int = 0
     total_output_tokens: int = 0
     request_throughput: float = 0.0

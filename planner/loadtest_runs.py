@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -33,9 +34,11 @@ __all__ = [
     "MAX_IMPORT_BYTES",
     "RequestRow",
     "SavedRun",
+    "failure_summary",
     "import_runs",
     "requests_frame",
     "runs_frame",
+    "same_model",
     "saved_run",
     "to_vllm_file",
 ]
@@ -343,6 +346,24 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))
 
 
+def failure_summary(run: SavedRun) -> str | None:
+    """One line on a run's failed requests: how many and the most common error; None when none failed."""
+    errors = Counter(r.error for r in run.requests if not r.ok and r.error)
+    if not run.metrics.failed:
+        return None
+    line = f"{run.metrics.failed:,} of {run.metrics.completed + run.metrics.failed:,} requests failed"
+    if errors:
+        error, count = errors.most_common(1)[0]
+        line += f"; most common ({count:,}): {error}"
+    return line
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names mean the same checkpoint: equal ignoring case, or the same last path part
+    (``meta-llama/Llama-3.1-8B-Instruct`` is served as ``Llama-3.1-8B-Instruct`` or by its full id)."""
+    return a.lower() == b.lower() or a.rsplit("/", 1)[-1].lower() == b.rsplit("/", 1)[-1].lower()
+
+
 def requests_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
     """Per-request rows of ``runs`` (CSV export): run label, endpoint, index and every :class:`RequestRow` field
     except the ITL list (its count and median are given instead). Times in seconds."""
@@ -403,4 +424,7 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
                     None if first is None or first.median_s is None else first.median_s * _MS
                 )
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    # counts stay whole numbers with gaps (pandas would make a column with a None float: "12.0")
+    counts = [c for c in frame.columns if c.endswith("_samples") or c in ("max_concurrency", "completed", "failed")]
+    return frame.astype({c: "Int64" for c in counts}) if len(frame) else frame

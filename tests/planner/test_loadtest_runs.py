@@ -7,12 +7,21 @@ import json
 import math
 from datetime import datetime
 
+import pandas as pd
 import pytest
 
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
 from planner.loadtest import LoadSpec, run_load
-from planner.loadtest_runs import import_runs, requests_frame, runs_frame, saved_run, to_vllm_file
+from planner.loadtest_runs import (
+    failure_summary,
+    import_runs,
+    requests_frame,
+    runs_frame,
+    same_model,
+    saved_run,
+    to_vllm_file,
+)
 
 # A result in the shape vllm bench serve --save-result writes (serve.py: result_json), two requests, the second
 # failed. Values chosen by hand: request 1 has TTFT 0.1 s, E2EL 1.0 s and 10 output tokens, so its
@@ -122,7 +131,7 @@ def test_tables():
     table = runs_frame([run])
     assert table.loc[0, "median_ttft_ms"] == pytest.approx(100.0)
     assert table.loc[0, "itl_samples"] == 9
-    assert table.loc[0, "e2el_samples"] is None or math.isnan(table.loc[0, "e2el_samples"])
+    assert table.loc[0, "e2el_samples"] is pd.NA  # no E2EL in the file: missing, not 0
 
 
 def test_a_run_without_completed_requests_has_no_throughput():
@@ -130,3 +139,26 @@ def test_a_run_without_completed_requests_has_no_throughput():
     row = runs_frame([run]).iloc[0]
     assert row["stopped"] == "cancelled"
     assert row["request_throughput"] is None and row["output_throughput"] is None and row["duration"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [({"duration": 0}, "duration"), ({"completed": -5}, "completed"), ({"request_throughput": "NaN"}, "request")],
+)
+def test_impossible_values_are_refused(change, needle):
+    with pytest.raises(InvalidParameterError) as info:
+        import_runs(json.dumps({**VLLM_RESULT, **change}), "edited.json")
+    assert needle in str(info.value) and "edited.json" in str(info.value)
+
+
+def test_failure_summary_names_the_most_common_error():
+    (run,) = import_runs(json.dumps(VLLM_RESULT), "bench.json")
+    assert failure_summary(run) == "1 of 2 requests failed; most common (1): Bad Request"
+    (ok,) = import_runs(json.dumps({**VLLM_RESULT, "failed": 0, "errors": ["", ""]}), "ok.json")
+    assert failure_summary(ok) is None
+
+
+def test_same_model():
+    assert same_model("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct")
+    assert same_model("Qwen/Qwen3-8B", "qwen/qwen3-8b")
+    assert not same_model("meta-llama/Llama-3.1-8B-Instruct", "timed-model")
