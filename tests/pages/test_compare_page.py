@@ -8,10 +8,7 @@ renders the latest snapshot on every run.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from planner.clients import ChatRequest
 from planner.compare import run_compare, to_csv, to_json
 from planner.compare_charts import history_csv
 from planner.endpoints import Endpoint
+from tests.servers.empty_answer import empty_answer_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "compare.py")
@@ -248,51 +246,13 @@ def test_answers_stream_from_a_real_llama_cpp_server(llama_url, tmp_path, monkey
     assert metrics.loc["llama", "output tokens"].split()[0] == str(record.output_tokens)
 
 
-class _EmptyAnswer(BaseHTTPRequestHandler):
-    """llama-cpp-python's stream for an answer of no text: role chunk, empty delta with finish_reason "stop",
-    [DONE]; no usage, no timings (HTTP/1.0, so the body ends when the connection closes)."""
-
-    CHUNKS = (
-        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]},
-        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-    )
-
-    def do_GET(self):  # discovery: /v1/models, /health
-        body = json.dumps({"object": "list", "data": [{"id": "empty-model", "object": "model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for chunk in self.CHUNKS:
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args):
-        pass
-
-
 def test_empty_answer_says_so_instead_of_waiting(tmp_path, monkeypatch):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with empty_answer_server() as url:
         _write(tmp_path, f'[[endpoint]]\nname = "lcp"\nkind = "llamacpp"\nbase_url = "{url}"\n', monkeypatch)
         at = _app()
         at.text_area(key="cmp.prompt").input("Write a long story about a dragon.")
         at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
         _poll_until_done(at)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     assert not at.exception and not at.error
     record = at.session_state["compare.history"][-1].records[0]
     assert (record.ok, record.output_tokens, record.first_token_s) == (True, 0, None)

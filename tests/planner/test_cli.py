@@ -18,13 +18,12 @@ import json
 import re
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from planner.cli import main
+from tests.servers.empty_answer import empty_answer_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -401,47 +400,9 @@ def test_head_dash_1_prints_one_line_without_traceback() -> None:
 # --- compare: an empty answer counts 0 tokens ------------------------------------------------------------------
 
 
-class _EmptyAnswer(BaseHTTPRequestHandler):
-    """llama-cpp-python's stream for an answer of no text: role chunk, then an empty delta with finish_reason
-    "stop", then [DONE]; no usage, no timings (HTTP/1.0: the body ends when the connection closes)."""
-
-    CHUNKS = (
-        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]},
-        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-    )
-
-    def do_GET(self) -> None:  # discovery: /v1/models
-        body = json.dumps({"object": "list", "data": [{"id": "empty-model", "object": "model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for chunk in self.CHUNKS:
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_compare_empty_answer_prints_0_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with empty_answer_server() as url:
         code = main(["compare", "--endpoint", f"lcp=llamacpp:{url}", "--prompt", "Write a long story about a dragon."])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     out = capsys.readouterr().out
     assert code == 0
     row = next(line.split() for line in out.splitlines() if line.startswith("lcp "))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from planner.streaming import SSEDecoder, StreamRecorder, normalize_payload
+from tests.servers.empty_answer import CHUNKS, empty_answer_server
 
 TGI_DATA = Path(__file__).resolve().parents[1] / "servers" / "tgi_reference"  # recorded TGI responses
 
@@ -266,8 +265,7 @@ def test_on_event_receives_deltas_and_end():
 # llama-cpp-python's chat stream for an answer of no text (its shape checked against llama_cpp.server 0.3 with the
 # gemma3 270M GGUF): the role chunk, a final chunk with an empty delta and finish_reason "stop", then [DONE]; no
 # usage chunk (stream_options is ignored) and no timings.
-LCP_ROLE = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
-LCP_STOP = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+LCP_ROLE, LCP_STOP = CHUNKS  # llama-cpp-python's stream of an empty answer
 
 
 @pytest.mark.parametrize("one_token", [True, False])
@@ -307,41 +305,10 @@ def test_stream_cut_before_any_token_has_unknown_tokens():
     assert (r.ok, r.error_kind, r.output_tokens, r.output_tokens_source) == (False, "cut", None, None)
 
 
-class _EmptyAnswerHandler(BaseHTTPRequestHandler):
-    """Answers every chat request like llama-cpp-python does for an empty answer (HTTP/1.0: the body ends at close)."""
-
-    def do_GET(self):  # /v1/models, /health
-        body = json.dumps({"object": "list", "data": [{"id": "empty-model", "object": "model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for payload in (LCP_ROLE, LCP_STOP):
-            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def empty_answer_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswerHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with empty_answer_server() as url:
+        yield url
 
 
 def test_empty_answer_same_record_on_both_client_paths(empty_answer_url):
