@@ -237,7 +237,9 @@ def live_figure(
     if server is not None and len(server):
         for column, name in (("running", "running (server)"), ("waiting", "waiting (server)")):
             if server[column].notna().any():
-                fig.add_trace(go.Scatter(x=server["t_s"], y=server[column], name=name, mode="lines"), row=3, col=1)
+                # a gauge holds its value until the next scrape (one a second): steps, not ramps between scrapes
+                trace = go.Scatter(x=server["t_s"], y=server[column], name=name, mode="lines", line={"shape": "hv"})
+                fig.add_trace(trace, row=3, col=1)
     if kv:
         fig.add_trace(
             go.Scatter(x=server["t_s"], y=server["kv_cache_usage_perc"] * 100, name="KV cache usage %", mode="lines"),
