@@ -18,6 +18,7 @@ from planner.clients import ChatRequest
 from planner.compare import run_compare, to_csv, to_json
 from planner.compare_charts import history_csv
 from planner.endpoints import Endpoint
+from tests.pages.apptest_text import page_text
 from tests.servers.empty_answer import empty_answer_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,22 +46,6 @@ def _app(**params: str) -> AppTest:
     for key, value in params.items():
         at.query_params[key] = value
     return at.run(timeout=TIMEOUT_S)
-
-
-def _page_text(at: AppTest) -> str:
-    """Every element's protobuf as text (labels, values, markdown, table bytes), plus the tables as CSV."""
-    out: list[str] = []
-
-    def walk(node) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            out.append(str(proto))
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    out += [df.value.to_csv() for df in at.dataframe]
-    return "\n".join(out)
 
 
 def test_router_lists_the_page():
@@ -214,7 +199,7 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     assert len(at.get("plotly_chart")) == 4  # tokens, TTFT, ITL and the history chart
 
     # The planted key appears nowhere: page text, URL, downloads.
-    assert PLANTED not in _page_text(at)
+    assert PLANTED not in page_text(at)
     assert PLANTED not in str(dict(at.query_params))
     history = at.session_state["compare.history"]
     for export in (to_csv(history[-1]), to_json(history[-1]), history_csv(history)):

@@ -24,6 +24,7 @@ from planner.compare_charts import history_csv
 from planner.discovery import discover
 from planner.endpoints import Endpoint
 from planner.errors import InvalidParameterError
+from tests.pages.apptest_text import page_text
 from tests.servers.faulty import FaultyServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,22 +113,6 @@ def _custom_key() -> str:
     from pages import _endpoints
 
     return _endpoints.CUSTOM_KEY
-
-
-def _page_text(at: AppTest) -> str:
-    """Every element's protobuf as text (labels, values, markdown, tables, download buttons), plus tables as CSV."""
-    out: list[str] = []
-
-    def walk(node) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            out.append(str(proto))
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    out += [df.value.to_csv() for df in at.dataframe]
-    return "\n".join(out)
 
 
 # --- a link never reaches a URL that is not configured ---------------------------------------------------------------
@@ -324,7 +309,7 @@ def test_planted_key_is_sent_but_never_shown_logged_exported_or_linked(
         assert not records["echo"].ok and not records["failing"].ok
 
         places = {
-            "page": _page_text(at),
+            "page": page_text(at),
             "link": str(dict(at.query_params)),
             "csv": to_csv(history[-1]),
             "json": to_json(history[-1]),
