@@ -68,8 +68,8 @@ ARTICLE_WEIGHTS = {"fp8": "fp8", "gptq": "int4", "awq": "int4", "mxfp4": "int4",
 def article_command(record: dict, vllm_args: list[str]) -> list[str] | str:
     """The article rule of thumb for the same model, GPU, precisions and context (it knows nothing else)."""
     sys.path.insert(0, str(ROOT))  # the script runs from bench/; the planner package is one level up
+    from planner.catalog.models import get_model
     from planner.errors import PlannerError
-    from planner.models import get_model
 
     flags = dict(zip(vllm_args[::2], vllm_args[1::2], strict=False))
     if record.get("dtype") == "float32":

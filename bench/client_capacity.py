@@ -1,5 +1,5 @@
 """How much load one client process can drive, and what it adds per chunk: a client self-test (benchmark_clients.md
-§10.9), for the openai SDK path (``planner.clients``) and the lean path (``planner.fast_stream``).
+§10.9), for the openai SDK path (``planner.serving.clients``) and the lean path (``planner.serving.fast_stream``).
 
 Server: ``bench/zero_delay_server.py`` in its own process(es): answers pre-encoded in the vLLM chunk shape with
 ``continuous_usage_stats`` (role chunk, token chunks of 1, 2, 1, 3, ... tokens, usage chunk, ``[DONE]``; one HTTP
@@ -32,7 +32,7 @@ Targets (issue 5): 1,000 concurrent streams without errors; ≤ 50 µs added per
 
 Measured on this machine (2026-11-29, 2 cores shared with other jobs at load ~3–4, Python 3.11.7, one server
 process, default options; the columns printed, regrouped to fit here). ``openai``: openai 3.57.0 on httpx2 2.16.2
-(an earlier run the same day); ``lean``: :mod:`planner.fast_stream` on aiohttp 3.14.5; ``hand``: the hand-rolled
+(an earlier run the same day); ``lean``: :mod:`planner.serving.fast_stream` on aiohttp 3.14.5; ``hand``: the hand-rolled
 HTTP/1.1 client on asyncio streams that ``lean`` used before, run as ``--alt`` in the same run as ``lean``:
 
     zero-delay phase                                           | paced phase (200 ms ticks)
@@ -67,7 +67,7 @@ TTFT max of the paced phase at 1,000 streams (1,000 connects at once): lean 0.8�
 higher in 5 of 7 paired runs (aiohttp spends more per new connection). aiohttp costs ~4–9 µs more per chunk than
 the hand-rolled client and meets both targets, so it replaced it (a kept library over own code outside the core).
 With ``trust_env=True`` aiohttp looked up proxies and read ``~/.netrc`` in a worker thread on every request, inside
-the TTFT clock (+0.8–1.1 ms median first byte over 200 keep-alive requests); ``planner.fast_stream`` reads the
+the TTFT clock (+0.8–1.1 ms median first byte over 200 keep-alive requests); ``planner.serving.fast_stream`` reads the
 proxy variables once per host instead.
 
 Reading it: the SDK path spends ~320–400 µs per chunk, most of it building a pydantic chunk object per event
@@ -76,7 +76,7 @@ alive) never opens more than 100 streams, and because the send time is stamped b
 shows up as TTFT (21 s at 1,000 streams against a server that answers at once). Raw ``httpx2`` streaming, tried
 on the way, costs ~110 µs per chunk at 200 streams (pool scan per request, ``h11`` events per chunk). On the lean
 path most of the remaining CPU is the project's own per-event work shared with the SDK path
-(``planner.streaming.normalize_payload``, ``StreamRecorder.payload``, ``SSEDecoder.feed``, ``json.loads``: ~60 %
+(``planner.serving.streaming.normalize_payload``, ``StreamRecorder.payload``, ``SSEDecoder.feed``, ``json.loads``: ~60 %
 in cProfile at 200 streams), not the HTTP client.
 
 Usage: ``python bench/client_capacity.py [--quick] [--levels 1 50 200 500 1000] [--min-requests 400]
@@ -107,9 +107,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.zero_delay_server import ZeroDelayServers  # noqa: E402
-from planner import clients, fast_stream  # noqa: E402
-from planner.endpoints import Endpoint  # noqa: E402
-from planner.streaming import RequestRecord  # noqa: E402
+from planner.serving import clients, fast_stream  # noqa: E402
+from planner.serving.endpoints import Endpoint  # noqa: E402
+from planner.serving.streaming import RequestRecord  # noqa: E402
 
 PATHS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "openai": (clients.make_client, clients.stream_chat),

@@ -2,7 +2,8 @@
 
 It starts the timed SSE server (``tests/servers/timed_sse.py``, its own process: first token 150 ms after it has
 read the request, then 20 ms per token, tokens grouped 1, 2, 1, 3, ... per chunk), sends N requests through
-``planner.clients`` (openai SDK, huggingface_hub chat, huggingface_hub TGI-native), and prints per client: metric,
+``planner.serving.clients`` (openai SDK, huggingface_hub chat, huggingface_hub TGI-native), and prints per client:
+metric,
 truth, measured median, error in ms.
 
 TTFT is shown twice: as a user sees it (from "sent", including request building and loopback delivery) and as
@@ -23,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner.clients import ChatRequest, openai_client, stream_openai, stream_tgi, tgi_client  # noqa: E402
-from planner.endpoints import Endpoint  # noqa: E402
-from planner.latency import compute_metrics  # noqa: E402
+from planner.metrics.latency import compute_metrics  # noqa: E402
+from planner.serving.clients import ChatRequest, openai_client, stream_openai, stream_tgi, tgi_client  # noqa: E402
+from planner.serving.endpoints import Endpoint  # noqa: E402
 from tests.servers.timed_sse import TimedServer  # noqa: E402
 
 TTFT_MS, ITL_MS = 150.0, 20.0

@@ -36,12 +36,12 @@ import pandas as pd
 import streamlit as st
 
 from pages._state import CONFIG_MEMORY_KEY, EDITOR_MEMORY_KEY, UPLOADS_KEY, upload_label
+from planner.capacity.kv_cache import KV_CACHE_DTYPES
+from planner.capacity.scenario import ARTICLE_PRECISIONS, DTYPES, ENGINES, LIMITS, QUANTIZATION_CHOICES, Scenario
+from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
+from planner.catalog.hub import ResolvedModel, describe, model_from_config
+from planner.catalog.models import model_ids
 from planner.errors import PlannerError
-from planner.gpus import CUSTOM_GPU_ID, list_gpus
-from planner.hub import ResolvedModel, describe, model_from_config
-from planner.kv_cache import KV_CACHE_DTYPES
-from planner.models import model_ids
-from planner.scenario import ARTICLE_PRECISIONS, DTYPES, ENGINES, LIMITS, QUANTIZATION_CHOICES, Scenario
 from planner.units import GIB
 
 __all__ = ["COUNT_WIDGET", "edit_scenario", "model_details", "seed", "widget_key"]
@@ -428,7 +428,7 @@ def _source(resolved: ResolvedModel) -> str:
 
 
 def model_details(resolved: ResolvedModel) -> None:
-    """Draw what :func:`planner.hub.describe` says about ``resolved``; missing values read "n/a"."""
+    """Draw what :func:`planner.catalog.hub.describe` says about ``resolved``; missing values read "n/a"."""
     d = describe(resolved)
     layers = d["layer_attention"] or {}
     kinds = ", ".join(f"{n} {kind}" for kind, n in layers.items()) or "n/a"

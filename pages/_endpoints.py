@@ -15,8 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from pages import _state as state
-from planner.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
 from planner.errors import PlannerError
+from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
 
 CUSTOM_KEY = "endpoints.custom"  # {name: Endpoint} added in this session, shared by the endpoint pages
 EXAMPLE_TOML = """[[endpoint]]

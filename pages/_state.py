@@ -1,12 +1,12 @@
 """Streamlit glue shared by the pages: URL/session state, model resolution and cached plans. Not a page
 (st.navigation lists pages explicitly).
 
-The query string (decoded by :mod:`planner.url_state`) is read when it changes; session state keeps
+The query string (decoded by :mod:`planner.links.budget`) is read when it changes; session state keeps
 the scenarios for pages opened without one (switching pages drops the query string), and every page
 writes the canonical query string back, so the link in the address bar always restores the view.
 
 Models are resolved by :func:`resolve`: a config.json pasted in this session (:data:`UPLOADS_KEY`), else
-:func:`planner.hub.resolve_model` (catalog, on-disk cache, then the Hub) behind ``st.cache_data``. The Hub
+:func:`planner.catalog.hub.resolve_model` (catalog, on-disk cache, then the Hub) behind ``st.cache_data``. The Hub
 token comes from ``st.secrets["HF_TOKEN"]`` or ``$HF_TOKEN`` and is passed as the unhashed ``_token``
 argument: it is never part of a cache key, the URL, a message or an export.
 """
@@ -22,16 +22,16 @@ from pathlib import Path
 
 import streamlit as st
 
-from planner import url_state
-from planner.discovery import EndpointInfo, discover_sync
-from planner.endpoints import Endpoint
+from planner.capacity.plan import plan
+from planner.capacity.result import Plan
+from planner.capacity.scenario import Scenario
+from planner.catalog.hub import ResolvedModel, resolve_model
+from planner.catalog.launch import UPLOADED_PREFIX
+from planner.catalog.model_spec import ModelSpec
 from planner.errors import PlannerError, UnsupportedModelError
-from planner.hub import ResolvedModel, resolve_model
-from planner.launch import UPLOADED_PREFIX
-from planner.model_spec import ModelSpec
-from planner.plan import plan
-from planner.result import Plan
-from planner.scenario import Scenario
+from planner.links import budget as url_state
+from planner.serving.discovery import EndpointInfo, discover_sync
+from planner.serving.endpoints import Endpoint
 
 __all__ = [
     "CONFIG_MEMORY_KEY",
@@ -145,10 +145,10 @@ def hub_token() -> str | None:
 
 @st.cache_data(ttl=3600, show_spinner=False, max_entries=256)
 def _cached_resolve(model_id: str, _token: str | None) -> ResolvedModel:
-    """:func:`planner.hub.resolve_model`, cached by id for an hour; ``_token`` is not hashed (not in the key).
+    """:func:`planner.catalog.hub.resolve_model`, cached by id for an hour; ``_token`` is not hashed (not in the key).
 
     Raises:
-        PlannerError: as :func:`planner.hub.resolve_model`; errors are not cached.
+        PlannerError: as :func:`planner.catalog.hub.resolve_model`; errors are not cached.
     """
     return resolve_model(model_id, token=_token)
 
@@ -198,14 +198,14 @@ def upload_label(text: str) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_plan(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
-    """:func:`planner.plan.plan`, cached by ``(scenario, spec)`` (frozen, hashable).
+    """:func:`planner.capacity.plan.plan`, cached by ``(scenario, spec)`` (frozen, hashable).
 
     Args:
         scenario: what to plan.
         spec: the resolved model (see :func:`resolve`); ``None`` lets the planner resolve ``scenario.model``.
 
     Raises:
-        PlannerError: as :func:`planner.plan.plan`; errors are not cached.
+        PlannerError: as :func:`planner.capacity.plan.plan`; errors are not cached.
     """
     return plan(scenario, spec=spec)
 
@@ -284,7 +284,7 @@ def endpoint_secrets(endpoints: Sequence[Endpoint]) -> dict[str, str]:
 
 @st.cache_data(ttl=30, show_spinner=False, max_entries=64)
 def cached_discovery(endpoint: Endpoint, timeout_s: float, _secrets: dict[str, str]) -> EndpointInfo:
-    """:func:`planner.discovery.discover_sync`, cached for 30 s per endpoint; ``_secrets`` is not hashed.
+    """:func:`planner.serving.discovery.discover_sync`, cached for 30 s per endpoint; ``_secrets`` is not hashed.
 
     Raises:
         MissingAPIKeyError: the endpoint's API-key variable is not set (not cached).

@@ -8,11 +8,11 @@ import streamlit as st
 
 from pages import _editor as editor
 from pages import _state as state
-from planner.charts import key_figures_table, memory_breakdown_figure, scenario_label
+from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
+from planner.catalog.launch import launch_command
+from planner.catalog.presets import presets, scenario_from_advice
 from planner.errors import PlannerError
-from planner.launch import launch_command
-from planner.presets import presets, scenario_from_advice
-from planner.url_state import MAX_SCENARIOS
+from planner.links.budget import MAX_SCENARIOS
 
 state.use_router()
 st.title("VRAM Budget")

@@ -7,9 +7,7 @@ import streamlit as st
 
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
-from planner import compare_state
-from planner.compare import CompareRun, CompareSnapshot, to_csv, to_json
-from planner.compare_charts import (
+from planner.compare.charts import (
     METRIC_HELP,
     display_metrics,
     endpoint_metrics,
@@ -21,7 +19,9 @@ from planner.compare_charts import (
     tokens_figure,
     ttft_figure,
 )
+from planner.compare.run import CompareRun, CompareSnapshot, to_csv, to_json
 from planner.errors import PlannerError
+from planner.links import compare as compare_state
 
 RUN_KEY = "compare.run"  # {"run": CompareRun, "repeat": int, "recorded": bool}
 HISTORY_KEY = "compare.history"  # [CompareResult], oldest first

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _state as state
-from planner.charts import (
+from planner.capacity.charts import (
     concurrency_figure,
     concurrency_table,
     context_label,

@@ -10,11 +10,10 @@ import streamlit as st
 
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
-from planner import loadtest_state
-from planner.benchmark import BenchmarkRun, BenchmarkSnapshot, plan_jobs
-from planner.charts import scenario_label
+from planner.capacity.charts import scenario_label
 from planner.errors import PlannerError
-from planner.loadtest_charts import (
+from planner.links import loadtest as loadtest_state
+from planner.loadtest.charts import (
     LATENCY_AXES,
     display_runs,
     live_figure,
@@ -23,10 +22,11 @@ from planner.loadtest_charts import (
     sweep_figure,
     sweep_points,
 )
-from planner.loadtest_runs import failure_summary, import_runs, requests_frame, runs_frame, same_model, to_vllm_file
-from planner.server_metrics import compare_kv
-from planner.sweep import find_knee
-from planner.workload import example_prompts, parse_prompts_jsonl
+from planner.loadtest.results import failure_summary, import_runs, requests_frame, runs_frame, same_model, to_vllm_file
+from planner.loadtest.sweep import find_knee
+from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
+from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
+from planner.serving.server_metrics import compare_kv
 
 RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "recorded": int}
 HISTORY_KEY = "lt.history"  # [SavedRun], oldest first

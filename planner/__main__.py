@@ -1,7 +1,7 @@
-"""``python -m planner``: see :mod:`planner.cli`."""
+"""``python -m planner``: see :mod:`planner.cli.main`."""
 
 import sys
 
-from planner.cli import main
+from planner.cli.main import main
 
 sys.exit(main())

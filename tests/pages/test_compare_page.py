@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.clients import ChatRequest
-from planner.compare import run_compare, to_csv, to_json
-from planner.compare_charts import history_csv
-from planner.endpoints import Endpoint
+from planner.compare.charts import history_csv
+from planner.compare.run import run_compare, to_csv, to_json
+from planner.serving.clients import ChatRequest
+from planner.serving.endpoints import Endpoint
 from tests.pages.apptest_text import page_text
 from tests.servers.empty_answer import empty_answer_server
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.clients import ChatRequest, stream_chat, stream_tgi
-from planner.compare import to_csv, to_json
-from planner.compare_charts import history_csv
-from planner.discovery import discover
-from planner.endpoints import Endpoint
+from planner.compare.charts import history_csv
+from planner.compare.run import to_csv, to_json
 from planner.errors import InvalidParameterError
+from planner.serving.clients import ChatRequest, stream_chat, stream_tgi
+from planner.serving.discovery import discover
+from planner.serving.endpoints import Endpoint
 from tests.pages.apptest_text import page_text
 from tests.servers.faulty import FaultyServer
 
@@ -328,8 +328,8 @@ KEY_PLACES = 7
 
 # --- the scrubber behind every error message -------------------------------------------------------------------------
 def test_error_messages_are_scrubbed_of_keys_read(monkeypatch):
-    from planner.endpoints import api_key, redact
-    from planner.streaming import one_line
+    from planner.serving.endpoints import api_key, redact
+    from planner.serving.streaming import one_line
 
     key = "k3y-" + pysecrets.token_hex(12)  # no known prefix: found because api_key read it, not by its shape
     monkeypatch.setenv(KEY_ENV, key)

@@ -1,7 +1,7 @@
 """Hostile links, property-based: every parameter of every page, with values built to hurt (issue 6).
 
 The parameter names come from the codecs' own tables (``Scenario`` fields × scenario prefixes for the VRAM Budget
-and Concurrency pages, :data:`planner.compare_state.KEYS`, :data:`planner.loadtest_state.KEYS`), so a new parameter
+and Concurrency pages, :data:`planner.links.compare.KEYS`, :data:`planner.links.loadtest.KEYS`), so a new parameter
 is attacked without editing this file. Values: wrong types, NaN/inf, negative and huge numbers, 10⁶-character
 strings, NUL, RTL overrides, zero-width and emoji, markup and paths, unknown GPU/model/endpoint names, repeated
 keys (lists), and unknown keys.
@@ -38,9 +38,10 @@ from streamlit.runtime.state.query_params import (
 )
 from streamlit.testing.v1 import AppTest
 
-from planner import compare_state, url_state
-from planner.scenario import LIMITS as SCENARIO_LIMITS
-from planner.scenario import Scenario
+from planner.capacity.scenario import LIMITS as SCENARIO_LIMITS
+from planner.capacity.scenario import Scenario
+from planner.links import budget as url_state
+from planner.links import compare as compare_state
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30
@@ -143,7 +144,7 @@ def _compare_spec() -> PageSpec:
 
 def _loadtest_spec() -> PageSpec | None:
     try:
-        from planner import loadtest_state
+        from planner.links import loadtest as loadtest_state
     except ImportError:
         return None
     numbers: Mapping[str, tuple] = getattr(loadtest_state, "_NUMBERS", {})

@@ -1,0 +1,189 @@
+"""KV-cache geometry: bytes per token, paged blocks, KV tokens and max concurrency.
+
+Formulas follow vLLM (``shared/reference/capacity_accounting.md`` sections 1c and 1d):
+
+* KV heads per rank ``max(1, n_kv // tp)`` (``ModelConfig.get_num_kv_heads``): heads are replicated,
+  not split, once TP exceeds their count.
+* Page of one layer for ``block_size`` tokens (``vllm/v1/kv_cache_interface.py``):
+  ``block_size · kv_heads_per_rank · (head_size_k + head_size_v) · dtype_bytes`` for MHA/GQA/MQA;
+  ``block_size · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes`` for MLA, on every TP rank.
+* Uniform models: ``num_blocks = available // (page · layers)``; "GPU KV cache size" is
+  ``num_blocks · block_size`` tokens.
+* Hybrid sliding-window models (``_get_kv_cache_config_uniform_page_size``): layers are grouped by
+  attention type into groups of ``group_size`` = the smallest per-type layer count; the groups share
+  ``group_size`` pools, so ``num_blocks = available // (page · group_size)`` and the reported tokens
+  are ``num_blocks // num_groups · block_size``.
+* Max concurrency (``get_max_concurrency_for_kv_cache_config``): ``num_blocks`` over the blocks one
+  request of ``max_model_len`` needs per pool: ``cdiv(len, block)`` for full attention,
+  ``cdiv(min(window − 1 + max_num_batched_tokens, len), block) + 1`` for a sliding window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.catalog.model_spec import ModelSpec
+from planner.errors import InvalidParameterError
+from planner.units import DTYPE_BYTES, ceil_div
+
+__all__ = [
+    "KV_CACHE_DTYPES",
+    "KVGroup",
+    "KVPool",
+    "kv_dtype_bytes",
+    "kv_groups",
+    "kv_heads_per_rank",
+    "page_bytes_per_layer",
+]
+
+#: ``--kv-cache-dtype`` values vLLM accepts (``vllm/config/cache.py``, CacheDType).
+KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> float:
+    """Bytes per cached element.
+
+    Args:
+        kv_cache_dtype: ``auto`` (the model dtype, so fp32 under ``--dtype float32``), a 16-bit dtype,
+            or one of the fp8 formats (1 byte).
+        model_dtype: the dtype the engine runs the model in.
+
+    Raises:
+        InvalidParameterError: ``kv_cache_dtype`` is not one of :data:`KV_CACHE_DTYPES`.
+    """
+    if kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise InvalidParameterError("kv_cache_dtype", kv_cache_dtype, "one of " + ", ".join(KV_CACHE_DTYPES))
+    if kv_cache_dtype == "auto":
+        return DTYPE_BYTES[model_dtype]
+    return DTYPE_BYTES[kv_cache_dtype]
+
+
+def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
+    """KV heads each tensor-parallel rank caches: ``max(1, n_kv // tp)`` (vLLM ``get_num_kv_heads``)."""
+    return max(1, num_kv_heads // tp)
+
+
+def page_bytes_per_layer(spec: ModelSpec, *, tp: int, block_size: int, dtype_bytes: float) -> int:
+    """Bytes of one layer's KV page holding ``block_size`` tokens on one TP rank."""
+    if spec.is_mla:
+        return int(block_size * ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)) * dtype_bytes)
+    heads = kv_heads_per_rank(spec.num_kv_heads, tp)
+    return int(block_size * heads * (spec.head_dim + spec.v_head_dim) * dtype_bytes)
+
+
+@dataclass(frozen=True)
+class KVGroup:
+    """Layers of one attention type on a rank.
+
+    Attributes:
+        kind: ``full``, ``sliding`` or ``chunked``.
+        window_tokens: sliding window or chunk size; ``None`` for full attention.
+        num_layers: layers of this kind on the rank.
+    """
+
+    kind: str
+    window_tokens: int | None
+    num_layers: int
+
+
+def kv_groups(spec: ModelSpec, layer_range: tuple[int, int], *, hybrid: bool = True) -> tuple[KVGroup, ...]:
+    """Group the layers of ``layer_range`` by attention type.
+
+    Args:
+        spec: the model.
+        layer_range: (first, last+1) layers held by the rank.
+        hybrid: ``False`` treats every layer as full attention, as vLLM V0 and
+            ``--disable-hybrid-kv-cache-manager`` do.
+    """
+    counts: dict[str, int] = {}
+    for kind in spec.layer_attention[layer_range[0] : layer_range[1]]:
+        kind = kind if hybrid else "full"
+        counts[kind] = counts.get(kind, 0) + 1
+    groups = []
+    for kind, n in counts.items():
+        window = None
+        if kind == "sliding":
+            window = spec.sliding_window
+        elif kind == "chunked":
+            window = spec.attention_chunk_size
+        groups.append(KVGroup(kind, window, n))
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
+class KVPool:
+    """The paged KV cache of one GPU, as vLLM V1 lays it out.
+
+    Attributes:
+        block_size: tokens per block.
+        page_bytes: bytes of one layer's page (one block of one layer).
+        groups: the attention-type groups on this rank.
+        group_size: layers sharing one pool (all layers for uniform models).
+        num_blocks: blocks per pool ("num_gpu_blocks").
+        max_num_batched_tokens: prefill chunk, which bounds what a sliding window must keep.
+    """
+
+    block_size: int
+    page_bytes: int
+    groups: tuple[KVGroup, ...]
+    group_size: int
+    num_blocks: int
+    max_num_batched_tokens: int
+
+    @property
+    def num_kv_groups(self) -> int:
+        """KV-cache groups: ``ceil(layers_of_type / group_size)`` summed over types."""
+        return sum(ceil_div(g.num_layers, self.group_size) for g in self.groups)
+
+    @property
+    def bytes_per_token(self) -> float:
+        """KV bytes one token adds on this rank if every layer cached it (full attention)."""
+        return self.page_bytes / self.block_size * sum(g.num_layers for g in self.groups)
+
+    @property
+    def tokens(self) -> int:
+        """ "GPU KV cache size" in tokens: ``num_blocks // num_kv_groups · block_size``."""
+        return self.num_blocks // max(1, self.num_kv_groups) * self.block_size
+
+    def blocks_per_request(self, context_tokens: int) -> int:
+        """Blocks (per pool) one request of ``context_tokens`` occupies across all groups."""
+        total = 0
+        for g in self.groups:
+            n_groups = ceil_div(g.num_layers, self.group_size)
+            if g.window_tokens is None:
+                need = ceil_div(context_tokens, self.block_size)
+            else:
+                span = min(g.window_tokens - 1 + self.max_num_batched_tokens, context_tokens)
+                need = ceil_div(span, self.block_size) + 1
+            total += n_groups * need
+        return total
+
+    def concurrency_at(self, context_tokens: int) -> float:
+        """Requests of ``context_tokens`` each that fit at once (vLLM's "Maximum concurrency")."""
+        return self.num_blocks / self.blocks_per_request(context_tokens)
+
+
+def build_pool(
+    groups: tuple[KVGroup, ...],
+    *,
+    available_bytes: float,
+    page_bytes: int,
+    block_size: int,
+    max_num_batched_tokens: int,
+) -> KVPool:
+    """Lay out ``available_bytes`` of KV memory in blocks as vLLM V1 does (see module docstring).
+
+    Args:
+        groups: attention-type groups of the rank (from :func:`kv_groups`).
+        available_bytes: KV memory of the rank; negative is treated as zero.
+        page_bytes: one layer's page (from :func:`page_bytes_per_layer`).
+        block_size: tokens per block.
+        max_num_batched_tokens: prefill chunk size.
+    """
+    # Uniform models keep one pool per layer; hybrid ones share pools of the smallest group.
+    group_size = min((g.num_layers for g in groups), default=1)
+    blocks = int(max(0.0, available_bytes) // (page_bytes * group_size)) if page_bytes else 0
+    return KVPool(block_size, page_bytes, groups, group_size, blocks, max_num_batched_tokens)
+
+
+__all__ += ["build_pool"]

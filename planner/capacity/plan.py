@@ -1,0 +1,203 @@
+"""Plan a scenario with its engine, and find the cheapest changes that make it fit.
+
+:func:`plan` is the one entry point pages and the CLI call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.capacity.engines.article import plan_article
+from planner.capacity.engines.tgi import plan_tgi
+from planner.capacity.engines.vllm import plan_vllm
+from planner.capacity.result import Advice, Plan
+from planner.capacity.scenario import Scenario, validate
+from planner.catalog.gpus import get_gpu, list_gpus
+from planner.catalog.hub import resolve_model
+from planner.catalog.model_spec import ModelSpec
+from planner.catalog.models import quantized_exports
+from planner.errors import PlannerError
+
+__all__ = ["plan", "plan_many"]
+
+#: Most TP sizes the advice suggests (one 8-GPU node).
+_MAX_ADVICE_GPUS = 8
+#: Utilization the advice may raise to: vLLM's own examples go to 0.95; above it CUDA graphs and
+#: other processes run out of headroom.
+_HIGH_UTILIZATION = 0.95
+#: Suggestions kept.
+_MAX_ADVICE = 5
+#: A "bigger GPU" must have at least this much more memory to be worth suggesting.
+_MIN_GPU_STEP = 1.1
+
+
+def _plan_once(scenario: Scenario, spec: ModelSpec | None) -> Plan:
+    if scenario.engine == "tgi":
+        return plan_tgi(scenario, spec)
+    if scenario.engine == "article":
+        return plan_article(scenario, spec)
+    return plan_vllm(scenario, spec)
+
+
+def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = True) -> Plan:
+    """Validate ``scenario`` and plan it with its engine.
+
+    Args:
+        scenario: what to plan.
+        spec: a model to use instead of resolving ``scenario.model`` (catalog, on-disk cache, then the Hub,
+            see :func:`planner.catalog.hub.resolve_model`).
+        advise: when it does not fit, search for the cheapest changes that make it fit.
+
+    Returns:
+        The plan; ``advice`` lists fitting alternatives, each re-planned to prove it, fewest GPUs
+        first.
+
+    Raises:
+        PlannerError: invalid settings, unknown model or GPU.
+    """
+    scenario = validate(scenario)
+    article_inputs = None not in (
+        scenario.params_b,
+        scenario.num_layers,
+        scenario.num_kv_heads,
+        scenario.head_dim,
+        scenario.gpu_memory_gb,
+    )
+    if spec is None and not (scenario.engine == "article" and article_inputs):
+        spec = resolve_model(scenario.model).spec
+    result = _plan_once(scenario, spec)
+    if result.fits or not advise:
+        return result
+    return replace(result, advice=_advice(scenario, result, spec))
+
+
+def plan_many(scenarios: list[Scenario]) -> list[Plan | PlannerError]:
+    """Plan several scenarios; a failing one yields its error in place instead of stopping the rest."""
+    out: list[Plan | PlannerError] = []
+    for s in scenarios:
+        try:
+            out.append(plan(s))
+        except PlannerError as exc:
+            out.append(exc)
+    return out
+
+
+def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, str, Scenario]]:
+    """Single changes worth trying, as (category, description, changed scenario)."""
+    out: list[tuple[str, str, Scenario]] = []
+    if s.engine == "article":
+        if s.weight_quant != "int4":
+            out.append(("quant", "int4 weights", replace(s, weight_quant="int4")))
+        if s.kv_quant not in ("fp8", "int8", "int4"):
+            out.append(("kv", "fp8 KV cache", replace(s, kv_quant="fp8")))
+    else:
+        if s.kv_cache_dtype not in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+            out.append(("kv", "--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
+        tp = s.tensor_parallel_size
+        for bigger in (2, 4, 8):
+            fits_node = bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
+            if bigger > tp and spec.num_attention_heads % bigger == 0 and fits_node:
+                flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
+                out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
+        if s.engine == "vllm" and s.gpu_memory_utilization < _HIGH_UTILIZATION:
+            out.append(
+                (
+                    "util",
+                    f"--gpu-memory-utilization {_HIGH_UTILIZATION}",
+                    replace(s, gpu_memory_utilization=_HIGH_UTILIZATION),
+                )
+            )
+        if spec.quant.method == "none" and s.quantization is None:
+            try:
+                fp8 = get_gpu(s.gpu).fp8_support if s.gpu != "custom" else False
+            except PlannerError:
+                fp8 = False
+            exports = quantized_exports(s.model)
+            if fp8:
+                out.append(("quant", "--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
+            for export in exports:
+                out.append(
+                    (
+                        "quant",
+                        f"the {export.spec.quant.method.upper()} checkpoint {export.id}",
+                        replace(s, model=export.id),
+                    )
+                )
+            if not any(e.spec.quant.method in ("awq", "gptq") for e in exports):
+                out.append(("quant", "an AWQ int4 export of this model", replace(s, quantization="awq")))
+    if s.gpu != "custom":
+        try:
+            current = get_gpu(s.gpu)
+        except PlannerError:
+            current = None
+        if current is not None:
+            bigger_gpus = sorted(
+                (
+                    g
+                    for g in list_gpus()
+                    if g.memory_total_bytes > _MIN_GPU_STEP * current.memory_total_bytes and g.vendor == current.vendor
+                ),
+                key=lambda g: g.memory_total_bytes,
+            )
+            for g in bigger_gpus[:3]:
+                out.append(("gpu", f"a bigger GPU: {g.name}", replace(s, gpu=g.id, gpu_memory_gb=None)))
+    return out
+
+
+def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
+    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec."""
+    try:
+        if candidate.model != base.model:
+            spec = resolve_model(candidate.model).spec
+        return _plan_once(validate(candidate), spec)
+    except PlannerError:
+        return None
+
+
+def _shorten(s: Scenario, alt: Plan) -> tuple[str, Scenario] | None:
+    """vLLM only: cap ``max_model_len`` at what fits (rounded down to 1024), if that is at least 1024."""
+    estimate = alt.estimated_max_model_len or 0
+    if s.engine != "vllm" or not 1024 <= estimate < alt.max_model_len:
+        return None
+    shorter = estimate // 1024 * 1024
+    return f"--max-model-len {shorter}", replace(s, max_model_len=shorter)
+
+
+def _advice(s: Scenario, result: Plan, spec: ModelSpec | None) -> tuple[Advice, ...]:
+    """Changes that make ``s`` fit: single changes first, then pairs from different categories, each
+    optionally followed by a shorter ``max_model_len``; every one re-planned to prove it fits."""
+    model_spec = spec
+    if model_spec is None:
+        return ()
+    found: dict[str, Advice] = {}
+
+    def consider(changes: list[str], candidate: Scenario) -> None:
+        alt = _try(candidate, s, model_spec)
+        if alt is None:
+            return
+        if not alt.fits:
+            shorter = _shorten(candidate, alt)
+            if shorter is None:
+                return
+            alt = _try(shorter[1], s, model_spec)
+            if alt is None or not alt.fits:
+                return
+            changes = [*changes, shorter[0]]
+        key = " + ".join(changes)
+        found.setdefault(key, Advice(key, alt.scenario, alt.max_concurrency, alt.num_gpus))
+
+    singles = _candidates(s, result, model_spec)
+    consider([], s)
+    for _, change, candidate in singles:
+        consider([change], candidate)
+    if len(found) < _MAX_ADVICE:
+        for i, (cat_a, change_a, cand_a) in enumerate(singles):
+            for cat_b, change_b, _ in singles[i + 1 :]:
+                if cat_a == cat_b:
+                    continue
+                combined = next(c for k, ch, c in _candidates(cand_a, result, model_spec) if ch == change_b)
+                consider([change_a, change_b], combined)
+    ranked = sorted(
+        found.values(), key=lambda a: (a.num_gpus, a.change.count("+"), a.change.startswith("a bigger GPU"))
+    )
+    return tuple(ranked[:_MAX_ADVICE])

@@ -1,0 +1,191 @@
+"""The result of planning one scenario."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.capacity.kv_cache import KVPool
+from planner.capacity.scenario import Scenario
+from planner.units import GIB
+
+__all__ = ["Advice", "Formula", "MemoryTerms", "Plan"]
+
+
+@dataclass(frozen=True)
+class MemoryTerms:
+    """Memory of one GPU (the rank that limits the KV cache), in bytes.
+
+    ``total_bytes = weights + activation + non_torch + cuda_graph + kv_cache + unused``: ``unused`` is
+    what the engine leaves free (the ``1 − gpu_memory_utilization`` headroom, or TGI's wiggle room).
+    ``None`` marks a term the engine does not model (the article engine has no activation term).
+    """
+
+    total_bytes: float
+    budget_bytes: float
+    weights_bytes: float
+    activation_bytes: float | None
+    non_torch_bytes: float | None
+    cuda_graph_bytes: float | None
+    kv_cache_bytes: float
+    unused_bytes: float
+
+    def as_gib(self) -> dict[str, float | None]:
+        """Every term in GiB (2**30 bytes), keyed ``<term>_gib``."""
+        return {
+            name.replace("_bytes", "_gib"): (None if value is None else value / GIB)
+            for name, value in self.__dict__.items()
+        }
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One line of the derivation, with the user's numbers filled in.
+
+    Attributes:
+        label: what is computed, e.g. "KV cache memory".
+        expression: the formula with numbers, e.g. "79.19 GiB × 0.90 − 14.99 GiB − ... ".
+        value: the result as displayed, with its unit.
+        source: engine file and version, or paper, the formula comes from.
+    """
+
+    label: str
+    expression: str
+    value: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A change that makes a scenario fit, proven by re-planning.
+
+    Attributes:
+        change: what to change, in words ("--kv-cache-dtype fp8").
+        scenario: the changed scenario.
+        max_concurrency: its concurrency at ``max_model_len`` once changed.
+        num_gpus: GPUs it needs.
+    """
+
+    change: str
+    scenario: Scenario
+    max_concurrency: float
+    num_gpus: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The plan of one scenario.
+
+    Attributes:
+        scenario: the input, with engine defaults resolved.
+        engine_label: engine and version as shown ("vLLM 0.28 (V1)").
+        model_id / gpu_name: what was planned.
+        num_gpus: TP·PP.
+        per_gpu: memory of the limiting GPU.
+        weights_total_bytes: weights summed over all GPUs.
+        kv_cache_total_bytes: KV memory summed over all GPUs.
+        kv_bytes_per_token: KV bytes one token adds on the limiting GPU, all its layers counted.
+        kv_bytes_per_token_model: KV bytes per token for the whole model (all GPUs).
+        block_size: tokens per block (1 for engines without paging).
+        num_gpu_blocks: blocks per GPU (``None`` where the engine reports none).
+        kv_cache_tokens: the engine's "GPU KV cache size" (vLLM) or ``max_batch_total_tokens`` (TGI).
+        max_model_len: context limit per request.
+        max_concurrency: requests of ``max_model_len`` tokens that fit at once.
+        max_concurrency_at_target: the same at ``scenario.target_context``, if set.
+        estimated_max_model_len: the longest context one request could have (vLLM's estimate).
+        fits: whether the engine would start and serve one full-length request.
+        reason: why not, in plain words (``None`` when it fits).
+        kv_needed_for_max_len_bytes: KV memory one request of ``max_model_len`` needs on the limiting
+            GPU (vLLM's "X GiB KV cache is needed" start-up check).
+        model_max_position_embeddings: the longest context the model itself supports, tokens (``None``
+            for the article engine's hand-typed sizes).
+        max_num_seqs / max_num_batched_tokens: the scheduler limits in force (defaults resolved);
+            ``None`` for engines without them.
+        advice: cheapest changes that make it fit, each proven by a re-plan.
+        formulas: the derivation with numbers.
+        notes: assumptions and caveats.
+        pool: the paged layout, for concurrency at other context lengths (``None`` for engines
+            without one).
+    """
+
+    scenario: Scenario
+    engine_label: str
+    model_id: str
+    gpu_name: str
+    num_gpus: int
+    per_gpu: MemoryTerms
+    weights_total_bytes: float
+    kv_cache_total_bytes: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_model: float
+    block_size: int
+    num_gpu_blocks: int | None
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float
+    max_concurrency_at_target: float | None
+    estimated_max_model_len: int | None
+    fits: bool
+    reason: str | None
+    kv_needed_for_max_len_bytes: float | None = None
+    model_max_position_embeddings: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    advice: tuple[Advice, ...] = ()
+    formulas: tuple[Formula, ...] = ()
+    notes: tuple[str, ...] = ()
+    pool: KVPool | None = field(default=None, compare=False)
+
+    def concurrency_at(self, context_tokens: int) -> float:
+        """Concurrent requests of ``context_tokens`` each that fit in the KV cache.
+
+        Uses the engine's own block accounting where it has one (vLLM), otherwise
+        ``kv_cache_tokens / context_tokens``.
+        """
+        if self.pool is not None:
+            return self.pool.concurrency_at(context_tokens)
+        return self.kv_cache_tokens / context_tokens
+
+    def to_json(self) -> dict[str, object]:
+        """The plan as a JSON-ready dict; keys follow vLLM's log and flag names with units."""
+        terms = self.per_gpu.as_gib()
+        return {
+            "engine": self.scenario.engine,
+            "engine_label": self.engine_label,
+            "model": self.model_id,
+            "gpu": self.gpu_name,
+            "tensor_parallel_size": self.scenario.tensor_parallel_size,
+            "pipeline_parallel_size": self.scenario.pipeline_parallel_size,
+            "num_gpus": self.num_gpus,
+            "total_gpu_memory_gib": terms["total_gib"],
+            "requested_memory_gib": terms["budget_gib"],
+            "weights_memory_gib": terms["weights_gib"],
+            "activation_memory_gib": terms["activation_gib"],
+            "non_torch_memory_gib": terms["non_torch_gib"],
+            "cuda_graph_memory_gib": terms["cuda_graph_gib"],
+            "kv_cache_memory_gib": terms["kv_cache_gib"],
+            "unused_memory_gib": terms["unused_gib"],
+            "weights_total_gib": self.weights_total_bytes / GIB,
+            "kv_cache_total_gib": self.kv_cache_total_bytes / GIB,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_bytes_per_token_model": self.kv_bytes_per_token_model,
+            "block_size": self.block_size,
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "num_gpu_blocks": self.num_gpu_blocks,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_model_len": self.max_model_len,
+            "model_max_position_embeddings": self.model_max_position_embeddings,
+            "max_concurrency": self.max_concurrency,
+            "max_concurrency_at_target": self.max_concurrency_at_target,
+            "target_context": self.scenario.target_context,
+            "estimated_max_model_len": self.estimated_max_model_len,
+            "kv_needed_for_max_len_gib": (
+                None if self.kv_needed_for_max_len_bytes is None else self.kv_needed_for_max_len_bytes / GIB
+            ),
+            "fits": self.fits,
+            "reason": self.reason,
+            "advice": [
+                {"change": a.change, "max_concurrency": a.max_concurrency, "num_gpus": a.num_gpus} for a in self.advice
+            ],
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,126 @@
+"""Launch commands that realise a planned scenario: ``vllm serve`` and TGI's ``docker run``."""
+
+from __future__ import annotations
+
+import shlex
+
+from planner.capacity.result import Plan
+from planner.catalog.models import get_model
+from planner.errors import PlannerError
+
+__all__ = ["UPLOADED_PREFIX", "launch_command", "tgi_command", "vllm_command"]
+
+#: Model ids the pages give pasted or uploaded configs (``uploaded-config/<name>-<hash>``).
+UPLOADED_PREFIX = "uploaded-config/"
+
+#: TGI's ``--quantize`` spelling of our quantization names (launcher ``Quantization`` enum).
+_TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bitsandbytes-nf4", "int8": "eetq"}
+#: TGI's ``--kv-cache-dtype`` values.
+_TGI_KV = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
+
+
+#: Schemes vLLM applies to an unquantized checkpoint while loading (``--quantization fp8``,
+#: ``--quantization bitsandbytes``); the others come with the checkpoint.
+_RUNTIME_QUANTIZATION = ("fp8", "bitsandbytes")
+_EXPORT_NAMES = {"awq": "an AWQ int4", "gptq": "a GPTQ int4", "int8": "a w8a8 int8", "mxfp4": "an MXFP4"}
+
+
+def _checkpoint_method(model_id: str) -> str:
+    try:
+        return get_model(model_id).spec.quant.method
+    except PlannerError:
+        return "none"
+
+
+def vllm_command(plan: Plan) -> str:
+    """The ``vllm serve`` command for ``plan`` (flags as ``vllm serve --help`` spells them).
+
+    Settings left at vLLM's defaults are omitted, except ``--gpu-memory-utilization`` and
+    ``--max-model-len``, which the plan depends on most and which are worth pinning. ``--quantization``
+    appears only for schemes vLLM applies at load time (fp8, bitsandbytes); AWQ, GPTQ, w8a8 and MXFP4
+    come with the checkpoint, so when the planned checkpoint is not such an export the command starts
+    with a comment line saying one is needed.
+    """
+    s = plan.scenario
+    if s.engine == "article" and s.params_b is not None and s.model not in plan.model_id:
+        return "# the article engine with hand-typed model inputs has no checkpoint to serve"
+    args = ["vllm", "serve", plan.model_id]
+    if plan.model_id.startswith(UPLOADED_PREFIX):
+        # A pasted config.json has no repo behind it; the user serves their own checkpoint folder.
+        args[2] = "/path/to/your/checkpoint"
+    if s.tensor_parallel_size > 1:
+        args += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
+    if s.pipeline_parallel_size > 1:
+        args += ["--pipeline-parallel-size", str(s.pipeline_parallel_size)]
+    if s.dtype != "auto":
+        args += ["--dtype", s.dtype]
+    prefix = ""
+    if s.quantization in _RUNTIME_QUANTIZATION:
+        args += ["--quantization", s.quantization]
+    elif s.quantization and _checkpoint_method(plan.model_id) != s.quantization:
+        # vLLM reads AWQ/GPTQ/int8/MXFP4 from the checkpoint's quantization_config; a flag cannot
+        # quantize a bf16 checkpoint into them.
+        prefix = f"# needs {_EXPORT_NAMES[s.quantization]} export of {plan.model_id} (vLLM detects its scheme)\n"
+    if s.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", s.kv_cache_dtype]
+    args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", str(plan.max_model_len)]
+    if s.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(s.max_num_seqs)]
+    if s.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
+    if s.block_size not in (None, 16):
+        args += ["--block-size", str(s.block_size)]
+    if s.enforce_eager:
+        args.append("--enforce-eager")
+    return prefix + shlex.join(args)
+
+
+def tgi_command(plan: Plan) -> str:
+    """The ``docker run ... text-generation-inference`` command for ``plan`` (launcher flags)."""
+    s = plan.scenario
+    version = s.engine_version if s.engine == "tgi" and s.engine_version else "3.3.7"
+    args = [
+        "docker",
+        "run",
+        "--gpus",
+        "all",
+        "--shm-size",
+        "1g",
+        "-p",
+        "8080:80",
+        "-e",
+        "HF_TOKEN",
+        "-v",
+        "$PWD/data:/data",
+        f"ghcr.io/huggingface/text-generation-inference:{version}",
+        "--model-id",
+        "/data/your-checkpoint" if plan.model_id.startswith(UPLOADED_PREFIX) else plan.model_id,
+    ]
+    if s.tensor_parallel_size > 1:
+        args += ["--num-shard", str(s.tensor_parallel_size)]
+    if s.quantization in _TGI_QUANTIZE:
+        args += ["--quantize", _TGI_QUANTIZE[s.quantization]]
+    if s.kv_cache_dtype in _TGI_KV:
+        args += ["--kv-cache-dtype", _TGI_KV[s.kv_cache_dtype]]
+    if s.dtype in ("bfloat16", "float16"):
+        args += ["--dtype", s.dtype]
+    max_total = s.max_total_tokens or plan.max_model_len
+    max_input = s.max_input_tokens or max_total - 1
+    prefill = s.max_batch_prefill_tokens or max_input + 50
+    args += [
+        "--max-input-tokens",
+        str(max_input),
+        "--max-total-tokens",
+        str(max_total),
+        "--max-batch-prefill-tokens",
+        str(prefill),
+    ]
+    if s.cuda_memory_fraction != 1.0:
+        args += ["--cuda-memory-fraction", f"{s.cuda_memory_fraction:g}"]
+    # $PWD must stay unquoted so the shell expands it.
+    return shlex.join(args).replace("'$PWD/data:/data'", "$PWD/data:/data")
+
+
+def launch_command(plan: Plan) -> str:
+    """The launch command of the plan's own engine (``vllm serve`` for the article engine too)."""
+    return tgi_command(plan) if plan.scenario.engine == "tgi" else vllm_command(plan)

@@ -1,0 +1,396 @@
+"""Send the same prompt to several endpoints at once and compare their latency.
+
+:func:`run_compare` is the async core (endpoints concurrently, repeats sequential per endpoint). :class:`CompareRun`
+runs it on a background thread with its own event loop and exposes a thread-safe :meth:`CompareRun.snapshot`, so
+a UI (e.g. a Streamlit fragment polling every 0.5 s) shows the answers as they stream without parsing anything on
+its own thread. :func:`metrics_frame`, :func:`summary_frame`, :func:`to_csv` and :func:`to_json` build the tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from planner.compare.background import BackgroundRun
+from planner.errors import InvalidParameterError
+from planner.metrics.latency import LatencyMetrics, Summary, compute_metrics, summarize
+from planner.serving.clients import ChatRequest, make_client, stream_chat
+from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discover
+from planner.serving.endpoints import Endpoint
+from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
+
+__all__ = [
+    "CompareResult",
+    "CompareRun",
+    "CompareSnapshot",
+    "EndpointProgress",
+    "metrics_frame",
+    "run_compare",
+    "summary_frame",
+    "to_csv",
+    "to_json",
+]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything a compare run produced.
+
+    Attributes:
+        request: The request that was sent.
+        infos: Discovery result per endpoint, in endpoint order.
+        records: Every request record, grouped by endpoint in endpoint order, repeats in order.
+        cancelled: The run was cancelled before all requests finished.
+    """
+
+    request: ChatRequest
+    infos: tuple[EndpointInfo, ...]
+    records: tuple[RequestRecord, ...]
+    cancelled: bool = False
+
+    def for_endpoint(self, name: str) -> tuple[RequestRecord, ...]:
+        """The records of endpoint ``name``."""
+        return tuple(r for r in self.records if r.endpoint == name)
+
+    def metrics(self) -> tuple[LatencyMetrics, ...]:
+        """:func:`~planner.metrics.latency.compute_metrics` of every record."""
+        return tuple(compute_metrics(r) for r in self.records)
+
+
+def _check(endpoints: Sequence[Endpoint], repeat: int, timeout_s: float) -> None:
+    if not endpoints:
+        raise InvalidParameterError("endpoints", list(endpoints), "at least one endpoint")
+    names = [e.name for e in endpoints]
+    if len(set(names)) != len(names):
+        raise InvalidParameterError("endpoints", names, "endpoints with unique names")
+    if not isinstance(repeat, int) or repeat < 1:
+        raise InvalidParameterError("repeat", repeat, "an integer ≥ 1")
+    if not timeout_s > 0:
+        raise InvalidParameterError("timeout_s", timeout_s, "a number of seconds > 0")
+
+
+async def run_compare(
+    endpoints: Sequence[Endpoint],
+    request: ChatRequest,
+    *,
+    repeat: int = 1,
+    timeout_s: float = 60.0,
+    on_event: Callable[[StreamUpdate], None] | None = None,
+    secrets: Mapping[str, Any] | None = None,
+) -> CompareResult:
+    """Send ``request`` to every endpoint concurrently, ``repeat`` times in a row per endpoint.
+
+    Each endpoint is discovered first (model when not given, context limit); requests then go through one
+    reused client per endpoint. Failures never raise: they are records with ``ok=False``.
+
+    Args:
+        endpoints: Endpoints with unique names.
+        request: The prompt and sampling parameters.
+        repeat: Requests per endpoint, sent one after the other (≥ 1).
+        timeout_s: Connect/read timeout of each request and discovery call, seconds.
+        on_event: Called in the event loop for every streamed chunk and request end.
+        secrets: Optional mapping holding API keys.
+
+    Returns:
+        The :class:`CompareResult`.
+
+    Raises:
+        InvalidParameterError: no endpoint, duplicate names, ``repeat`` < 1 or ``timeout_s`` ≤ 0.
+        MissingAPIKeyError: an endpoint's API-key variable is not set.
+    """
+    _check(endpoints, repeat, timeout_s)
+
+    async def prepare(endpoint: Endpoint) -> tuple[EndpointInfo, int | None, Any]:
+        info = await discover(endpoint, timeout_s, secrets=secrets)
+        # Counted once per endpoint by the server itself, so the context check before sending is exact.
+        prompt_tokens = await count_prompt_tokens(
+            endpoint, info, request.messages(), timeout_s=timeout_s, secrets=secrets
+        )
+        client = make_client(endpoint, timeout_s=timeout_s, secrets=secrets)
+        opener = getattr(client, "_get_async_client", None)  # huggingface_hub opens its session lazily
+        if opener is not None:
+            await opener()
+        return info, prompt_tokens, client
+
+    # Every client is built before any request is sent: building one (an SSL context, ~30 ms of blocking work)
+    # while another endpoint's request is in flight would stall the shared event loop and inflate its TTFT.
+    try:
+        prepared = await asyncio.gather(*(prepare(e) for e in endpoints))
+    except asyncio.CancelledError:
+        # cancelled during discovery: each endpoint still gets its "cancelled" record, as a cancelled stream does
+        for endpoint in endpoints:
+            recorder = StreamRecorder(endpoint.name)
+            recorder.fail("cancelled", "cancelled before it was sent")
+            if on_event is not None:
+                on_event(StreamUpdate(endpoint.name, "end", 0.0, record=recorder.record()))
+        raise
+
+    async def one(endpoint: Endpoint, info: EndpointInfo, prompt_tokens: int | None, client: Any):
+        records: list[RequestRecord] = []
+        try:
+            for _ in range(repeat):
+                records.append(
+                    await stream_chat(
+                        endpoint,
+                        request,
+                        timeout_s=timeout_s,
+                        on_event=on_event,
+                        info=info,
+                        prompt_tokens=prompt_tokens,
+                        secrets=secrets,
+                        client=client,
+                    )
+                )
+        finally:
+            await client.close()
+        return info, records
+
+    results = await asyncio.gather(*(one(e, *p) for e, p in zip(endpoints, prepared, strict=True)))
+    return CompareResult(
+        request=request,
+        infos=tuple(info for info, _ in results),
+        records=tuple(r for _, recs in results for r in recs),
+    )
+
+
+# --- background run for UIs ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EndpointProgress:
+    """Live state of one endpoint in a :class:`CompareRun`.
+
+    Attributes:
+        endpoint: Endpoint name.
+        text: Answer text of the current (or last) request so far.
+        reasoning_text: Reasoning text of the current request so far.
+        token_times_s: Arrival times of the current request's token-bearing chunks, seconds after it was sent.
+        tokens: Tokens of the current request so far (chunks of unknown size count 1 while streaming; the
+            record's ``output_tokens`` once it has finished).
+        records: Finished requests so far.
+        done: Every request of this endpoint has finished.
+        error: Error of the last finished request; None when it succeeded or none finished yet.
+    """
+
+    endpoint: str
+    text: str = ""
+    reasoning_text: str = ""
+    token_times_s: tuple[float, ...] = ()
+    tokens: int = 0
+    records: tuple[RequestRecord, ...] = ()
+    done: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CompareSnapshot:
+    """A consistent copy of a :class:`CompareRun`'s state.
+
+    Attributes:
+        endpoints: Progress per endpoint, in endpoint order.
+        done: The run has finished (normally, cancelled or with an error).
+        cancelled: :meth:`CompareRun.cancel` was called.
+        error: One-line reason the run itself failed (e.g. a missing API key); None otherwise.
+        result: The final result once done; None before.
+    """
+
+    endpoints: tuple[EndpointProgress, ...]
+    done: bool = False
+    cancelled: bool = False
+    error: str | None = None
+    result: CompareResult | None = field(default=None, repr=False)
+
+
+class CompareRun(BackgroundRun):
+    """Run :func:`run_compare` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
+
+    Args:
+        endpoints: Endpoints with unique names.
+        request: The prompt and sampling parameters.
+        repeat: Requests per endpoint.
+        timeout_s: Timeout of each request, seconds.
+        secrets: Optional mapping holding API keys (read on the worker thread).
+
+    Raises:
+        InvalidParameterError: as :func:`run_compare`, checked before the thread starts.
+
+    Example:
+        >>> run = CompareRun(endpoints, ChatRequest("Hi")).start()  # doctest: +SKIP
+        >>> run.snapshot().endpoints[0].text  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        request: ChatRequest,
+        *,
+        repeat: int = 1,
+        timeout_s: float = 60.0,
+        secrets: Mapping[str, Any] | None = None,
+    ) -> None:
+        _check(endpoints, repeat, timeout_s)
+        self._endpoints = tuple(endpoints)
+        self._request = request
+        self._repeat = repeat
+        self._timeout_s = timeout_s
+        self._secrets = dict(secrets) if secrets is not None else None
+        super().__init__("compare-run")
+        self._state: dict[str, dict[str, Any]] = {e.name: self._fresh() for e in self._endpoints}
+        self._task: asyncio.Task[Any] | None = None
+
+    @staticmethod
+    def _fresh() -> dict[str, Any]:
+        return {"text": [], "reasoning": [], "times": [], "tokens": 0, "records": [], "error": None, "new": True}
+
+    def _on_event(self, update: StreamUpdate) -> None:
+        with self._lock:
+            st = self._state[update.endpoint]
+            if st["new"]:
+                st.update(text=[], reasoning=[], times=[], tokens=0, new=False)
+            if update.kind == "end":
+                st["records"].append(update.record)
+                st["error"] = update.record.error if update.record is not None else None
+                if update.record is not None and update.record.output_tokens is not None:
+                    st["tokens"] = update.record.output_tokens  # the final count replaces the live estimate
+                st["new"] = True
+                return
+            (st["reasoning"] if update.kind == "reasoning" else st["text"]).append(update.text)
+            st["times"].append(update.t_s)
+            st["tokens"] += 1 if update.n_tokens is None else update.n_tokens
+
+    async def _run(self) -> CompareResult:
+        self._task = asyncio.current_task()
+        if self._cancelled:
+            raise asyncio.CancelledError
+        return await run_compare(
+            self._endpoints,
+            self._request,
+            repeat=self._repeat,
+            timeout_s=self._timeout_s,
+            on_event=self._on_event,
+            secrets=self._secrets,
+        )
+
+    def _stop_in_loop(self) -> None:
+        # Streams in flight end as "cancelled" records; the run returns what finished (_partial).
+        if self._task is not None:
+            self._task.cancel()
+
+    def _partial(self) -> CompareResult:
+        with self._lock:
+            records = tuple(r for e in self._endpoints for r in self._state[e.name]["records"])
+        return CompareResult(request=self._request, infos=(), records=records, cancelled=True)
+
+    def snapshot(self) -> CompareSnapshot:
+        """A frozen, consistent copy of the current state (thread-safe, cheap)."""
+        done = self._done.is_set()
+        with self._lock:
+            progress = tuple(
+                EndpointProgress(
+                    endpoint=e.name,
+                    text="".join(self._state[e.name]["text"]),
+                    reasoning_text="".join(self._state[e.name]["reasoning"]),
+                    token_times_s=tuple(self._state[e.name]["times"]),
+                    tokens=self._state[e.name]["tokens"],
+                    records=tuple(self._state[e.name]["records"]),
+                    done=done or len(self._state[e.name]["records"]) >= self._repeat,
+                    error=self._state[e.name]["error"],
+                )
+                for e in self._endpoints
+            )
+        return CompareSnapshot(
+            endpoints=progress, done=done, cancelled=self._cancelled, error=self._error, result=self._result
+        )
+
+
+# --- tables and export -----------------------------------------------------------------------------------------------
+_MS = 1000.0
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * _MS
+
+
+def metrics_frame(result: CompareResult) -> pd.DataFrame:
+    """One row per request: endpoint, repeat index, ok, error, TTFT/TPOT/E2E and mean ITL in ms, tokens, tok/s.
+
+    Columns ``*_ms`` are milliseconds; missing values are NaN (None before conversion). ``itl_token_ms_mean`` is
+    the mean of the request's per-token ITL samples.
+    """
+    rows = []
+    seen: dict[str, int] = {}
+    for record, m in zip(result.records, result.metrics(), strict=True):
+        index = seen.get(record.endpoint, 0)
+        seen[record.endpoint] = index + 1
+        itl = summarize(m.itl_token_s)
+        rows.append(
+            {
+                "endpoint": record.endpoint,
+                "repeat": index,
+                "ok": record.ok,
+                "error_kind": record.error_kind,
+                "error": record.error,
+                "ttft_ms": _ms(m.ttft_s),
+                "tpot_ms": _ms(m.tpot_s),
+                "itl_token_ms_mean": _ms(itl.mean) if itl else None,
+                "e2e_ms": _ms(m.e2e_s),
+                "output_tokens": m.output_tokens if record.ok else record.output_tokens,
+                "output_tokens_source": record.output_tokens_source,
+                "output_tokens_per_s": m.output_tokens_per_s,
+                "prompt_tokens": record.prompt_tokens,
+                "finish_reason": record.finish_reason,
+                "partial": record.partial,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def summary_frame(result: CompareResult) -> pd.DataFrame:
+    """One row per endpoint: requests, failures, and median TTFT/TPOT/ITL (per token, pooled)/E2E in ms."""
+    rows = []
+    metrics = result.metrics()
+    names = list(dict.fromkeys(r.endpoint for r in result.records))
+    for name in names:
+        ms = [m for m in metrics if m.endpoint == name]
+        ok = [m for m in ms if m.ok]
+
+        def med(values: list[float | None]) -> float | None:
+            s = summarize(values)
+            return None if s is None else s.median * _MS
+
+        itl: Summary | None = summarize(x for m in ok for x in m.itl_token_s)
+        tokens = summarize(float(m.output_tokens) for m in ok if m.output_tokens is not None)
+        rows.append(
+            {
+                "endpoint": name,
+                "requests": len(ms),
+                "failed": len(ms) - len(ok),
+                "ttft_ms": med([m.ttft_s for m in ok]),
+                "tpot_ms": med([m.tpot_s for m in ok]),
+                "itl_ms": None if itl is None else itl.median * _MS,
+                "itl_p99_ms": None if itl is None else itl.p99 * _MS,
+                "e2e_ms": med([m.e2e_s for m in ok]),
+                "output_tokens": None if tokens is None else tokens.median,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def to_csv(result: CompareResult) -> str:
+    """:func:`metrics_frame` as CSV text (no API key is ever part of a result)."""
+    return metrics_frame(result).to_csv(index=False)
+
+
+def to_json(result: CompareResult) -> str:
+    """The whole result (request, discovery, records with chunk timelines) as a JSON document."""
+    payload = {
+        "request": asdict(result.request),
+        "cancelled": result.cancelled,
+        "endpoints": [asdict(i) for i in result.infos],
+        "records": [asdict(r) for r in result.records],
+        "metrics": [asdict(m) for m in result.metrics()],
+    }
+    return json.dumps(payload, indent=2)

@@ -1,0 +1,5 @@
+"""Load tests with ``vllm bench serve``'s semantics: the settings, workloads, the one runner, sweeps, the worker
+process, result files and figures.
+
+May import :mod:`planner.serving`, :mod:`planner.metrics` and :mod:`planner.errors`.
+"""

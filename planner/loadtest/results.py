@@ -1,0 +1,431 @@
+"""Load-test runs kept for comparison: measured here or imported from a ``vllm bench serve --save-result`` file.
+
+A :class:`SavedRun` is what the Load Test page keeps in the session, overlays on its charts, and writes out:
+
+* :func:`to_vllm_file` writes the run as ``vllm bench serve --save-result`` does (``shared/reference/
+  benchmark_clients.md`` §1 Outputs): run settings (``date``, ``backend``, ``model_id``, ``num_prompts``,
+  ``request_rate``, ``burstiness``, ``max_concurrency``), the aggregates under vLLM's key names, and the
+  per-request arrays ``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times`` and
+  ``errors`` (seconds, as vLLM writes them). Our own fields carry a ``planner_`` prefix, so vLLM's reader and
+  ours both ignore what they do not know.
+* :func:`import_runs` reads such files back: one JSON object, or JSON Lines of them (``--append-result``).
+* :func:`requests_frame` is the per-request table (CSV export); :func:`runs_frame` the side-by-side metric table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from planner.errors import InvalidParameterError
+from planner.loadtest.runner import LoadResult
+from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
+from planner.metrics.latency import compute_metrics
+
+__all__ = [
+    "MAX_IMPORT_BYTES",
+    "RequestRow",
+    "SavedRun",
+    "failure_summary",
+    "import_runs",
+    "requests_frame",
+    "runs_frame",
+    "same_model",
+    "saved_run",
+    "to_vllm_file",
+]
+
+#: Largest file :func:`import_runs` reads, bytes (a 10,000-request vLLM result with ITL arrays is ~20 MB).
+MAX_IMPORT_BYTES = 64 * 2**20
+_MAX_RUNS = 200
+_MS = 1000.0
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One request of a run. Seconds; None where undefined or not recorded.
+
+    Attributes:
+        start_s: Send time relative to the run's start.
+        ok: The request succeeded.
+        input_tokens: Prompt tokens (server count when reported, else the estimate).
+        output_tokens: Generated tokens.
+        ttft_s: First token − sent.
+        e2el_s: Last token − sent.
+        tpot_s: (E2EL − TTFT) / (output_tokens − 1).
+        itls_s: Gaps between token-bearing chunks.
+        error: One-line error of a failed request; "" when ok.
+    """
+
+    start_s: float | None
+    ok: bool
+    input_tokens: int | None
+    output_tokens: int | None
+    ttft_s: float | None
+    e2el_s: float | None
+    tpot_s: float | None
+    itls_s: tuple[float, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A finished run, measured here or imported.
+
+    Attributes:
+        label: Unique display name within a session (e.g. ``"llama · c=8 · 14:02:11"``).
+        endpoint: Endpoint name (imported: the file's ``label`` or ``model_id``).
+        source: ``"measured"`` or ``"imported"``.
+        metrics: The aggregates.
+        model: Served model id; None when unknown.
+        date: When the run started, ``YYYYMMDD-HHMMSS`` as vLLM writes it; None when unknown.
+        num_prompts: Requests asked for; None when unknown.
+        max_concurrency: Concurrency cap; None = none / unknown.
+        request_rate: Send rate, req/s (``inf`` = burst); None when unknown.
+        burstiness: Gamma shape of the arrivals; None when unknown.
+        sweep: Id grouping the levels of one sweep; None for a single run.
+        requests: Per-request rows (empty when a file had no arrays).
+        ttft_first_chunk: TTFT as ``vllm bench serve`` measures it (first chunk with ``choices``, vLLM's role chunk
+            included); ``metrics.ttft`` is the project's (first token-bearing chunk). None when unknown.
+        input_tokens_method: How the prompts were sized (e.g. ``"exact (server /tokenize)"``); None when unknown.
+        stopped: ``"cancelled"`` or ``"duration"`` when the run ended before all its requests; None otherwise.
+    """
+
+    label: str
+    endpoint: str
+    source: str
+    metrics: BenchmarkMetrics
+    model: str | None = None
+    date: str | None = None
+    num_prompts: int | None = None
+    max_concurrency: int | None = None
+    request_rate: float | None = None
+    burstiness: float | None = None
+    sweep: str | None = None
+    requests: tuple[RequestRow, ...] = ()
+    ttft_first_chunk: Distribution | None = None
+    input_tokens_method: str | None = None
+    stopped: str | None = None
+
+
+def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str | None = None) -> SavedRun:
+    """A :class:`SavedRun` of a measured :class:`~planner.loadtest.runner.LoadResult` (``started``: local start
+    time)."""
+    rows = []
+    first_sent = min((r.t_sent for r in result.records), default=0.0)
+    for record, input_tokens in zip(result.records, result.input_tokens, strict=True):
+        m = compute_metrics(record)
+        rows.append(
+            RequestRow(
+                start_s=record.t_sent - first_sent,
+                ok=record.ok,
+                input_tokens=input_tokens,
+                output_tokens=m.output_tokens if record.ok else None,
+                ttft_s=m.ttft_s,
+                e2el_s=m.e2e_s,
+                tpot_s=m.tpot_s,
+                itls_s=m.itl_chunk_s,
+                error="" if record.ok else (record.error or record.error_kind or "failed"),
+            )
+        )
+    model = next((r.model for r in result.records if r.model), None)
+    spec = result.spec
+    return SavedRun(
+        label=label,
+        endpoint=result.endpoint,
+        source="measured",
+        metrics=result.metrics,
+        model=model,
+        date=started.strftime("%Y%m%d-%H%M%S"),
+        num_prompts=spec.num_prompts,
+        max_concurrency=spec.max_concurrency,
+        request_rate=spec.request_rate,
+        burstiness=spec.burstiness,
+        sweep=sweep,
+        requests=tuple(rows),
+        ttft_first_chunk=result.ttft_first_chunk,
+        input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
+        stopped=result.stopped,
+    )
+
+
+_STATS = ("mean", "median", "std", "p90", "p99")
+
+
+def _json_number(value: float | None) -> float | str | None:
+    # vLLM writes float("inf") as the non-standard token Infinity; strict JSON readers reject it, so "inf".
+    if value is not None and math.isinf(value):
+        return "inf"
+    return value
+
+
+def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
+    """The run as a ``vllm bench serve --save-result`` JSON object (see the module docstring).
+
+    Besides vLLM's keys: ``{mean,median,std,p90,p99}_ttft_first_chunk_ms`` (vLLM's own TTFT definition, the role
+    chunk counted), ``failures_by_kind``, ``input_tokens_method``. ``per_request=False`` leaves out the arrays.
+    """
+    out: dict[str, Any] = {
+        "date": run.date,
+        "backend": "openai-chat",
+        "label": run.endpoint,
+        "model_id": run.model,
+        "num_prompts": run.num_prompts,
+        "request_rate": _json_number(run.request_rate),
+        "burstiness": _json_number(run.burstiness),
+        "max_concurrency": run.max_concurrency,
+    }
+    out.update(run.metrics.to_vllm_json())
+    for stat in _STATS:
+        value = None if run.ttft_first_chunk is None else getattr(run.ttft_first_chunk, f"{stat}_s")
+        out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
+    out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
+    out["input_tokens_method"] = run.input_tokens_method
+    out["planner_stopped"] = run.stopped
+    if run.metrics.slo_ms:
+        out["goodput"] = dict(run.metrics.slo_ms)
+    out.update(
+        {
+            "planner_endpoint": run.endpoint,
+            "planner_label": run.label,
+            "planner_source": run.source,
+            "planner_sweep": run.sweep,
+        }
+    )
+    if not per_request:
+        return out
+    rows = run.requests
+    out.update(
+        {
+            "input_lens": [r.input_tokens for r in rows],
+            "output_lens": [r.output_tokens or 0 if r.ok else 0 for r in rows],
+            "ttfts": [r.ttft_s or 0.0 for r in rows],
+            "itls": [list(r.itls_s) for r in rows],
+            "latencies": [r.e2el_s or 0.0 for r in rows],
+            "start_times": [r.start_s for r in rows],
+            "errors": [r.error for r in rows],
+        }
+    )
+    return out
+
+
+def _opt_float(data: dict[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value):
+        return float(value)
+    return None
+
+
+def _opt_int(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
+    arrays = {k: data.get(k) for k in ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")}
+    if not all(isinstance(v, list) for v in arrays.values()):
+        return ()
+    n = len(arrays["ttfts"])
+    if any(len(v) != n for v in arrays.values()):
+        return ()
+    starts = data.get("start_times")
+    starts = starts if isinstance(starts, list) and len(starts) == n else [None] * n
+    rows = []
+    for i in range(n):
+        error = arrays["errors"][i]
+        ok = not error
+        out_len = arrays["output_lens"][i] if isinstance(arrays["output_lens"][i], int) else None
+        ttft = arrays["ttfts"][i] if ok and isinstance(arrays["ttfts"][i], int | float) else None
+        e2el = arrays["latencies"][i] if ok and isinstance(arrays["latencies"][i], int | float) else None
+        tpot = None
+        if ttft is not None and e2el is not None and out_len is not None and out_len > 1:
+            tpot = (e2el - ttft) / (out_len - 1)
+        itls = arrays["itls"][i] if isinstance(arrays["itls"][i], list) else []
+        start = starts[i] if isinstance(starts[i], int | float) else None
+        rows.append(
+            RequestRow(
+                start_s=start,
+                ok=ok,
+                input_tokens=arrays["input_lens"][i] if isinstance(arrays["input_lens"][i], int) else None,
+                output_tokens=out_len if ok else None,
+                ttft_s=ttft,
+                e2el_s=e2el,
+                tpot_s=tpot,
+                itls_s=tuple(float(x) for x in itls if isinstance(x, int | float)),
+                error=str(error)[:500] if error else "",
+            )
+        )
+    if rows and all(r.start_s is not None for r in rows):
+        first = min(r.start_s for r in rows if r.start_s is not None)
+        rows = [replace(r, start_s=r.start_s - first) for r in rows if r.start_s is not None]
+    return tuple(rows)
+
+
+def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
+    where = f"{name} result {index + 1}"
+    if not isinstance(data, dict):
+        raise InvalidParameterError(where, type(data).__name__, "a JSON object from vllm bench serve --save-result")
+    try:
+        metrics = BenchmarkMetrics.from_vllm_json(data)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(where, exc.name, f"a vllm bench serve result with a valid {exc.name!r}") from exc
+    endpoint = next(
+        (str(data[k])[:80] for k in ("planner_endpoint", "label", "model_id", "backend") if data.get(k)), name
+    )
+    label = str(data.get("planner_label") or f"{endpoint} · {data.get('date') or name}")[:120]
+    sweep = data.get("planner_sweep")
+    first_chunk = None
+    if isinstance(data.get("mean_ttft_first_chunk_ms"), int | float):
+        ms = {stat: _opt_float(data, f"{stat}_ttft_first_chunk_ms") for stat in _STATS}
+        first_chunk = Distribution(
+            count=metrics.ttft.count if metrics.ttft is not None else None,
+            mean_s=ms["mean"] / _MS,
+            **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
+        )
+    method = data.get("input_tokens_method")
+    return SavedRun(
+        label=label,
+        endpoint=endpoint,
+        source="imported",  # even our own export: a file's numbers were not measured in this session
+        metrics=metrics,
+        model=str(data["model_id"])[:200] if data.get("model_id") else None,
+        date=str(data["date"])[:40] if data.get("date") else None,
+        num_prompts=_opt_int(data, "num_prompts"),
+        max_concurrency=_opt_int(data, "max_concurrency"),
+        request_rate=_opt_float(data, "request_rate"),
+        burstiness=_opt_float(data, "burstiness"),
+        sweep=str(sweep)[:80] if sweep else None,
+        requests=_rows_from_arrays(data),
+        ttft_first_chunk=first_chunk,
+        input_tokens_method=str(method)[:80] if method else None,
+        stopped=data.get("planner_stopped") if data.get("planner_stopped") in ("cancelled", "duration") else None,
+    )
+
+
+def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
+    """Runs from a ``--save-result`` file: one JSON object, a JSON list of them, or JSON Lines.
+
+    Args:
+        data: The file's content (at most :data:`MAX_IMPORT_BYTES`).
+        name: File name, used in error messages and as a fallback label.
+
+    Returns:
+        The runs, in file order.
+
+    Raises:
+        InvalidParameterError: not UTF-8 JSON, too large, more than 200 runs, or an object without vLLM's
+            ``duration`` / ``completed`` keys (the message names the file and the result).
+    """
+    if len(data) > MAX_IMPORT_BYTES:
+        raise InvalidParameterError(name, f"{len(data):,} bytes", f"a file of at most {MAX_IMPORT_BYTES // 2**20} MiB")
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise InvalidParameterError(name, "binary data", "a UTF-8 JSON file from vllm bench serve") from None
+    try:
+        parsed: Any = json.loads(text)
+        objects = parsed if isinstance(parsed, list) else [parsed]
+    except json.JSONDecodeError:
+        try:
+            objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InvalidParameterError(
+                name, f"line {exc.lineno}: {exc.msg}", "JSON or JSON Lines from vllm bench serve --save-result"
+            ) from None
+    if not objects or len(objects) > _MAX_RUNS:
+        raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
+    return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))
+
+
+def failure_summary(run: SavedRun) -> str | None:
+    """One line on a run's failed requests: how many and the most common error; None when none failed."""
+    errors = Counter(r.error for r in run.requests if not r.ok and r.error)
+    if not run.metrics.failed:
+        return None
+    line = f"{run.metrics.failed:,} of {run.metrics.completed + run.metrics.failed:,} requests failed"
+    if errors:
+        error, count = errors.most_common(1)[0]
+        line += f"; most common ({count:,}): {error}"
+    return line
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names mean the same checkpoint: equal ignoring case, or the same last path part
+    (``meta-llama/Llama-3.1-8B-Instruct`` is served as ``Llama-3.1-8B-Instruct`` or by its full id)."""
+    return a.lower() == b.lower() or a.rsplit("/", 1)[-1].lower() == b.rsplit("/", 1)[-1].lower()
+
+
+def requests_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """Per-request rows of ``runs`` (CSV export): run label, endpoint, index and every :class:`RequestRow` field
+    except the ITL list (its count and median are given instead). Times in seconds."""
+    rows = []
+    for run in runs:
+        for i, r in enumerate(run.requests):
+            rows.append(
+                {
+                    "run": run.label,
+                    "endpoint": run.endpoint,
+                    "request": i,
+                    "start_s": r.start_s,
+                    "ok": r.ok,
+                    "input_tokens": r.input_tokens,
+                    "output_tokens": r.output_tokens,
+                    "ttft_s": r.ttft_s,
+                    "tpot_s": r.tpot_s,
+                    "e2el_s": r.e2el_s,
+                    "itl_count": len(r.itls_s),
+                    "itl_median_s": statistics.median(r.itls_s) if r.itls_s else None,
+                    "error": r.error,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """One row per run with vLLM's key names (latencies in ms) and the sample count of every distribution;
+    None where a value is missing (shown as n/a)."""
+    rows = []
+    for run in runs:
+        m = run.metrics
+        row: dict[str, Any] = {
+            "run": run.label,
+            "endpoint": run.endpoint,
+            "source": run.source,
+            "max_concurrency": run.max_concurrency,
+            "request_rate": run.request_rate,
+            "completed": m.completed,
+            "failed": m.failed,
+            "stopped": run.stopped,
+            # with no completed request there is no throughput to speak of (vLLM writes 0): n/a, never 0
+            "duration": m.duration_s if m.completed else None,
+            "request_throughput": m.request_throughput if m.completed else None,
+            "output_throughput": m.output_throughput if m.completed else None,
+            "total_token_throughput": m.total_token_throughput if m.completed else None,
+            "request_goodput": m.request_goodput,
+        }
+        vllm = m.to_vllm_json()
+        for name in METRIC_NAMES:
+            dist = getattr(m, name)
+            for stat in ("mean", "median", "p90", "p99"):
+                row[f"{stat}_{name}_ms"] = vllm[f"{stat}_{name}_ms"]
+            row[f"{name}_samples"] = None if dist is None else dist.count
+            if name == "ttft":
+                first = run.ttft_first_chunk
+                row["median_ttft_first_chunk_ms"] = (
+                    None if first is None or first.median_s is None else first.median_s * _MS
+                )
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    # counts stay whole numbers with gaps (pandas would make a column with a None float: "12.0")
+    counts = [c for c in frame.columns if c.endswith("_samples") or c in ("max_concurrency", "completed", "failed")]
+    return frame.astype({c: "Int64" for c in counts}) if len(frame) else frame

@@ -1,0 +1,295 @@
+"""Concurrency sweeps: run a load at 1, 2, 4, … N requests in flight and find the knee of the throughput curve.
+
+* :func:`sweep_levels` gives the doubling levels (N included even when it is not a power of two).
+* :class:`SweepSpec` is a base :class:`~planner.loadtest.runner.LoadSpec` plus the levels and how many requests each
+  level sends; every level is bounded in requests AND in time (``level_duration_s``).
+* :func:`run_sweep` runs the levels one after another through :func:`planner.loadtest.runner.run_load` (closed loop at
+  each level's concurrency, the base spec's request rate still applying) and returns a :class:`SweepResult`.
+* The Load Test page runs sweeps level by level with :class:`planner.loadtest.worker.BenchmarkRun` (one queue for
+  single runs and sweeps, with ``/metrics`` scraping), using :meth:`SweepSpec.level_spec`.
+* :func:`find_knee` locates the knee with Kneedle (Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in a
+  Haystack: Detecting Knee Points in System Behavior", ICDCS 2011 Workshops, doi:10.1109/ICDCSW.2011.20).
+
+Why a knee: past it, doubling the requests in flight buys little throughput while each request's latency keeps
+growing (queueing), so the knee is the concurrency a deployment should be sized and load-balanced for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from planner.errors import InvalidParameterError
+from planner.loadtest.runner import LoadProgress, LoadResult, LoadSpec, run_load
+from planner.serving.endpoints import Endpoint
+
+__all__ = [
+    "MAX_LEVEL",
+    "SweepPoint",
+    "SweepResult",
+    "SweepSpec",
+    "find_knee",
+    "run_sweep",
+    "sweep_levels",
+]
+
+#: Largest concurrency a sweep accepts.
+MAX_LEVEL = 4096
+
+
+def sweep_levels(max_concurrency: int) -> tuple[int, ...]:
+    """Doubling concurrency levels 1, 2, 4, … up to ``max_concurrency``, which is always the last level.
+
+    Raises:
+        InvalidParameterError: ``max_concurrency`` is not an integer in [1, :data:`MAX_LEVEL`].
+
+    Example:
+        >>> sweep_levels(12)
+        (1, 2, 4, 8, 12)
+    """
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or not 1 <= max_concurrency <= MAX_LEVEL
+    ):
+        raise InvalidParameterError("max_concurrency", max_concurrency, f"an integer in [1, {MAX_LEVEL}]")
+    levels = [1 << k for k in range(max_concurrency.bit_length()) if 1 << k < max_concurrency]
+    return (*levels, max_concurrency)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A concurrency sweep.
+
+    Attributes:
+        base: The load of every level (lengths, prompts, rate, warmups, SLOs, timeouts); its ``max_concurrency``
+            and ``num_prompts`` are replaced per level.
+        levels: Concurrency levels, strictly increasing, each in [1, :data:`MAX_LEVEL`].
+        prompts_per_level: Requests of every level; None = ``max(base.num_prompts, rounds × level)``, so each
+            slot serves at least ``rounds`` requests and the ramp-up/drain of a level stays a small share.
+        rounds: Requests per concurrency slot when ``prompts_per_level`` is None (≥ 1; default 4).
+        level_duration_s: Wall-time cap of each level, seconds (the smaller of it and ``base.duration_s``);
+            a level cut by it is reported with ``stopped="duration"``.
+        warmups_per_level: Unmeasured requests before each level; None = ``base.num_warmups``, at least 1, so
+            the first level does not carry the client's first connection (measured here: a 350 ms p99 TTFT on
+            the first level of an unwarmed sweep against a 30 ms server).
+
+    Raises:
+        InvalidParameterError: a value is outside what is accepted.
+
+    Example:
+        >>> SweepSpec(LoadSpec(num_prompts=10), (1, 2, 4)).num_prompts(4)
+        16
+    """
+
+    base: LoadSpec
+    levels: tuple[int, ...]
+    prompts_per_level: int | None = None
+    rounds: int = 4
+    level_duration_s: float = 120.0
+    warmups_per_level: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, LoadSpec):
+            raise InvalidParameterError("base", self.base, "a LoadSpec")
+        object.__setattr__(self, "levels", tuple(self.levels))
+        ok = all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= MAX_LEVEL for c in self.levels)
+        if not self.levels or not ok or list(self.levels) != sorted(set(self.levels)):
+            raise InvalidParameterError("levels", self.levels, f"strictly increasing integers in [1, {MAX_LEVEL}]")
+        for name, value in (("prompts_per_level", self.prompts_per_level), ("rounds", self.rounds)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidParameterError(name, value, "an integer ≥ 1")
+        w = self.warmups_per_level
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
+            raise InvalidParameterError("warmups_per_level", w, "an integer ≥ 0, or None")
+        if not (isinstance(self.level_duration_s, int | float) and 0 < self.level_duration_s < math.inf):
+            raise InvalidParameterError("level_duration_s", self.level_duration_s, "a finite number of seconds > 0")
+
+    @classmethod
+    def doubling(cls, base: LoadSpec, max_concurrency: int, **kwargs: Any) -> SweepSpec:
+        """A sweep over :func:`sweep_levels` of ``max_concurrency``."""
+        return cls(base, sweep_levels(max_concurrency), **kwargs)
+
+    def num_prompts(self, level: int) -> int:
+        """Requests sent at ``level``."""
+        if self.prompts_per_level is not None:
+            return self.prompts_per_level
+        return max(self.base.num_prompts, self.rounds * level)
+
+    def level_spec(self, level: int) -> LoadSpec:
+        """The :class:`LoadSpec` of one level."""
+        cap = (
+            self.level_duration_s if self.base.duration_s is None else min(self.base.duration_s, self.level_duration_s)
+        )
+        warmups = max(1, self.base.num_warmups) if self.warmups_per_level is None else self.warmups_per_level
+        return replace(
+            self.base, max_concurrency=level, num_prompts=self.num_prompts(level), duration_s=cap, num_warmups=warmups
+        )
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """The headline figures of one level (from its :class:`~planner.loadtest.runner.LoadResult`). Seconds inside.
+
+    Attributes:
+        concurrency: Requests in flight allowed.
+        completed: Successful requests.
+        failed: Failed requests.
+        request_throughput: Requests/s.
+        output_throughput: Output tokens/s.
+        ttft_median_s: Median TTFT; None without a sample.
+        ttft_p99_s: 99th-percentile TTFT; None without a sample.
+        tpot_median_s: Median TPOT (first token not counted); None without a sample.
+        e2el_median_s: Median end-to-end latency; None without a sample.
+        stopped: Why the level stopped early (``"duration"``, ``"cancelled"``), else None.
+    """
+
+    concurrency: int
+    completed: int
+    failed: int
+    request_throughput: float
+    output_throughput: float
+    ttft_median_s: float | None
+    ttft_p99_s: float | None
+    tpot_median_s: float | None
+    e2el_median_s: float | None
+    stopped: str | None = None
+
+    @classmethod
+    def of(cls, level: int, result: LoadResult) -> SweepPoint:
+        """The point of ``result`` run at concurrency ``level``."""
+        m = result.metrics
+        return cls(
+            concurrency=level,
+            completed=m.completed,
+            failed=m.failed,
+            request_throughput=m.request_throughput,
+            output_throughput=m.output_throughput,
+            ttft_median_s=None if m.ttft is None else m.ttft.median_s,
+            ttft_p99_s=None if m.ttft is None else m.ttft.p99_s,
+            tpot_median_s=None if m.tpot is None else m.tpot.median_s,
+            e2el_median_s=None if m.e2el is None else m.e2el.median_s,
+            stopped=result.stopped,
+        )
+
+
+def find_knee(
+    points: Sequence[tuple[int, float | None]], *, min_gain: float = 0.0, max_gain_after: float = 0.25
+) -> int | None:
+    """Concurrency at the knee of the concurrency → output-throughput curve (Kneedle, offline form); None if none.
+
+    Method (Satopää et al. 2011, §III, for a concave increasing curve): with x = log₂(concurrency) (the levels
+    double, so this spaces them evenly) and y = output tokens/s, normalise both to [0, 1] by their min and max,
+    form the difference curve d = y_n − x_n, and take the point of largest d (ties: the lower concurrency). It
+    is the knee when d there exceeds ``min_gain`` and it is neither the first nor the last level: a curve that
+    never bends (each doubling adding as much throughput as the one before, or more) has d ≤ 0 and no knee.
+    The paper's smoothing spline and online threshold are left out: a sweep has a handful of points.
+
+    Confirmation (our addition, because a sweep's points are few and noisy — one slow level bends the
+    normalised curve): the candidate is kept only if no later level still gains more than ``max_gain_after``
+    throughput per doubling over it, i.e. ``(y_j / y_knee) ** (1 / log2(c_j / c_knee)) − 1 ≤ max_gain_after``
+    for every later level j (default 25 % per doubling).
+
+    Args:
+        points: ``(concurrency, output tokens/s)`` per level; None throughputs (no data) are dropped.
+        min_gain: Smallest difference-curve value that counts as a knee (≥ 0).
+        max_gain_after: Largest throughput gain per doubling any later level may still show (fraction, ≥ 0).
+
+    Returns:
+        The concurrency of the knee, or None (fewer than 3 usable points, flat or never-bending curve).
+
+    Example:
+        >>> find_knee([(1, 100.0), (2, 200.0), (4, 400.0), (8, 700.0), (16, 800.0), (32, 820.0)])
+        8
+    """
+    usable = sorted((c, float(y)) for c, y in points if y is not None and math.isfinite(y) and c >= 1)
+    if len(usable) < 3:
+        return None
+    xs = [math.log2(c) for c, _ in usable]
+    ys = [y for _, y in usable]
+    x_span, y_span = xs[-1] - xs[0], max(ys) - min(ys)
+    if x_span <= 0 or y_span <= 0:
+        return None
+    diff = [(y - min(ys)) / y_span - (x - xs[0]) / x_span for x, y in zip(xs, ys, strict=True)]
+    best = max(range(len(diff)), key=lambda i: (diff[i], -i))
+    if best in (0, len(diff) - 1) or diff[best] <= min_gain:
+        return None
+    c_knee, y_knee = usable[best]
+    for c, y in usable[best + 1 :]:
+        if y_knee <= 0 or (y / y_knee) ** (1 / math.log2(c / c_knee)) - 1 > max_gain_after:
+            return None
+    return c_knee
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Everything a sweep produced.
+
+    Attributes:
+        endpoint: Endpoint name.
+        spec: The sweep asked for.
+        points: One :class:`SweepPoint` per finished level, in level order.
+        results: The full :class:`~planner.loadtest.runner.LoadResult` of each finished level.
+        knee: Concurrency at the knee (:func:`find_knee` over ``points``); None when there is none.
+        stopped: ``"cancelled"`` when the sweep was cancelled before its last level; None otherwise.
+    """
+
+    endpoint: str
+    spec: SweepSpec
+    points: tuple[SweepPoint, ...]
+    results: tuple[LoadResult, ...] = field(repr=False)
+    knee: int | None
+    stopped: str | None = None
+
+
+async def run_sweep(
+    endpoint: Endpoint,
+    spec: SweepSpec,
+    *,
+    on_progress: Callable[[int, LoadProgress], None] | None = None,
+    on_level: Callable[[LoadResult], None] | None = None,
+    secrets: Mapping[str, Any] | None = None,
+    stop: asyncio.Event | None = None,
+) -> SweepResult:
+    """Run the levels of ``spec`` one after another and find the knee.
+
+    Args:
+        endpoint: The endpoint.
+        spec: The sweep.
+        on_progress: Called with ``(level, progress)`` after every finished request of a level.
+        on_level: Called with each level's :class:`~planner.loadtest.runner.LoadResult` when it ends.
+        secrets: Optional mapping holding the API key.
+        stop: When set, the running level stops (its partial result is kept) and no further level starts.
+
+    Returns:
+        The :class:`SweepResult`. Request failures are counted per level, never raised.
+
+    Raises:
+        InvalidParameterError: as :func:`planner.loadtest.runner.run_load` (e.g. ``ignore_eos`` on TGI).
+        MissingAPIKeyError: the endpoint's API-key variable is not set.
+
+    Example:
+        >>> asyncio.run(run_sweep(ep, SweepSpec.doubling(LoadSpec(output_len=64), 16)))  # doctest: +SKIP
+    """
+    stop = stop or asyncio.Event()
+    results: list[LoadResult] = []
+    points: list[SweepPoint] = []
+    stopped = None
+    for level in spec.levels:
+        if stop.is_set():
+            stopped = "cancelled"
+            break
+        report = None if on_progress is None else (lambda p, level=level: on_progress(level, p))
+        result = await run_load(endpoint, spec.level_spec(level), on_progress=report, secrets=secrets, stop=stop)
+        results.append(result)
+        points.append(SweepPoint.of(level, result))
+        if on_level is not None:
+            on_level(result)
+        if result.stopped == "cancelled":
+            stopped = "cancelled"
+            break
+    knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
+    return SweepResult(endpoint.name, spec, tuple(points), tuple(results), knee, stopped)

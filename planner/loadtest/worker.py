@@ -1,0 +1,434 @@
+"""The Load Test page's engine: a queue of load runs (endpoints × sweep levels), one after another, on a thread.
+
+:func:`plan_jobs` turns the page's :class:`~planner.links.loadtest.LoadSettings` into :class:`Job` s: one run per
+endpoint, or one per concurrency level of a sweep (:func:`planner.loadtest.sweep.sweep_levels`; each level is
+:meth:`planner.loadtest.sweep.SweepSpec.level_spec`). :class:`BenchmarkRun` runs them in order with
+:func:`planner.loadtest.runner.run_load`, scraping each server's ``/metrics`` alongside
+(:func:`planner.serving.server_metrics.scrape_metrics`) and asking it for its KV capacity
+(:func:`planner.serving.server_metrics.fetch_measured_kv`), in a worker process of its own. The page polls
+:meth:`BenchmarkRun.snapshot`; the Streamlit process never touches a stream.
+
+Endpoints run one after another, not at once, so they do not share this machine's client CPU or the network
+path, and each run's throughput is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+from planner.links.loadtest import LoadSettings, to_spec
+from planner.loadtest.results import SavedRun, saved_run
+from planner.loadtest.runner import LoadProgress, LoadSpec, run_load
+from planner.loadtest.sweep import SweepSpec, sweep_levels
+from planner.serving.endpoints import Endpoint
+from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
+from planner.serving.streaming import RequestRecord
+
+__all__ = ["ABANDONED_S", "SCRAPE_INTERVAL_S", "BenchmarkRun", "BenchmarkSnapshot", "Job", "plan_jobs", "worker_main"]
+
+#: Seconds between two scrapes of a server's ``/metrics`` during a run.
+SCRAPE_INTERVAL_S = 1.0
+#: A run whose snapshot nobody has asked for this long (its page was closed) is cancelled, seconds.
+ABANDONED_S = 300.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One load run of the queue.
+
+    Attributes:
+        endpoint: Where the load goes.
+        spec: The load.
+        label: Display name, e.g. ``"llama · c=8"``; made unique per session by the page's clock suffix.
+        sweep: Id shared by the levels of one sweep; None for a single run.
+    """
+
+    endpoint: Endpoint
+    spec: LoadSpec
+    label: str
+    sweep: str | None = None
+
+
+def plan_jobs(
+    endpoints: Sequence[Endpoint], settings: LoadSettings, prompts: Sequence[str] = (), *, tag: str = ""
+) -> tuple[Job, ...]:
+    """The runs ``settings`` asks for, endpoint by endpoint (sweep levels in increasing order).
+
+    ``ignore_eos`` is dropped for TGI endpoints (TGI has no such parameter; vLLM's ``--ignore-eos`` help says the
+    same). Synthetic prompts are sized with the server's tokenizer route where it has one (``exact_input_len``).
+
+    Args:
+        endpoints: The endpoints, in run order.
+        settings: The page settings.
+        prompts: Prompts to cycle (``examples`` / ``custom`` datasets); must be non-empty for those.
+        tag: Appended to labels and sweep ids (e.g. the start time), so runs stay apart in a session.
+
+    Raises:
+        InvalidParameterError: the settings give no valid load (e.g. the ``custom`` dataset without prompts).
+    """
+    if settings.dataset_name != "random" and not prompts:
+        raise PlannerError(f"the {settings.dataset_name} dataset has no prompts: upload a JSONL file of prompts")
+    suffix = f" · {tag}" if tag else ""
+    jobs: list[Job] = []
+    for endpoint in endpoints:
+        base = to_spec(settings, prompts if settings.dataset_name != "random" else ())
+        base = replace(base, exact_input_len=not base.prompts)
+        if endpoint.kind == "tgi" and base.ignore_eos:
+            base = replace(base, ignore_eos=False)
+        if settings.mode == "sweep":
+            sweep = SweepSpec(base, sweep_levels(settings.sweep_max), level_duration_s=settings.duration_s)
+            sweep_id = f"{endpoint.name} sweep{suffix}"
+            jobs += [
+                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id) for c in sweep.levels
+            ]
+        else:
+            cap = "∞" if base.max_concurrency is None else base.max_concurrency
+            jobs.append(Job(endpoint, base, f"{endpoint.name} · c={cap}{suffix}"))
+    return tuple(jobs)
+
+
+@dataclass(frozen=True)
+class BenchmarkSnapshot:
+    """A consistent copy of a :class:`BenchmarkRun`'s state.
+
+    Attributes:
+        jobs_total: Runs in the queue.
+        jobs_done: Runs finished (completed, stopped by their cap, or failed).
+        current: The run in progress; None before the first and after the last.
+        progress: Counters of the run in progress; None before its first request finished.
+        requests_total: Measured requests of all runs.
+        requests_done: Measured requests finished (ok or failed) over all runs so far.
+        records: Records finished so far in the current run (the last run's, once done).
+        run_start: ``time.perf_counter()`` at the current run's first measured send; None before it.
+        in_flight: ``(seconds since run_start, requests in flight)`` of the current run.
+        server: Scraped ``/metrics`` samples of the current run, ``t_s`` in seconds since ``run_start`` (may be
+            negative during warmups).
+        scrape_note: Why the current server has no usable ``/metrics`` (None when it has, or when not asked).
+        saved: Finished runs as :class:`~planner.loadtest.results.SavedRun`, in order.
+        measured_kv: Endpoint name → the KV capacity its server reports (None when it reports none).
+        errors: One line per run that could not start (e.g. a missing API key).
+        done: Every run has finished or the queue was cancelled.
+        cancelled: :meth:`BenchmarkRun.cancel` was called.
+    """
+
+    jobs_total: int
+    jobs_done: int = 0
+    current: Job | None = None
+    progress: LoadProgress | None = None
+    requests_total: int = 0
+    requests_done: int = 0
+    records: tuple[RequestRecord, ...] = field(default=(), repr=False)
+    run_start: float | None = None
+    in_flight: tuple[tuple[float, int], ...] = field(default=(), repr=False)
+    server: tuple[ServerSample, ...] = field(default=(), repr=False)
+    scrape_note: str | None = None
+    saved: tuple[SavedRun, ...] = field(default=(), repr=False)
+    measured_kv: tuple[tuple[str, MeasuredKV | None], ...] = ()
+    errors: tuple[str, ...] = ()
+    done: bool = False
+    cancelled: bool = False
+
+
+class _Engine:
+    """The queue of jobs, run in the worker process; every state change goes out through ``emit``."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        *,
+        started: datetime,
+        scrape: bool,
+        secrets: Mapping[str, Any] | None,
+        emit: Callable[..., None],
+    ) -> None:
+        self._jobs = tuple(jobs)
+        self._started = started
+        self._scrape = scrape
+        self._secrets = dict(secrets) if secrets is not None else None
+        self._emit = emit
+        self.stop = asyncio.Event()
+        self._kv_asked: set[str] = set()
+
+    async def run(self) -> None:
+        for index, job in enumerate(self._jobs):
+            if self.stop.is_set():
+                break
+            job_start = time.perf_counter()
+            self._emit("job", index, job_start)
+            await self._one(job, job_start)
+            self._emit("job_done", index)
+
+    async def _one(self, job: Job, job_start: float) -> None:
+        name = job.endpoint.name
+        if name not in self._kv_asked:
+            self._kv_asked.add(name)
+            kv = await fetch_measured_kv(job.endpoint, timeout_s=5.0, secrets=self._secrets)
+            self._emit("kv", name, kv)
+        scraper_stop = asyncio.Event()
+        scraper = None
+        if self._scrape:
+            scraper = asyncio.create_task(
+                scrape_metrics(
+                    job.endpoint,
+                    interval_s=SCRAPE_INTERVAL_S,
+                    stop=scraper_stop,
+                    on_sample=lambda sample: self._emit("sample", sample),
+                    start=job_start,
+                    timeout_s=min(5.0, job.spec.timeout_s),
+                    secrets=self._secrets,
+                )
+            )
+        try:
+            result = await run_load(
+                job.endpoint,
+                job.spec,
+                on_progress=lambda progress: self._emit("progress", progress),
+                on_record=lambda record: self._emit("record", record),
+                on_in_flight=lambda t_s, n: self._emit("in_flight", t_s, n),
+                secrets=self._secrets,
+                stop=self.stop,
+            )
+        except PlannerError as exc:
+            self._emit("error", f"{job.label}: {exc}")
+            return
+        finally:
+            scraper_stop.set()
+            if scraper is not None:
+                self._emit("scrape_note", await scraper)
+        self._emit("saved", saved_run(result, job.label, started=self._started, sweep=job.sweep))
+
+
+def worker_main() -> None:
+    """Entry of the worker process (``python -m planner.loadtest.worker``): read the pickled run from stdin, write one
+    pickled message per state change to stdout. One byte on stdin, or stdin closing (the app went away), stops it.
+    """
+    import threading
+
+    out = sys.stdout.buffer
+    stdin = sys.stdin.buffer
+    jobs, started, scrape, secrets = pickle.load(stdin)
+    lock = threading.Lock()
+
+    def emit(*message: Any) -> None:
+        with lock:
+            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+
+    async def main() -> None:
+        engine = _Engine(jobs, started=started, scrape=scrape, secrets=secrets, emit=emit)
+        loop = asyncio.get_running_loop()
+
+        def watch_stdin() -> None:
+            stdin.read(1)  # returns on a cancel byte or when the app closes the pipe
+            loop.call_soon_threadsafe(engine.stop.set)
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
+        await engine.run()
+
+    try:
+        asyncio.run(main())
+    except Exception as exc:  # the run itself failed (not a request): one line for the page
+        emit("fatal", " ".join(str(exc).split()) or type(exc).__name__)
+    emit("done")
+    # The stdin watcher thread still blocks in a buffered read; a normal interpreter exit would abort on that
+    # reader's lock, so leave at once (everything is written and flushed).
+    os._exit(0)
+
+
+class BenchmarkRun:
+    """Run :class:`Job` s one after another in a worker PROCESS; poll :meth:`snapshot`, stop with :meth:`cancel`
+    (the run in progress keeps what finished; later runs are not started).
+
+    Why a process: a Streamlit server is one Python process; a load test on one of its threads shares the GIL with
+    every page render (the live charts redraw twice a second), which delayed chunk handling by 100–400 ms and made
+    the page report worse latency than ``python -m planner bench`` for the same load. The worker is
+    ``python -m planner.loadtest.worker``; jobs and keys go to it over its stdin (never argv or the environment) and
+    every record, progress update and ``/metrics`` sample comes back pickled over its stdout.
+
+    A run nobody polls for :data:`ABANDONED_S` seconds (its browser tab was closed) is cancelled, so a closed
+    tab does not keep loading a server.
+
+    Example:
+        >>> run = BenchmarkRun(plan_jobs([ep], LoadSettings()), started=datetime.now()).start()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        *,
+        started: datetime,
+        scrape_metrics: bool = True,
+        secrets: Mapping[str, Any] | None = None,
+    ) -> None:
+        import threading
+
+        self._jobs = tuple(jobs)
+        self._started = started
+        self._scrape = scrape_metrics
+        self._secrets = dict(secrets) if secrets is not None else None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._cancelled = False
+        self._last_poll = time.monotonic()
+        self._jobs_done = 0
+        self._current: Job | None = None
+        self._progress: LoadProgress | None = None
+        self._records: list[RequestRecord] = []
+        self._requests_done = 0
+        self._in_flight: list[tuple[float, int]] = []
+        self._server: list[ServerSample] = []
+        self._job_start = 0.0
+        self._scrape_note: str | None = None
+        self._saved: list[SavedRun] = []
+        self._kv: dict[str, MeasuredKV | None] = {}
+        self._errors: list[str] = []
+
+    def start(self) -> BenchmarkRun:
+        """Start the worker process (once); returns self."""
+        import threading
+
+        if self._proc is not None:
+            return self
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "planner.loadtest.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=root,
+            env=env,
+        )
+        assert self._proc.stdin is not None
+        pickle.dump((self._jobs, self._started, self._scrape, self._secrets), self._proc.stdin)
+        self._proc.stdin.flush()
+        threading.Thread(target=self._read, name="benchmark-reader", daemon=True).start()
+        threading.Thread(target=self._watchdog, name="benchmark-watchdog", daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            while True:
+                try:
+                    message = pickle.load(self._proc.stdout)
+                except EOFError:
+                    break
+                if message[0] == "done":
+                    break
+                self._apply(message)
+        except Exception as exc:  # a broken pipe or a message that does not unpickle
+            with self._lock:
+                self._errors.append(f"lost contact with the load-test process: {exc}")
+        finally:
+            code = self._proc.wait()
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
+            if code not in (0, None) and not self._cancelled:
+                with self._lock:
+                    self._errors.append(f"the load-test process ended unexpectedly (exit code {code})")
+            with self._lock:
+                self._current = None
+            self._done.set()
+
+    def _apply(self, message: tuple[Any, ...]) -> None:
+        kind, *payload = message
+        with self._lock:
+            if kind == "job":
+                index, job_start = payload
+                self._current, self._progress, self._job_start = self._jobs[index], None, job_start
+                self._records, self._in_flight, self._server, self._scrape_note = [], [], [], None
+            elif kind == "job_done":
+                self._jobs_done += 1
+            elif kind == "progress":
+                self._progress = payload[0]
+            elif kind == "record":
+                self._records.append(payload[0])
+                self._requests_done += 1
+            elif kind == "in_flight":
+                t_s, n = payload
+                if t_s == 0.0 and n == 0:  # the measured run starts: earlier points were warmups
+                    self._in_flight.clear()
+                self._in_flight.append((t_s, n))
+            elif kind == "sample":
+                self._server.append(payload[0])
+            elif kind == "scrape_note":
+                self._scrape_note = payload[0]
+            elif kind == "saved":
+                self._saved.append(payload[0])
+            elif kind == "kv":
+                self._kv[payload[0]] = payload[1]
+            elif kind in ("error", "fatal"):
+                self._errors.append(payload[0])
+
+    def _watchdog(self) -> None:
+        while not self._done.wait(min(5.0, ABANDONED_S / 4)):
+            if time.monotonic() - self._last_poll > ABANDONED_S:
+                with self._lock:
+                    self._errors.append(f"cancelled: nobody watched this run for {ABANDONED_S:.0f} s")
+                self.cancel()
+                return
+
+    def cancel(self) -> None:
+        """Stop the run (safe from any thread, any number of times)."""
+        self._cancelled = True
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            with self._lock, contextlib.suppress(OSError, ValueError):  # ValueError: already closed (run over)
+                proc.stdin.write(b"c")
+                proc.stdin.flush()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the run is done (or ``timeout_s`` passes); True when done."""
+        return self._done.wait(timeout_s)
+
+    @property
+    def done(self) -> bool:
+        """Every job has finished, or the run was cancelled and the worker has exited."""
+        return self._done.is_set()
+
+    def snapshot(self) -> BenchmarkSnapshot:
+        """A frozen copy of the current state (thread-safe, cheap: tuples of immutable records). Polling it keeps
+        the run alive (see :data:`ABANDONED_S`)."""
+        self._last_poll = time.monotonic()
+        done = self._done.is_set()
+        with self._lock:
+            progress = self._progress
+            run_start = None if progress is None else progress.start_s
+            shift = 0.0 if run_start is None else run_start - self._job_start
+            server = tuple(replace(s, t_s=s.t_s - shift) for s in self._server)
+            return BenchmarkSnapshot(
+                jobs_total=len(self._jobs),
+                jobs_done=self._jobs_done,
+                current=self._current,
+                progress=progress,
+                requests_total=sum(j.spec.num_prompts for j in self._jobs),
+                requests_done=self._requests_done,
+                records=tuple(self._records),
+                run_start=run_start,
+                in_flight=tuple(self._in_flight),
+                server=server,
+                scrape_note=self._scrape_note,
+                saved=tuple(self._saved),
+                measured_kv=tuple(self._kv.items()),
+                errors=tuple(self._errors),
+                done=done,
+                cancelled=self._cancelled,
+            )
+
+
+if __name__ == "__main__":
+    worker_main()

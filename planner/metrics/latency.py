@@ -1,0 +1,167 @@
+"""Client-side latency metrics of one streamed request, with ``vllm bench serve`` semantics.
+
+Definitions (``shared/reference/benchmark_clients.md`` §1, §8, §10; vLLM ``vllm/benchmarks/serve.py``
+``calculate_metrics``), with ``sent`` = the moment the request is handed to the client (``time.perf_counter()``):
+
+* TTFT = t(first token-bearing chunk) − sent. A token-bearing chunk carries content, reasoning or a tool call, so
+  vLLM's empty role chunk does not count (vllm-project/vllm#3768).
+* E2E = t(last token-bearing chunk) − sent. The usage chunk and ``[DONE]`` are excluded.
+* ITL per chunk = gaps between successive token-bearing chunks after the first (one sample per chunk).
+* ITL per token = each chunk gap divided evenly over the tokens of the chunk that ends it (one sample per token;
+  GenAI-Perf "chunked ITL").
+* TPOT = (E2E − TTFT) / (output_tokens − 1): the first token is NOT counted; None when output_tokens ≤ 1.
+* Output tokens/s = output_tokens / E2E (per request, TTFT included).
+
+Every value that is undefined for a request is None (never 0). Failed requests have no latency metrics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from planner.serving.streaming import RequestRecord
+
+__all__ = ["LatencyMetrics", "Summary", "compute_metrics", "percentile", "summarize"]
+
+
+@dataclass(frozen=True)
+class LatencyMetrics:
+    """Latency metrics of one request. Seconds unless the name says otherwise; None = undefined.
+
+    Attributes:
+        endpoint: Endpoint name.
+        ok: The request succeeded; when False every latency below is None.
+        ttft_s: Time to first token, ``first_token − sent``.
+        ttfc_s: Time to first non-reasoning content, ``first_content − sent`` (equals TTFT without reasoning).
+        e2e_s: End-to-end latency, ``last_token − sent``.
+        tpot_s: Time per output token after the first, ``(E2E − TTFT) / (output_tokens − 1)``; None when
+            output_tokens ≤ 1 or unknown.
+        itl_chunk_s: Gaps between successive token-bearing chunks after the first, one per chunk.
+        itl_token_s: Each chunk gap divided by the chunk's tokens, repeated once per token; a chunk of unknown
+            size counts as one token, a chunk of 0 tokens passes its gap to the next chunk.
+        output_tokens: Generated tokens; None when unknown.
+        output_tokens_source: Where the count came from (see ``planner.serving.streaming.TOKEN_SOURCES``).
+        output_tokens_per_s: ``output_tokens / E2E``; None when either is unknown or E2E is 0.
+    """
+
+    endpoint: str
+    ok: bool
+    ttft_s: float | None = None
+    ttfc_s: float | None = None
+    e2e_s: float | None = None
+    tpot_s: float | None = None
+    itl_chunk_s: tuple[float, ...] = ()
+    itl_token_s: tuple[float, ...] = ()
+    output_tokens: int | None = None
+    output_tokens_source: str | None = None
+    output_tokens_per_s: float | None = None
+
+
+def compute_metrics(record: RequestRecord) -> LatencyMetrics:
+    """Compute :class:`LatencyMetrics` of one request record (formulas in the module docstring).
+
+    Args:
+        record: A finished :class:`~planner.serving.streaming.RequestRecord`.
+
+    Returns:
+        The metrics; only ``endpoint``/``ok`` are set for a failed request, plus the token count (0) and its source
+        for a request that succeeded without any token (an empty answer).
+    """
+    if not record.ok:
+        return LatencyMetrics(endpoint=record.endpoint, ok=False)
+    if record.first_token_s is None or record.last_token_s is None:
+        return LatencyMetrics(
+            endpoint=record.endpoint,
+            ok=True,
+            output_tokens=record.output_tokens,
+            output_tokens_source=record.output_tokens_source,
+        )
+    ttft = record.first_token_s
+    e2e = record.last_token_s
+    chunk_gaps: list[float] = []
+    token_gaps: list[float] = []
+    carry = 0.0
+    for prev, cur in zip(record.chunks, record.chunks[1:], strict=False):
+        gap = cur.t_s - prev.t_s
+        chunk_gaps.append(gap)
+        n = 1 if cur.n_tokens is None else cur.n_tokens
+        if n <= 0:
+            carry += gap
+            continue
+        token_gaps.extend([(gap + carry) / n] * n)
+        carry = 0.0
+    n_out = record.output_tokens
+    tpot = (e2e - ttft) / (n_out - 1) if n_out is not None and n_out > 1 else None
+    rate = n_out / e2e if n_out is not None and e2e > 0 else None
+    return LatencyMetrics(
+        endpoint=record.endpoint,
+        ok=True,
+        ttft_s=ttft,
+        ttfc_s=record.first_content_s,
+        e2e_s=e2e,
+        tpot_s=tpot,
+        itl_chunk_s=tuple(chunk_gaps),
+        itl_token_s=tuple(token_gaps),
+        output_tokens=n_out,
+        output_tokens_source=record.output_tokens_source,
+        output_tokens_per_s=rate,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Distribution summary of a sample (same unit as the values).
+
+    Attributes:
+        count: Number of values.
+        mean: Arithmetic mean.
+        median: 50th percentile.
+        std: Population standard deviation, ``sqrt(Σ(x − mean)² / count)`` (``np.std`` default, as vLLM bench).
+        p90: 90th percentile, linear interpolation (``np.percentile`` default).
+        p99: 99th percentile, linear interpolation.
+    """
+
+    count: int
+    mean: float
+    median: float
+    std: float
+    p90: float
+    p99: float
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0–100) of sorted values, linear interpolation like ``numpy.percentile``.
+
+    Formula: rank ``r = (n − 1) · q / 100``; result ``x[⌊r⌋] + (x[⌈r⌉] − x[⌊r⌋]) · (r − ⌊r⌋)``.
+    """
+    if not sorted_values:
+        raise ValueError("percentile of an empty sample")
+    rank = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (rank - lo)
+
+
+def summarize(values: Iterable[float | None]) -> Summary | None:
+    """Summarize values (None entries are dropped); None when no value is left.
+
+    Example:
+        >>> summarize([1.0, 2.0, 3.0, 4.0]).p90
+        3.7
+    """
+    xs = sorted(v for v in values if v is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    mean = math.fsum(xs) / n
+    std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
+    return Summary(
+        count=n,
+        mean=mean,
+        median=percentile(xs, 50),
+        std=std,
+        p90=percentile(xs, 90),
+        p99=percentile(xs, 99),
+    )

@@ -1,0 +1,536 @@
+"""The serving engine's own view of a load test: Prometheus ``/metrics`` samples and its reported KV capacity.
+
+What is read, per server kind (names confirmed in the engines' sources):
+
+* vLLM (``vllm/v1/metrics/loggers.py`` ``PrometheusStatLogger``; V0: ``vllm/engine/metrics.py``). Every series carries
+  ``model_name``; V1 adds ``engine`` (one series per data-parallel engine, from ``make_per_engine``).
+
+  - ``vllm:num_requests_running``, ``vllm:num_requests_waiting`` (gauges; summed over engines);
+  - ``vllm:kv_cache_usage_perc`` (gauge, a 0–1 fraction despite the name; averaged over engines, whose pools are
+    the same size). It replaced ``vllm:gpu_cache_usage_perc``, which V0 and early V1 export: the old name was
+    deprecated in 0.9 ("Deprecated in 0.9 - Renamed as vllm:kv_cache_usage_perc", loggers.py), hidden from 0.11
+    unless ``--show-hidden-metrics-for-version=0.10``, and slated for removal in 0.12
+    (``shared/reference/protocols.md`` §1.5). The new name wins when both are present;
+  - counters ``vllm:num_preemptions_total`` (V1 counter ``vllm:num_preemptions``; prometheus_client appends
+    ``_total``), ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``, ``vllm:prefix_cache_queries_total``
+    and ``vllm:prefix_cache_hits_total`` (``vllm:gpu_prefix_cache_*`` before 0.9), summed over engines;
+  - ``vllm:cache_config_info``: a gauge fixed at 1 whose labels are ``CacheConfig.metrics_info()``, i.e. every
+    ``CacheConfig`` field as a string (``vllm/config/cache.py``), plus ``engine`` in V1. It has no ``model_name``.
+    Labels used here: ``block_size``, ``num_gpu_blocks``, ``kv_cache_size_tokens`` (newer releases: vLLM's own
+    group-aware capacity, which the source notes is right where ``num_gpu_blocks × block_size`` is wrong, for hybrid
+    models), ``cache_dtype``, ``gpu_memory_utilization``, ``enable_prefix_caching``, ``kv_cache_max_concurrency``.
+
+* SGLang (``python/sglang/srt/metrics/collector.py`` ``SchedulerMetricsCollector``): ``sglang:num_running_reqs``,
+  ``sglang:num_queue_reqs``, ``sglang:token_usage`` (0–1), ``sglang:prompt_tokens_total``,
+  ``sglang:generation_tokens_total``, and ``sglang:max_total_num_tokens`` ("Maximum total number of tokens in the KV
+  cache pool") for the capacity.
+
+* TGI (router ``/metrics``, docs/source/reference/metrics.md; ``protocols.md`` §2.3): ``tgi_batch_current_size``
+  (requests in the running batch, also reported as ``running``), ``tgi_queue_size`` (also ``waiting``),
+  ``tgi_batch_current_max_tokens``. TGI reports no KV-usage gauge. Its capacity, ``max_batch_total_tokens``, is in
+  ``GET /info`` only up to the 2.x routers (struct ``Info`` in router/src/lib.rs); TGI 3.x's ``Info`` dropped it
+  (``shared/reference/tgi/openapi.json``), so :func:`fetch_measured_kv` returns None there.
+
+Series are filtered to one served model (``model_name``) before summing: the requested model when some series
+carries it, else the first ``model_name`` seen. Parsing uses prometheus_client's own text parser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from planner.errors import InvalidParameterError, PlannerError
+from planner.serving.discovery import _describe, _status_error
+from planner.serving.endpoints import Endpoint, MissingAPIKeyError, api_key
+from planner.serving.streaming import one_line
+
+__all__ = [
+    "METRICS_KINDS",
+    "KVComparison",
+    "MeasuredKV",
+    "MetricsParseError",
+    "ServerSample",
+    "compare_kv",
+    "fetch_measured_kv",
+    "parse_cache_config",
+    "parse_metrics",
+    "scrape_metrics",
+]
+
+#: Server kinds whose ``/metrics`` names are known here.
+METRICS_KINDS: tuple[str, ...] = ("vllm", "sglang", "tgi")
+
+# field -> metric sample names tried in order (the first one present wins: new names before legacy ones)
+_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {
+        "running": ("vllm:num_requests_running",),
+        "waiting": ("vllm:num_requests_waiting",),
+        "kv_cache_usage_perc": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        "num_preemptions_total": ("vllm:num_preemptions_total",),
+        "prompt_tokens_total": ("vllm:prompt_tokens_total",),
+        "generation_tokens_total": ("vllm:generation_tokens_total",),
+        "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+        "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    },
+    "sglang": {
+        "running": ("sglang:num_running_reqs",),
+        "waiting": ("sglang:num_queue_reqs",),
+        "kv_cache_usage_perc": ("sglang:token_usage",),
+        "prompt_tokens_total": ("sglang:prompt_tokens_total",),
+        "generation_tokens_total": ("sglang:generation_tokens_total",),
+    },
+    "tgi": {
+        "running": ("tgi_batch_current_size",),
+        "waiting": ("tgi_queue_size",),
+        "batch_size": ("tgi_batch_current_size",),
+        "queue_size": ("tgi_queue_size",),
+        "batch_max_tokens": ("tgi_batch_current_max_tokens",),
+    },
+}
+# fractions are averaged over engines (equal pools); everything else is summed
+_AVERAGED = frozenset({"kv_cache_usage_perc"})
+_INTS = frozenset({"running", "waiting", "batch_size", "queue_size", "batch_max_tokens", "num_preemptions_total"})
+# consecutive transient failures (timeouts, 5xx) after which the scraper gives up
+_MAX_FAILURES = 3
+
+
+class MetricsParseError(PlannerError, ValueError):
+    """A ``/metrics`` body is not Prometheus text; the message is one line naming the parser's complaint."""
+
+
+@dataclass(frozen=True)
+class ServerSample:
+    """One scrape of a server's ``/metrics``. Every field is None when the server does not export it.
+
+    Attributes:
+        t_s: When the scrape's response arrived, seconds since the caller's ``start`` (``time.perf_counter``).
+        running: Requests being executed: vLLM ``num_requests_running`` / SGLang ``num_running_reqs`` (summed over
+            engines), TGI ``tgi_batch_current_size``.
+        waiting: Requests queued: vLLM ``num_requests_waiting`` / SGLang ``num_queue_reqs``, TGI ``tgi_queue_size``.
+        kv_cache_usage_perc: Fraction (0–1, as vLLM reports it, not percent) of KV-cache blocks in use: vLLM
+            ``kv_cache_usage_perc`` or legacy ``gpu_cache_usage_perc``, SGLang ``token_usage``; mean over engines.
+        batch_size: TGI ``tgi_batch_current_size``.
+        queue_size: TGI ``tgi_queue_size``.
+        batch_max_tokens: TGI ``tgi_batch_current_max_tokens`` (tokens the running batch may reach).
+        num_preemptions_total: vLLM cumulative preemptions (counter; compare two samples for a rate).
+        prompt_tokens_total: Cumulative prefill tokens (vLLM, SGLang).
+        generation_tokens_total: Cumulative generated tokens (vLLM, SGLang).
+        prefix_cache_queries_total: vLLM cumulative prefix-cache queries, in tokens.
+        prefix_cache_hits_total: vLLM cumulative prefix-cache hits, in tokens. Hit rate over an interval =
+            Δhits / Δqueries between two samples (vLLM docs/design/metrics.md, "Prefix Cache metrics").
+    """
+
+    t_s: float
+    running: int | None = None
+    waiting: int | None = None
+    kv_cache_usage_perc: float | None = None
+    batch_size: int | None = None
+    queue_size: int | None = None
+    batch_max_tokens: int | None = None
+    num_preemptions_total: int | None = None
+    prompt_tokens_total: float | None = None
+    generation_tokens_total: float | None = None
+    prefix_cache_queries_total: float | None = None
+    prefix_cache_hits_total: float | None = None
+
+    @property
+    def has_data(self) -> bool:
+        """True when at least one metric was found (a sample of all Nones means nothing usable was exported)."""
+        return any(getattr(self, name) is not None for name in self.__dataclass_fields__ if name != "t_s")
+
+
+@dataclass(frozen=True)
+class MeasuredKV:
+    """The KV-cache capacity a running server reports about itself.
+
+    Attributes:
+        source: Where the figure came from, e.g. ``"vllm:cache_config_info"``, ``"sglang:max_total_num_tokens"``,
+            ``"TGI /info max_batch_total_tokens"``.
+        kv_capacity_tokens: Tokens the KV cache of ONE engine holds. vLLM: the ``kv_cache_size_tokens`` label when
+            the release exports it (group-aware), else ``num_gpu_blocks × block_size``; SGLang:
+            ``max_total_num_tokens`` (smallest over series); TGI: ``max_batch_total_tokens``. None when unknown.
+        num_gpu_blocks: vLLM blocks per engine (per GPU worker; every TP rank holds its share of each block).
+        block_size_tokens: vLLM tokens per block.
+        engines: Number of engines reporting (vLLM data-parallel engines, SGLang series); each has its own cache,
+            so the server as a whole holds ``engines × kv_capacity_tokens``.
+        cache_dtype: vLLM ``cache_dtype`` label (``"auto"`` = the model dtype).
+        gpu_memory_utilization: vLLM ``gpu_memory_utilization`` (fraction of GPU memory vLLM may use).
+        enable_prefix_caching: vLLM ``enable_prefix_caching``.
+        kv_cache_max_concurrency: vLLM ``kv_cache_max_concurrency`` (requests of ``max_model_len`` tokens that fit;
+            newer releases only).
+        error: One-line reason the server could not be asked (refused, HTTP error, not Prometheus text); None
+            when it answered.
+    """
+
+    source: str
+    kv_capacity_tokens: int | None = None
+    num_gpu_blocks: int | None = None
+    block_size_tokens: int | None = None
+    engines: int | None = None
+    cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    enable_prefix_caching: bool | None = None
+    kv_cache_max_concurrency: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class KVComparison:
+    """Planned vs measured KV capacity of one engine.
+
+    Attributes:
+        plan_tokens: The planner's KV capacity, tokens; None when there is no plan.
+        measured_tokens: The server's reported capacity (:attr:`MeasuredKV.kv_capacity_tokens`); None when unknown.
+        error_frac: ``(plan − measured) / measured`` (the convention of ``bench/capacity_accuracy.py``): positive
+            when the plan promises more than the server has. None when either side is missing or measured is 0.
+    """
+
+    plan_tokens: int | None
+    measured_tokens: int | None
+    error_frac: float | None
+
+
+# --- parsing ------------------------------------------------------------------------------------------------------
+_Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def _samples(text: str) -> _Samples:
+    """Every sample of ``text`` by sample name (``_total``/``_bucket`` names as exposed), non-finite values dropped.
+
+    Indexing by sample name rather than family name makes ``# TYPE`` lines optional: counters read the same with
+    or without them.
+    """
+    if not isinstance(text, str):
+        raise MetricsParseError(f"not Prometheus text: expected str, got {type(text).__name__}")
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError as exc:
+        raise MetricsParseError(one_line(f"not Prometheus text: {exc}", 200)) from exc
+    out: _Samples = {}
+    for family in families:
+        for sample in family.samples:
+            value = float(sample.value)
+            if math.isfinite(value):
+                out.setdefault(sample.name, []).append((dict(sample.labels), value))
+    return out
+
+
+def _choose_model(samples: _Samples, names: tuple[str, ...], model: str | None) -> str | None:
+    seen: list[str] = []
+    for name in names:
+        for labels, _ in samples.get(name, []):
+            label = labels.get("model_name")
+            if label is not None and label not in seen:
+                seen.append(label)
+    if model is not None and model in seen:
+        return model
+    return seen[0] if seen else None
+
+
+def _series(samples: _Samples, candidates: tuple[str, ...], model: str | None) -> list[float] | None:
+    for name in candidates:
+        values = [v for labels, v in samples.get(name, []) if model is None or labels.get("model_name", model) == model]
+        if values:
+            return values
+    return None
+
+
+def parse_metrics(text: str, kind: str, t_s: float, *, model: str | None = None) -> ServerSample:
+    """Read one ``/metrics`` body into a :class:`ServerSample` (pure; no I/O).
+
+    Args:
+        text: The Prometheus text exposition (``# HELP``/``# TYPE`` lines optional).
+        kind: Server kind (``"vllm"``, ``"sglang"``, ``"tgi"``); any other kind gives a sample of Nones.
+        t_s: Timestamp to store, seconds since the caller's start.
+        model: Served model whose series to read when several ``model_name`` values are present; ignored when no
+            series carries it (the first ``model_name`` seen is used then).
+
+    Returns:
+        The sample; gauges summed over engines (usage fractions averaged), missing metrics None.
+
+    Raises:
+        MetricsParseError: ``text`` is not Prometheus text (e.g. an HTML or JSON error page).
+
+    Example:
+        >>> parse_metrics('vllm:num_requests_running{engine="0",model_name="m"} 3.0\\n', "vllm", 1.5).running
+        3
+    """
+    samples = _samples(text)
+    names = _NAMES.get(kind)
+    if names is None:
+        return ServerSample(t_s=t_s)
+    chosen = _choose_model(samples, tuple(n for group in names.values() for n in group), model)
+    fields: dict[str, Any] = {}
+    for field, candidates in names.items():
+        values = _series(samples, candidates, chosen)
+        if values is None:
+            continue
+        value = sum(values) / len(values) if field in _AVERAGED else sum(values)
+        fields[field] = round(value) if field in _INTS else value
+    return ServerSample(t_s=t_s, **fields)
+
+
+def _label_int(value: str | None) -> int | None:
+    try:
+        number = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) and number == int(number) else None
+
+
+def _label_float(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_cache_config(text: str, kind: str = "vllm") -> MeasuredKV | None:
+    """The KV capacity a vLLM (``vllm:cache_config_info``) or SGLang (``sglang:max_total_num_tokens``) body reports.
+
+    Args:
+        text: A ``/metrics`` body.
+        kind: ``"vllm"`` or ``"sglang"``; other kinds give None.
+
+    Returns:
+        A :class:`MeasuredKV` (per-engine capacity, see its fields), or None when the body has no such metric.
+        vLLM labels that say ``"None"`` (e.g. ``num_gpu_blocks`` before profiling) read as None.
+
+    Raises:
+        MetricsParseError: ``text`` is not Prometheus text.
+
+    Example:
+        >>> text = 'vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="2048"} 1.0\\n'
+        >>> parse_cache_config(text).kv_capacity_tokens
+        32768
+    """
+    samples = _samples(text)
+    if kind == "sglang":
+        values = [v for _, v in samples.get("sglang:max_total_num_tokens", []) if v > 0]
+        if not values:
+            return None
+        return MeasuredKV(
+            source="sglang:max_total_num_tokens", kv_capacity_tokens=int(min(values)), engines=len(values)
+        )
+    if kind != "vllm":
+        return None
+    series = samples.get("vllm:cache_config_info", [])
+    if not series:
+        return None
+    labels = series[0][0]  # every engine reports the same CacheConfig (loggers.py log_metrics_info)
+    blocks = _label_int(labels.get("num_gpu_blocks"))
+    block_size = _label_int(labels.get("block_size"))
+    reported = _label_int(labels.get("kv_cache_size_tokens"))
+    source = "vllm:cache_config_info"
+    if reported is not None and reported > 0:
+        capacity: int | None = reported
+        source += " kv_cache_size_tokens"
+    else:
+        capacity = blocks * block_size if blocks is not None and block_size is not None else None
+    prefix = labels.get("enable_prefix_caching")
+    return MeasuredKV(
+        source=source,
+        kv_capacity_tokens=capacity,
+        num_gpu_blocks=blocks,
+        block_size_tokens=block_size,
+        engines=len({lb.get("engine", "") for lb, _ in series}),
+        cache_dtype=labels.get("cache_dtype"),
+        gpu_memory_utilization=_label_float(labels.get("gpu_memory_utilization")),
+        enable_prefix_caching={"True": True, "False": False}.get(prefix) if prefix is not None else None,
+        kv_cache_max_concurrency=_label_float(labels.get("kv_cache_max_concurrency")),
+    )
+
+
+def _tgi_info_kv(info: Any) -> MeasuredKV | None:
+    """``max_batch_total_tokens`` of a TGI ``/info`` body (2.x and older routers); None when absent (3.x)."""
+    if not isinstance(info, Mapping):
+        return None
+    value = info.get("max_batch_total_tokens")
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None
+    return MeasuredKV(source="TGI /info max_batch_total_tokens", kv_capacity_tokens=value, engines=1)
+
+
+def compare_kv(plan_tokens: int | None, measured: MeasuredKV | None) -> KVComparison:
+    """Planned vs measured KV capacity.
+
+    Args:
+        plan_tokens: The plan's KV capacity of one engine, tokens (None when there is no plan).
+        measured: What the server reported (:func:`fetch_measured_kv`), or None.
+
+    Returns:
+        A :class:`KVComparison`; ``error_frac = (plan − measured) / measured``, None where undefined.
+
+    Example:
+        >>> compare_kv(36_864, MeasuredKV(source="s", kv_capacity_tokens=32_768)).error_frac
+        0.125
+    """
+    measured_tokens = measured.kv_capacity_tokens if measured is not None else None
+    error = None
+    if plan_tokens is not None and measured_tokens:
+        error = (plan_tokens - measured_tokens) / measured_tokens
+    return KVComparison(plan_tokens=plan_tokens, measured_tokens=measured_tokens, error_frac=error)
+
+
+# --- network ------------------------------------------------------------------------------------------------------
+def _client(endpoint: Endpoint, secrets: Mapping[str, Any] | None, timeout_s: float) -> httpx.AsyncClient:
+    key = api_key(endpoint, secrets)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers)
+
+
+def _body(response: httpx.Response) -> Any:
+    """The response's JSON body when it has one (so error messages show the server's message), else its text."""
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _check_timeout(timeout_s: float) -> None:
+    if not _positive(timeout_s):
+        raise InvalidParameterError("timeout_s", timeout_s, "a number of seconds > 0")
+
+
+async def fetch_measured_kv(
+    endpoint: Endpoint, *, timeout_s: float = 5.0, secrets: Mapping[str, Any] | None = None
+) -> MeasuredKV | None:
+    """Ask a running server for its KV-cache capacity: vLLM/SGLang ``GET /metrics``, TGI ``GET /info``.
+
+    Args:
+        endpoint: The endpoint (its ``model`` picks nothing here: ``vllm:cache_config_info`` has no model label).
+        timeout_s: Connect/read timeout, seconds.
+        secrets: Optional mapping holding the API key (see :func:`planner.serving.endpoints.api_key`).
+
+    Returns:
+        The :class:`MeasuredKV`; None when the server answered but does not expose a capacity (TGI 3.x ``/info``, a
+        ``/metrics`` without the metric) or the kind has none (``openai``, ``llamacpp``). When the server could not
+        be asked (refused, timeout, HTTP error, a body that is not Prometheus text or JSON) a :class:`MeasuredKV`
+        with ``error`` set and no figures. Never raises for endpoint failures or a missing API key.
+
+    Raises:
+        InvalidParameterError: ``timeout_s`` is not > 0.
+    """
+    _check_timeout(timeout_s)
+    if endpoint.kind not in METRICS_KINDS:
+        return None
+    source = {"vllm": "vllm:cache_config_info", "sglang": "sglang:max_total_num_tokens"}.get(
+        endpoint.kind, "TGI /info max_batch_total_tokens"
+    )
+    url = f"{endpoint.base_url}/info" if endpoint.kind == "tgi" else f"{endpoint.base_url}/metrics"
+    try:
+        async with _client(endpoint, secrets, timeout_s) as client:
+            response = await client.get(url)
+    except MissingAPIKeyError as exc:
+        return MeasuredKV(source=source, error=one_line(exc))
+    except httpx.HTTPError as exc:
+        return MeasuredKV(source=source, error=_describe(exc, url))
+    if response.status_code != 200:
+        return MeasuredKV(source=source, error=_status_error(url, response.status_code, _body(response)))
+    if endpoint.kind == "tgi":
+        try:
+            return _tgi_info_kv(response.json())
+        except ValueError:
+            return MeasuredKV(source=source, error=one_line(f"{url}: not JSON: {response.text}", 200))
+    try:
+        return parse_cache_config(response.text, endpoint.kind)
+    except MetricsParseError as exc:
+        return MeasuredKV(source=source, error=one_line(f"{url}: {exc}"))
+
+
+async def scrape_metrics(
+    endpoint: Endpoint,
+    *,
+    interval_s: float,
+    stop: asyncio.Event,
+    on_sample: Callable[[ServerSample], None],
+    start: float,
+    timeout_s: float = 5.0,
+    secrets: Mapping[str, Any] | None = None,
+) -> str | None:
+    """Poll ``endpoint``'s ``/metrics`` every ``interval_s`` until ``stop`` is set; each sample goes to ``on_sample``.
+
+    Meant to run as a task beside a load test. One ``httpx.AsyncClient`` is used for the whole loop. Scrapes start
+    on a fixed grid, ``interval_s`` apart from the first, so timing does not drift; a scrape that overruns its slot
+    skips the grid points it missed.
+
+    Args:
+        endpoint: The endpoint; its ``kind`` selects the metric names and its ``model`` the ``model_name`` series.
+        interval_s: Seconds between scrape starts, > 0.
+        stop: Set it to end the loop (the wait between scrapes ends at once; a scrape in flight finishes first).
+        on_sample: Called with each parsed :class:`ServerSample`, in order; exceptions it raises propagate.
+        start: The ``time.perf_counter()`` origin of :attr:`ServerSample.t_s` (use the load test's own).
+        timeout_s: Per-scrape connect/read timeout, seconds.
+        secrets: Optional mapping holding the API key.
+
+    Returns:
+        None when ``stop`` ended the loop. Otherwise a one-line reason the endpoint has no usable ``/metrics``,
+        returned at the first clear sign (kind without known metrics, missing API key, connection refused, HTTP
+        401/403/404/405/501, a body that is not Prometheus text, or a first scrape with none of the kind's metrics)
+        or after 3 consecutive transient failures (timeouts, other HTTP errors); polling stops then. Never raises
+        for endpoint failures.
+
+    Raises:
+        InvalidParameterError: ``interval_s`` or ``timeout_s`` is not > 0.
+    """
+    if not _positive(interval_s):
+        raise InvalidParameterError("interval_s", interval_s, "a number of seconds > 0")
+    _check_timeout(timeout_s)
+    if endpoint.kind not in METRICS_KINDS:
+        return f"{endpoint.name}: no known /metrics names for kind {endpoint.kind!r} (known: vllm, sglang, tgi)"
+    url = f"{endpoint.base_url}/metrics"
+    try:
+        client = _client(endpoint, secrets, timeout_s)
+    except MissingAPIKeyError as exc:
+        return one_line(exc)
+    failures = 0
+    scrapes = 0
+    async with client:
+        origin = time.perf_counter()
+        while not stop.is_set():
+            try:
+                response = await client.get(url)
+            except httpx.ConnectError as exc:
+                return _describe(exc, url)
+            except httpx.HTTPError as exc:
+                failures += 1
+                if failures >= _MAX_FAILURES:
+                    return f"{_describe(exc, url)} ({failures} times in a row)"
+            else:
+                status = response.status_code
+                if status in (401, 403, 404, 405, 501):
+                    return _status_error(url, status, _body(response))
+                if status != 200:
+                    failures += 1
+                    if failures >= _MAX_FAILURES:
+                        return _status_error(url, status, _body(response)) + f" ({failures} times in a row)"
+                else:
+                    failures = 0
+                    t_s = time.perf_counter() - start
+                    try:
+                        sample = parse_metrics(response.text, endpoint.kind, t_s, model=endpoint.model)
+                    except MetricsParseError as exc:
+                        return one_line(f"{url}: {exc}")
+                    if scrapes == 0 and not sample.has_data:
+                        return f"{url} has none of the {endpoint.kind} metrics this dashboard reads"
+                    scrapes += 1
+                    on_sample(sample)
+            k = math.floor((time.perf_counter() - origin) / interval_s) + 1
+            delay = origin + k * interval_s - time.perf_counter()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=max(delay, 0.0))
+    return None

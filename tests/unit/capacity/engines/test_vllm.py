@@ -1,0 +1,322 @@
+"""The vLLM engine model against public vLLM startup logs.
+
+Golden values: shared/reference/vllm_capacity_logs.json (record ids cited). Tolerances: 2% on the
+per-GPU KV memory (the issue's accuracy target is a 5% median), 1% on tokens where the log gives them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.capacity.engines.vllm import NEWEST_VERSION, default_limits, plan_vllm, profile_for
+from planner.capacity.scenario import Scenario
+from planner.errors import InvalidParameterError
+from planner.units import GIB
+
+H100 = "h100-sxm-80gb"
+
+# (log id, scenario, logged "Available KV cache memory" GiB, logged tokens or None)
+LOGS = [
+    (
+        38,
+        Scenario(
+            model="meta-llama/Llama-3.1-8B-Instruct",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            engine_version="0.19.0",
+        ),
+        58.11,
+        476_000,
+    ),
+    (
+        43,
+        Scenario(
+            model="Qwen/Qwen2.5-7B-Instruct",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            engine_version="0.19.0",
+        ),
+        58.53,
+        1_096_000,
+    ),
+    (
+        46,
+        Scenario(
+            model="meta-llama/Llama-3.1-8B-Instruct",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            kv_cache_dtype="fp8",
+            engine_version="0.19.0",
+        ),
+        58.11,
+        952_032,
+    ),
+    (
+        48,
+        Scenario(
+            model="meta-llama/Llama-3.1-8B-Instruct",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            dtype="float32",
+            engine_version="0.19.0",
+        ),
+        42.80,
+        175_296,
+    ),
+    (
+        49,
+        Scenario(
+            model="meta-llama/Llama-3.1-8B-Instruct",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            quantization="fp8",
+            engine_version="0.19.0",
+        ),
+        64.61,
+        None,
+    ),
+    (
+        50,
+        Scenario(
+            model="Qwen/Qwen3-14B", gpu=H100, gpu_memory_utilization=0.95, max_model_len=8192, engine_version="0.15.0"
+        ),
+        41.94,
+        None,
+    ),
+    (
+        51,
+        Scenario(
+            model="Qwen/Qwen3-14B", gpu=H100, gpu_memory_utilization=0.95, max_model_len=8192, engine_version="0.17.0"
+        ),
+        45.34,
+        None,
+    ),
+    (
+        52,
+        Scenario(
+            model="Qwen/Qwen3-14B", gpu=H100, gpu_memory_utilization=0.95, max_model_len=8192, engine_version="0.18.0"
+        ),
+        45.23,
+        None,
+    ),
+    (
+        53,
+        Scenario(
+            model="google/gemma-3-12b-it",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            engine_version="0.19.0",
+        ),
+        47.72,
+        130_304,
+    ),
+    (
+        54,
+        Scenario(
+            model="google/gemma-2-9b-it",
+            gpu=H100,
+            gpu_memory_utilization=0.95,
+            max_model_len=8192,
+            engine_version="0.19.0",
+        ),
+        54.12,
+        168_880,
+    ),
+    (
+        28,
+        Scenario(model="openai/gpt-oss-20b", gpu=H100, max_model_len=16000, block_size=128, engine_version="0.11.0"),
+        50.28,
+        None,
+    ),
+    (
+        30,
+        Scenario(
+            model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+            gpu=H100,
+            tensor_parallel_size=2,
+            max_model_len=16000,
+            block_size=128,
+            engine_version="0.11.0",
+        ),
+        32.0,
+        None,
+    ),
+    (
+        33,
+        Scenario(model="Qwen/Qwen3-0.6B", gpu=H100, max_model_len=16000, block_size=128, engine_version="0.11.0"),
+        64.45,
+        None,
+    ),
+    (
+        36,
+        Scenario(
+            model="Qwen/Qwen3-32B",
+            gpu=H100,
+            tensor_parallel_size=2,
+            max_model_len=16000,
+            block_size=128,
+            engine_version="0.11.0",
+        ),
+        34.49,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("log_id", "scenario", "kv_gib", "tokens"), LOGS, ids=[f"log{x[0]}" for x in LOGS])
+def test_kv_cache_matches_vllm_log(log_id: int, scenario: Scenario, kv_gib: float, tokens: int | None) -> None:
+    plan = plan_vllm(scenario)
+    assert plan.fits
+    assert plan.per_gpu.kv_cache_bytes / GIB == pytest.approx(kv_gib, rel=0.02), f"log id {log_id}"
+    if tokens is not None:
+        assert plan.kv_cache_tokens == pytest.approx(tokens, rel=0.02), f"log id {log_id}"
+
+
+def test_concurrency_matches_log_38() -> None:
+    # "Maximum concurrency for 8,192 tokens per request: 58.11x" (log id 38).
+    plan = plan_vllm(LOGS[0][1])
+    assert plan.max_concurrency == pytest.approx(58.11, rel=0.01)
+
+
+def test_hybrid_concurrency_matches_log_53() -> None:
+    # gemma-3-12b-it: "Maximum concurrency for 8,192 tokens per request: 15.88x" (log id 53).
+    plan = plan_vllm(LOGS[8][1])
+    assert plan.max_concurrency == pytest.approx(15.88, rel=0.02)
+
+
+def test_weights_over_budget_does_not_fit() -> None:
+    # Log id 31: Llama-3.3-70B FP8 on one H100 at 0.9 -> "No available memory for the cache blocks".
+    plan = plan_vllm(
+        Scenario(
+            model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+            gpu=H100,
+            max_model_len=16000,
+            block_size=128,
+            engine_version="0.11.0",
+        )
+    )
+    assert not plan.fits
+    assert "no memory is left" in plan.reason or "exceed" in plan.reason
+
+
+def test_v0_insufficient_kv_is_refused() -> None:
+    # Log id 2 (v0.6.4, RTX 3090, max_model_len 29000): "The model's max seq len (29000) is larger than the
+    # maximum number of tokens that can be stored in KV cache (23648)".
+    plan = plan_vllm(
+        Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="rtx-3090", max_model_len=29000, engine_version="0.6.4")
+    )
+    assert not plan.fits
+    assert plan.kv_cache_tokens == pytest.approx(23_648, rel=0.08)
+
+
+def test_activation_fell_at_v017() -> None:
+    # Log ids 50 and 51: the same Qwen3-14B setup logged 5.64 GiB of activation in v0.15, 2.23 in v0.17.
+    old = plan_vllm(LOGS[5][1]).per_gpu.activation_bytes / GIB
+    new = plan_vllm(LOGS[6][1]).per_gpu.activation_bytes / GIB
+    assert old == pytest.approx(5.64, rel=0.02)
+    assert new == pytest.approx(2.23, rel=0.02)
+
+
+def test_cuda_graphs_subtracted_from_v021() -> None:
+    s = LOGS[0][1]
+    before = plan_vllm(s.with_changes(engine_version="0.20.0"))
+    after = plan_vllm(s.with_changes(engine_version="0.21.0"))
+    eager = plan_vllm(s.with_changes(engine_version="0.21.0", enforce_eager=True))
+    assert before.per_gpu.cuda_graph_bytes == 0
+    assert after.per_gpu.cuda_graph_bytes > 0
+    assert eager.per_gpu.cuda_graph_bytes == 0
+
+
+def test_non_torch_grows_with_tp() -> None:
+    # Log ids 38 and 39 (v0.19): non-torch 0.25 GiB at TP 1, 2.07 GiB at TP 2.
+    tp1 = plan_vllm(LOGS[0][1])
+    tp2 = plan_vllm(LOGS[0][1].with_changes(tensor_parallel_size=2))
+    assert tp1.per_gpu.non_torch_bytes / GIB == pytest.approx(0.25, abs=0.02)
+    assert tp2.per_gpu.non_torch_bytes / GIB == pytest.approx(2.07, abs=0.1)
+
+
+def test_tp_must_divide_heads() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, tensor_parallel_size=3))
+    assert not plan.fits and "divisible" in plan.reason
+
+
+def test_max_model_len_above_model_limit_refused() -> None:
+    plan = plan_vllm(Scenario(model="google/gemma-2-9b-it", gpu=H100, max_model_len=65536))
+    assert not plan.fits and "max_position_embeddings" in plan.reason
+
+
+@pytest.mark.parametrize(
+    ("version", "name", "arch"),
+    [
+        ("0.19.0", "0.18", "v1"),
+        ("v0.11.0 (image)", "0.10", "v1"),
+        ("0.8.2 (V0 fallback)", "0.6.5", "v0"),
+        ("0.6.4", "0.6.3", "v0"),
+        (None, "0.27", "v1"),
+        ("latest", "0.27", "v1"),
+    ],
+)
+def test_profile_for(version: str | None, name: str, arch: str) -> None:
+    profile = profile_for(version)
+    assert (profile.name, profile.arch) == (name, arch)
+
+
+def test_profile_for_rejects_garbage() -> None:
+    with pytest.raises(InvalidParameterError, match="engine_version"):
+        profile_for("banana")
+
+
+def test_default_limits_follow_gpu_memory() -> None:
+    # vLLM arg_utils: >= 70 GiB and not an A100 -> 1024 seqs / 8192 tokens; otherwise 256 / 2048.
+    profile = profile_for(NEWEST_VERSION)
+    assert default_limits(profile, total_bytes=79.19 * GIB, gpu_id="h100-sxm-80gb", max_model_len=8192) == (1024, 8192)
+    assert default_limits(profile, total_bytes=79.15 * GIB, gpu_id="a100-sxm4-80gb", max_model_len=8192) == (256, 2048)
+    assert default_limits(profile, total_bytes=23.5 * GIB, gpu_id="rtx-4090", max_model_len=8192) == (256, 2048)
+
+
+def test_more_pipeline_stages_than_layers_is_rejected() -> None:
+    # vLLM cannot give every stage a layer; the planner names the parameter instead of crashing.
+    with pytest.raises(InvalidParameterError, match="pipeline_parallel_size=33"):
+        plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, pipeline_parallel_size=33))
+
+
+def test_estimated_max_model_len_capped_at_model_limit() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, max_model_len=8192))
+    assert plan.estimated_max_model_len == 131_072  # max_position_embeddings of Llama 3.1
+
+
+def test_total_kv_is_never_below_one_gpu() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, tensor_parallel_size=2))
+    assert plan.kv_cache_total_bytes == pytest.approx(2 * plan.per_gpu.kv_cache_bytes)
+
+
+def test_unmodelled_old_version_is_noted() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, engine_version="0.1.0"))
+    assert any("predates" in note for note in plan.notes)
+
+
+def test_kv_heads_must_split_over_tp() -> None:
+    # vLLM: the KV heads must divide by TP (or TP by them, when it replicates them).
+    from planner.catalog.hub import model_from_config
+
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 3072,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 24,
+        "num_key_value_heads": 6,
+        "vocab_size": 1000,
+        "intermediate_size": 8192,
+        "max_position_embeddings": 4096,
+    }
+    spec = model_from_config(config).spec
+    assert plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=3), spec).fits
+    refused = plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=4), spec)
+    assert not refused.fits and "KV heads" in refused.reason

@@ -1,0 +1,174 @@
+"""``python -m planner bench``: the vLLM-style table, the vLLM-keyed JSON, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.cli.main import main
+from planner.loadtest.results import import_runs
+
+FAST = "load [ttft_ms=10] [itl_ms=2] [tokens=4]"
+
+
+def test_bench_table(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--concurrency", "2", "--num-prompts", "4"]
+    assert main([*argv, "--prompt", FAST, "--output-len", "4", "--goodput", "ttft:5000"]) == 0
+    out = capsys.readouterr().out
+    assert "Serving Benchmark Result" in out
+    rows = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    assert (rows["Successful requests"].strip(), rows["Failed requests"].strip()) == ("4", "0")
+    assert rows["Maximum request concurrency"].strip() == "2"
+    assert rows["Total generated tokens"].strip() == "16"  # 4 requests x 4 tokens
+    assert rows["Samples (TTFT)"].strip() == "4" and rows["Samples (ITL)"].strip() == "8"  # 2 chunk gaps each
+    assert "Request goodput (req/s):" in out and "Mean TTFT (ms):" in out and "P99 ITL (ms):" in out
+
+
+def test_bench_json_has_vllm_keys(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"a=vllm:{timed_server.url}", "--request-rate", "50", "--num-prompts", "3"]
+    assert main([*argv, "--prompt", FAST, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["completed"], data["failed"], data["label"], data["request_rate"]) == (3, 0, "a", 50.0)
+    for key in ("duration", "request_throughput", "output_throughput", "mean_ttft_ms", "p99_itl_ms", "mean_e2el_ms"):
+        assert data[key] is not None
+    assert data["request_goodput"] is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--endpoint", "vllm:http://127.0.0.1:1", "--concurrency", "0"], "--concurrency 0 is not valid"),
+        (["--endpoint", "nope"], "--endpoint 'nope' is not valid"),  # what was typed, not the name added to it
+        (["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "ttft"], "--goodput 'ttft' is not valid"),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "foo:10"],
+            "--goodput 'foo:10' is not valid: expected ttft, tpot or e2el with a limit in ms > 0",
+        ),
+        (["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "ttft:-5"], "--goodput 'ttft:-5' is not valid"),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--duration", "0"],
+            "--duration 0.0 is not valid: expected seconds > 0, or leave it out for no cap",
+        ),
+    ],
+)
+def test_bench_bad_flag_is_one_line_exit_2(argv, fragment, capsys):
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m planner bench: error: ") and fragment in err
+    assert err.count("\n") == 1
+
+
+# --- sweeps, prompts files, saved results ----------------------------------------------------------------------------
+def test_sweep_prints_a_row_per_level_and_the_knee(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--sweep", "4", "--prompts-per-level", "2"]
+    assert main([*argv, "--prompt", FAST, "--output-len", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines[1:4]]
+    assert [r[:3] for r in rows] == [["1", "2", "0"], ["2", "2", "0"], ["4", "2", "0"]]  # concurrency, ok, failed
+    assert lines[4].startswith("knee: ")
+
+
+def test_sweep_json_and_saved_result(timed_server, capsys, tmp_path):
+    out = tmp_path / "sweep.json"
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--sweep", "2", "--prompts-per-level", "3"]
+    assert main([*argv, "--prompt", FAST, "--json", "--save-result", str(out)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    saved = json.loads(out.read_text())
+    assert [lv["max_concurrency"] for lv in shown["levels"]] == [1, 2] and "knee_concurrency" in shown
+    assert [lv["completed"] for lv in saved] == [3, 3] and len(saved[1]["ttfts"]) == 3
+    # the saved sweep is a list of vLLM results the Load Test page imports as one sweep
+    runs = import_runs(out.read_bytes(), "sweep.json")
+    assert [(r.max_concurrency, r.sweep, r.source) for r in runs] == [
+        (1, "vllm sweep", "imported"),
+        (2, "vllm sweep", "imported"),
+    ]
+
+
+def test_dataset_path_and_save_result_round_trip(timed_server, capsys, tmp_path):
+    from planner.metrics.benchmark import BenchmarkMetrics
+
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text(json.dumps({"prompt": FAST}) + "\n" + json.dumps({"text": FAST}) + "\n")
+    out = tmp_path / "result.json"
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--num-prompts", "4", "--concurrency", "2"]
+    assert main([*argv, "--dataset-path", str(dataset), "--save-result", str(out)]) == 0
+    rows = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines() if ":" in line)
+    assert rows["Total generated tokens"].strip() == "16"  # the prompts file's [tokens=4] was used: 4 x 4
+    assert "Mean TTFT first chunk (ms)" in rows
+    data = json.loads(out.read_text())
+    assert data["output_lens"] == [4, 4, 4, 4] and len(data["itls"]) == 4 and data["errors"] == [""] * 4
+    assert data["mean_ttft_first_chunk_ms"] < data["mean_ttft_ms"]  # the role chunk comes before the first token
+    metrics = BenchmarkMetrics.from_vllm_json(data)  # a vLLM --save-result reader accepts it
+    assert (metrics.completed, metrics.total_output_tokens, metrics.itl.count, metrics.tpot.count) == (4, 16, 8, 4)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--sweep", "0"], "--sweep 0 is not valid"),
+        (["--sweep", "4", "--concurrency", "2"], "--concurrency 2 is not valid: expected no --concurrency with"),
+        (["--dataset-path", "/nonexistent/p.jsonl"], "--dataset-path '/nonexistent/p.jsonl' is not valid"),
+    ],
+)
+def test_bench_new_flags_bad_values(argv, fragment, capsys):
+    assert main(["bench", "--endpoint", "vllm:http://127.0.0.1:1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m planner bench: error: ") and fragment in err and err.count("\n") == 1
+
+
+def test_bad_dataset_line_is_one_line_naming_it(tmp_path, capsys):
+    dataset = tmp_path / "bad.jsonl"
+    dataset.write_text('{"prompt": "fine"}\n{"question": "no prompt key"}\n')
+    assert main(["bench", "--endpoint", "vllm:http://127.0.0.1:1", "--dataset-path", str(dataset)]) == 2
+    err = capsys.readouterr().err
+    assert f"--dataset-path {dataset} line 2: " in err and '"prompt" (vLLM custom dataset)' in err
+    assert err.count("\n") == 1
+
+
+# --- every request failed: results first, then exit 1 with the most common reason --------------------------------
+def _rows(out: str) -> dict[str, str]:
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+
+def test_bench_all_failed_exits_1_with_the_reason(closed_port_url, capsys):
+    code = main(["bench", "--endpoint", f"vllm:{closed_port_url}", "--num-prompts", "3", "--goodput", "ttft:500"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    rows = _rows(out)
+    assert (rows["Successful requests"], rows["Failed requests"]) == ("0", "3")
+    for label in (
+        "Benchmark duration (s)",
+        "Request throughput (req/s)",
+        "Request goodput (req/s)",
+        "Output token throughput (tok/s)",
+        "Total Token throughput (tok/s)",
+    ):
+        assert rows[label] == "n/a", label  # undefined without a successful request, not 0.00
+    assert rows["Total generated tokens"] == "0"  # a count, and truly 0
+    last = err.splitlines()[-1]
+    assert last.startswith("python -m planner bench: error: all 3 requests failed; most common: connect (3 of 3): ")
+    assert "cannot connect" in last
+
+
+def test_bench_all_failed_json_still_printed_then_exit_1(closed_port_url, capsys):
+    assert main(["bench", "--endpoint", f"vllm:{closed_port_url}", "--num-prompts", "2", "--json"]) == 1
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert (data["completed"], data["failed"]) == (0, 2)
+    assert "all 2 requests failed" in err.splitlines()[-1]
+
+
+def test_sweep_all_failed_shows_na_and_exits_1(closed_port_url, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{closed_port_url}", "--sweep", "2", "--prompts-per-level", "1"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    rows = [line.split() for line in out.splitlines()[1:3]]
+    assert [r[:5] for r in rows] == [["1", "0", "1", "n/a", "n/a"], ["2", "0", "1", "n/a", "n/a"]]
+    assert "all 2 requests failed; most common: connect (2 of 2)" in err.splitlines()[-1]
+
+
+def test_bench_with_some_success_exits_0(timed_server, capsys):
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--num-prompts", "2", "--prompt", FAST]
+    assert main(argv) == 0
+    assert _rows(capsys.readouterr().out)["Request throughput (req/s)"] != "n/a"

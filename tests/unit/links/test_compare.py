@@ -1,0 +1,141 @@
+"""The Live compare URL codec: round trip, hostile values warn by name and fall back, no URL or key encoded."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from planner.errors import InvalidParameterError
+from planner.links.compare import (
+    DEFAULT,
+    KEYS,
+    MAX_PROMPT_CHARS,
+    CompareSettings,
+    decode,
+    encode,
+    parse_stop,
+    to_request,
+)
+
+FULL = CompareSettings(
+    endpoints=("vllm-a", "tgi.b", "llama_c"),
+    system="Be brief.",
+    prompt="Name three colours, then explain why 1 + 1 = 2 & more?",
+    temperature=0.7,
+    top_p=0.95,
+    max_tokens=256,
+    stop=("###", "END"),
+    seed=42,
+    repeat=5,
+    timeout_s=12.5,
+)
+
+
+def test_defaults_encode_to_nothing():
+    assert encode(DEFAULT) == {}
+    assert decode({}).settings == DEFAULT and decode({}).warnings == ()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [FULL, replace(FULL, temperature=None, top_p=None, seed=None, system=""), replace(DEFAULT, endpoints=("a",))],
+)
+def test_round_trip(settings):
+    params = encode(settings)
+    assert set(params) <= set(KEYS.values())
+    decoded = decode(params)
+    assert decoded.warnings == ()
+    assert decoded.settings == settings
+
+
+def test_encode_is_compact_and_readable():
+    assert encode(replace(DEFAULT, endpoints=("a", "b"), repeat=3)) == {"ep": "a,b", "repeat": "3"}
+    assert encode(replace(DEFAULT, temperature=None)) == {"temperature": "none"}
+    assert encode(replace(DEFAULT, timeout_s=30.0)) == {"timeout": "30"}
+
+
+def test_long_prompt_is_left_out_of_the_link_not_cut():
+    params = encode(replace(DEFAULT, prompt="x" * (MAX_PROMPT_CHARS + 1)))
+    assert "prompt" not in params
+
+
+HOSTILE = [
+    ("ep", "http://10.0.0.1:8000", "ep"),
+    ("ep", "a,b/../c", "ep"),
+    ("ep", ",".join(f"e{i}" for i in range(40)), "ep"),
+    ("temperature", "nan", "temperature"),
+    ("temperature", "3", "temperature"),
+    ("top_p", "0", "top_p"),
+    ("top_p", "inf", "top_p"),
+    ("max_tokens", "1e309", "max_tokens"),
+    ("max_tokens", "0", "max_tokens"),
+    ("max_tokens", "12.5", "max_tokens"),
+    ("seed", "-1", "seed"),
+    ("repeat", "21", "repeat"),
+    ("repeat", "🙂", "repeat"),
+    ("timeout", "0", "timeout"),
+    ("timeout", "-inf", "timeout"),
+    ("prompt", "x" * (MAX_PROMPT_CHARS + 1), "prompt"),
+    ("prompt", "   ", "prompt"),
+    ("stop", "a,b,c,d,e", "stop"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "named"), HOSTILE)
+def test_hostile_value_warns_by_name_and_falls_back(key, value, named):
+    decoded = decode({key: value, "repeat": "2"} if key != "repeat" else {key: value})
+    assert len(decoded.warnings) == 1
+    assert decoded.warnings[0].startswith(f"{named}=")
+    assert "expected" in decoded.warnings[0]
+    field = next(f for f, k in KEYS.items() if k == key)
+    assert getattr(decoded.settings, field) == getattr(DEFAULT, field)
+    if key != "repeat":
+        assert decoded.settings.repeat == 2  # the good parameter still applies
+    assert len(decoded.warnings[0]) < 200  # the value is shown truncated
+
+
+@pytest.mark.parametrize("value", ["\x00\x01", "Hi\x00there"])  # a link with prompt=%00%01
+def test_prompt_with_control_characters_says_why(value):
+    (warning,) = decode({"prompt": value}).warnings
+    assert warning.startswith("prompt=") and warning.endswith(
+        f"is not valid: expected text of at most {MAX_PROMPT_CHARS} characters without control characters; "
+        "the default is used"
+    )
+
+
+def test_unknown_params_warn_without_echoing_values():
+    secret = "sk-live-planted-0123456789"
+    decoded = decode({"api_key": secret, "base_url": "http://evil:1", "ep": "a"})
+    assert decoded.settings.endpoints == ("a",)
+    assert len(decoded.warnings) == 1
+    assert "api_key" in decoded.warnings[0] and "base_url" in decoded.warnings[0]
+    assert secret not in decoded.warnings[0] and "evil" not in decoded.warnings[0]
+    assert encode(decoded.settings) == {"ep": "a"}
+
+
+def test_repeated_key_warns_and_uses_last():
+    decoded = decode({"repeat": ["2", "3"]})
+    assert decoded.settings.repeat == 3
+    assert decoded.warnings == ("repeat is given 2 times; the last value is used",)
+
+
+def test_too_many_params_warn():
+    decoded = decode({f"k{i}": "1" for i in range(40)})
+    assert any("first 32 of 40" in w for w in decoded.warnings)
+
+
+def test_no_url_or_key_can_be_encoded():
+    # The settings have no field for a URL or a key; names that are not endpoint names are dropped.
+    assert not {"base_url", "api_key", "api_key_env", "url"} & {f for f in CompareSettings.__dataclass_fields__}
+    params = encode(replace(DEFAULT, endpoints=("ok-name", "http://10.0.0.1:8000", "sk=secret")))
+    assert params == {"ep": "ok-name"}
+
+
+def test_parse_stop_and_request():
+    assert parse_stop(" ###, END ,, ") == ("###", "END")
+    request = to_request(FULL)
+    assert request.stop == ("###", "END") and request.system == "Be brief." and request.seed == 42
+    assert to_request(DEFAULT).system is None
+    with pytest.raises(InvalidParameterError, match="prompt"):
+        to_request(replace(DEFAULT, prompt=" "))

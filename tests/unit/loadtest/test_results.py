@@ -1,0 +1,164 @@
+"""Saved runs: vLLM --save-result files in and out, per-request rows, the side-by-side table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from planner.errors import InvalidParameterError
+from planner.loadtest.results import (
+    failure_summary,
+    import_runs,
+    requests_frame,
+    runs_frame,
+    same_model,
+    saved_run,
+    to_vllm_file,
+)
+from planner.loadtest.runner import LoadSpec, run_load
+from planner.serving.endpoints import Endpoint
+
+# A result in the shape vllm bench serve --save-result writes (serve.py: result_json), two requests, the second
+# failed. Values chosen by hand: request 1 has TTFT 0.1 s, E2EL 1.0 s and 10 output tokens, so its
+# TPOT = (1.0 - 0.1) / (10 - 1) = 0.1 s.
+VLLM_RESULT = {
+    "date": "20261129-101500",
+    "backend": "vllm",
+    "label": None,
+    "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "num_prompts": 2,
+    "request_rate": float("inf"),
+    "burstiness": 1.0,
+    "max_concurrency": 4,
+    "duration": 2.0,
+    "completed": 1,
+    "failed": 1,
+    "total_input_tokens": 128,
+    "total_output_tokens": 10,
+    "request_throughput": 0.5,
+    "request_goodput": None,
+    "output_throughput": 5.0,
+    "total_token_throughput": 69.0,
+    "mean_ttft_ms": 100.0,
+    "median_ttft_ms": 100.0,
+    "std_ttft_ms": 0.0,
+    "p99_ttft_ms": 100.0,
+    "mean_tpot_ms": 100.0,
+    "median_tpot_ms": 100.0,
+    "std_tpot_ms": 0.0,
+    "p99_tpot_ms": 100.0,
+    "mean_itl_ms": 100.0,
+    "median_itl_ms": 100.0,
+    "std_itl_ms": 0.0,
+    "p99_itl_ms": 100.0,
+    "input_lens": [128, 128],
+    "output_lens": [10, 0],
+    "ttfts": [0.1, 0.0],
+    "itls": [[0.1] * 9, []],
+    "latencies": [1.0, 0.0],
+    "start_times": [1000.5, 1000.75],
+    "generated_texts": ["a b c", ""],
+    "errors": ["", "Bad Request"],
+}
+
+
+def test_import_a_vllm_result_file():
+    # json.dumps writes inf as the token Infinity, as vLLM's own file does
+    (run,) = import_runs(json.dumps(VLLM_RESULT).encode(), "bench.json")
+    assert run.source == "imported"
+    assert run.endpoint == "meta-llama/Llama-3.1-8B-Instruct"
+    assert (run.max_concurrency, run.num_prompts, run.request_rate) == (4, 2, math.inf)
+    assert run.metrics.completed == 1 and run.metrics.failed == 1
+    assert run.metrics.ttft.median_s == pytest.approx(0.1)
+    assert run.metrics.itl.count == 9
+    ok, failed = run.requests
+    assert ok.ok and ok.tpot_s == pytest.approx(0.1) and ok.start_s == 0.0 and ok.output_tokens == 10
+    assert not failed.ok and failed.error == "Bad Request" and failed.ttft_s is None and failed.start_s == 0.25
+
+
+def test_import_json_lines_and_lists():
+    lines = "\n".join(json.dumps({**VLLM_RESULT, "date": d}) for d in ("20261129-101500", "20261129-101600"))
+    assert [r.date for r in import_runs(lines, "append.jsonl")] == ["20261129-101500", "20261129-101600"]
+    assert len(import_runs(json.dumps([VLLM_RESULT, VLLM_RESULT]), "list.json")) == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"\xff\xfe\x00", "binary data"),
+        (b"{not json", "line 1"),
+        (b"[]", "0 results"),
+        (json.dumps({"completed": 1}).encode(), "duration"),
+        (b"42", "JSON object"),
+    ],
+)
+def test_import_refuses_with_one_line_naming_the_file(data, needle):
+    with pytest.raises(InvalidParameterError) as info:
+        import_runs(data, "bad.json")
+    message = str(info.value)
+    assert "bad.json" in message and needle in message and "\n" not in message
+
+
+def test_measured_run_round_trips_through_the_vllm_file(timed_server):
+    endpoint = Endpoint(name="timed", kind="vllm", base_url=timed_server.url)
+    spec = LoadSpec(num_prompts=4, max_concurrency=2, output_len=5, prompts=("hi [tokens=5] [ttft_ms=20] [itl_ms=5]",))
+    result = asyncio.run(run_load(endpoint, spec))
+    run = saved_run(result, "timed · c=2", started=datetime(2026, 11, 29, 10, 15, 0))
+    assert run.date == "20261129-101500"
+    assert [r.output_tokens for r in run.requests] == [5, 5, 5, 5]
+    text = json.dumps(to_vllm_file(run))
+    assert "Infinity" not in text  # strict JSON: an infinite rate is written "inf"
+    (back,) = import_runs(text, "ours.json")
+    assert back.source == "imported" and back.label == "timed · c=2" and back.endpoint == "timed"
+    assert back.request_rate == math.inf and back.max_concurrency == 2 and back.stopped is None
+    assert back.metrics.completed == 4 and back.metrics.total_output_tokens == 20
+    assert back.metrics.ttft.median_s == pytest.approx(run.metrics.ttft.median_s)
+    assert [r.output_tokens for r in back.requests] == [5, 5, 5, 5]
+
+
+def test_tables():
+    (run,) = import_runs(json.dumps(VLLM_RESULT), "bench.json")
+    rows = requests_frame([run])
+    assert list(rows["ok"]) == [True, False]
+    assert rows["itl_count"].tolist() == [9, 0]
+    assert rows["itl_median_s"][0] == pytest.approx(0.1)
+    table = runs_frame([run])
+    assert table.loc[0, "median_ttft_ms"] == pytest.approx(100.0)
+    assert table.loc[0, "itl_samples"] == 9
+    assert table.loc[0, "e2el_samples"] is pd.NA  # no E2EL in the file: missing, not 0
+
+
+def test_a_run_without_completed_requests_has_no_throughput():
+    (run,) = import_runs(json.dumps({**VLLM_RESULT, "completed": 0, "failed": 2, "planner_stopped": "cancelled"}), "x")
+    row = runs_frame([run]).iloc[0]
+    assert row["stopped"] == "cancelled"
+    assert row["request_throughput"] is None and row["output_throughput"] is None and row["duration"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [({"duration": 0}, "duration"), ({"completed": -5}, "completed"), ({"request_throughput": "NaN"}, "request")],
+)
+def test_impossible_values_are_refused(change, needle):
+    with pytest.raises(InvalidParameterError) as info:
+        import_runs(json.dumps({**VLLM_RESULT, **change}), "edited.json")
+    assert needle in str(info.value) and "edited.json" in str(info.value)
+
+
+def test_failure_summary_names_the_most_common_error():
+    (run,) = import_runs(json.dumps(VLLM_RESULT), "bench.json")
+    assert failure_summary(run) == "1 of 2 requests failed; most common (1): Bad Request"
+    (ok,) = import_runs(json.dumps({**VLLM_RESULT, "failed": 0, "errors": ["", ""]}), "ok.json")
+    assert failure_summary(ok) is None
+
+
+def test_same_model():
+    assert same_model("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct")
+    assert same_model("Qwen/Qwen3-8B", "qwen/qwen3-8b")
+    assert not same_model("meta-llama/Llama-3.1-8B-Instruct", "timed-model")

@@ -1,0 +1,139 @@
+"""Concurrency sweeps: levels, per-level specs, the Kneedle knee on hand-built curves, runs against the timed server
+and a short real sweep against llama.cpp."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from planner.errors import InvalidParameterError
+from planner.loadtest.runner import LoadSpec
+from planner.loadtest.sweep import SweepSpec, find_knee, run_sweep, sweep_levels
+from planner.serving.endpoints import Endpoint
+
+FAST = "sweep [ttft_ms=20] [itl_ms=5] [tokens=4]"
+# Long enough that client and scheduling overheads on a busy machine stay small next to each request's time.
+STEADY = "sweep [ttft_ms=100] [itl_ms=20] [tokens=4]"
+
+
+def _ep(url: str, kind: str = "vllm") -> Endpoint:
+    return Endpoint(name="t", kind=kind, base_url=url)
+
+
+# --- levels and specs ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("n", "levels"), [(1, (1,)), (2, (1, 2)), (8, (1, 2, 4, 8)), (12, (1, 2, 4, 8, 12)), (3, (1, 2, 3))]
+)
+def test_doubling_levels_end_at_n(n, levels):
+    assert sweep_levels(n) == levels
+
+
+@pytest.mark.parametrize("bad", [0, -4, 5000, 2.0, True])
+def test_bad_max_concurrency(bad):
+    with pytest.raises(InvalidParameterError, match="max_concurrency"):
+        sweep_levels(bad)
+
+
+def test_prompts_and_time_per_level():
+    base = LoadSpec(num_prompts=10, duration_s=30.0)
+    spec = SweepSpec(base, (1, 2, 4, 8))
+    # default: max(base.num_prompts, 4 x level)
+    assert [spec.num_prompts(c) for c in spec.levels] == [10, 10, 16, 32]
+    level = spec.level_spec(8)
+    assert (level.max_concurrency, level.num_prompts, level.duration_s) == (8, 32, 30.0)  # min(30, 120)
+    assert level.num_warmups == 1  # at least one warm-up per level by default
+    assert SweepSpec(LoadSpec(num_warmups=3), (1,)).level_spec(1).num_warmups == 3
+    fixed = SweepSpec(LoadSpec(), (1, 2), prompts_per_level=2, level_duration_s=5.0)
+    assert fixed.level_spec(2).num_prompts == 2 and fixed.level_spec(2).duration_s == 5.0  # base has no cap
+    assert SweepSpec.doubling(base, 5).levels == (1, 2, 4, 5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"levels": ()}, "levels"),
+        ({"levels": (1, 4, 2)}, "levels"),
+        ({"levels": (1, 1)}, "levels"),
+        ({"levels": (0, 1)}, "levels"),
+        ({"prompts_per_level": 0}, "prompts_per_level"),
+        ({"rounds": 0}, "rounds"),
+        ({"level_duration_s": float("inf")}, "level_duration_s"),
+        ({"warmups_per_level": -1}, "warmups_per_level"),
+    ],
+)
+def test_spec_validation(kwargs, name):
+    with pytest.raises(InvalidParameterError) as info:
+        SweepSpec(**{"base": LoadSpec(), "levels": (1, 2), **kwargs})
+    assert info.value.name == name
+
+
+# --- the knee (Kneedle, Satopää et al. 2011) on hand-built curves ----------------------------------------------------
+def test_knee_of_a_saturating_curve():
+    # x = log2(c) normalised: 0, .2, .4, .6, .8, 1; y normalised (y - 100) / 720: 0, .139, .417, .833, .972, 1
+    # difference y_n - x_n: 0, -.061, .017, .233, .172, 0 -> largest at c = 8
+    curve = [(1, 100.0), (2, 200.0), (4, 400.0), (8, 700.0), (16, 800.0), (32, 820.0)]
+    assert find_knee(curve) == 8
+    assert find_knee(list(reversed(curve))) == 8  # order does not matter
+
+
+def test_knee_when_throughput_falls_after_overload():
+    # y_n = (y - 100) / 300: 0, .333, .933, 1, .667; x_n = 0, .25, .5, .75, 1; d = 0, .083, .433, .25, -.333
+    assert find_knee([(1, 100.0), (2, 200.0), (4, 380.0), (8, 400.0), (16, 300.0)]) == 4
+
+
+@pytest.mark.parametrize(
+    "curve",
+    [
+        [(1, 100.0), (2, 200.0), (4, 400.0), (8, 800.0), (16, 1600.0)],  # linear scaling: convex on log2 x, d < 0
+        [(1, 100.0), (2, 200.0), (4, 300.0), (8, 400.0)],  # the same gain per doubling: d = 0 everywhere
+        [(1, 500.0), (2, 500.0), (4, 500.0)],  # flat
+        [(1, 100.0), (2, 180.0)],  # two points
+        [(1, 100.0)],
+        [],
+        [(1, 100.0), (2, None), (4, 300.0)],  # two usable points
+        # measured noise (a cold first level, a slow third one; the timed server has no capacity limit): Kneedle
+        # alone picks c = 2 (d = .4 - .333), but c = 8 still gains (433 / 202.6) ** (1/2) - 1 = 46 % per doubling
+        [(1, 47.7), (2, 202.6), (4, 133.4), (8, 433.0)],
+    ],
+)
+def test_no_knee(curve):
+    assert find_knee(curve) is None
+
+
+def test_min_gain_rejects_a_mild_bend():
+    curve = [(1, 100.0), (2, 200.0), (4, 400.0), (8, 700.0), (16, 800.0), (32, 820.0)]
+    assert find_knee(curve, min_gain=0.3) is None  # largest difference is 0.233
+    # after c = 8 the gains are 800 / 700 = 14 % (one doubling) and (820 / 700) ** (1/2) = 8 % per doubling
+    assert find_knee(curve, max_gain_after=0.15) == 8 and find_knee(curve, max_gain_after=0.10) is None
+
+
+# --- runs against the timed server -----------------------------------------------------------------------------------
+def test_sweep_runs_each_level_at_its_concurrency(timed_server):
+    spec = SweepSpec(LoadSpec(prompts=(STEADY,), output_len=4), (1, 2, 4), prompts_per_level=4)
+    seen: list[tuple[int, int]] = []
+    result = asyncio.run(run_sweep(_ep(timed_server.url), spec, on_progress=lambda c, p: seen.append((c, p.completed))))
+    assert [p.concurrency for p in result.points] == [1, 2, 4]
+    assert [r.max_in_flight for r in result.results] == [1, 2, 4]
+    assert all((p.completed, p.failed) == (4, 0) for p in result.points)
+    assert seen == [(c, k) for c in (1, 2, 4) for k in range(1, 5)]
+    # the timed server has no capacity limit: every doubling doubles the throughput, so there is no knee
+    rates = [p.output_throughput for p in result.points]
+    assert rates[0] < rates[1] < rates[2] and result.knee is None and result.stopped is None
+    assert all(p.ttft_median_s >= 0.1 and p.tpot_median_s is not None for p in result.points)
+
+
+# --- a short real sweep --------------------------------------------------------------------------------------------
+def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
+    base = LoadSpec(input_len=24, output_len=8, exact_input_len=True, timeout_s=60)
+    spec = SweepSpec(base, (1, 2, 4), prompts_per_level=2, warmups_per_level=0)  # no warm-up: keep the test short
+    result = asyncio.run(run_sweep(_ep(llama_url, "llamacpp"), spec))
+    assert [(p.concurrency, p.completed, p.failed) for p in result.points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
+    for level in result.results:
+        assert 0 < level.metrics.total_output_tokens <= 2 * 8
+        # llama-cpp-python's /extras/tokenize counted every prompt: exactly 24 tokens each
+        cal = level.input_calibration
+        assert (cal.method, cal.total, cal.counted, cal.exact) == ("exact", 2, 2, 2)
+        # llama-cpp-python streams no usage, so the run's input tokens are those counts (its text-only count; the
+        # gemma chat template adds 8 more to the server's usage.prompt_tokens, measured with a non-streamed call)
+        assert [r.prompt_tokens for r in level.records] == [None, None] and level.input_tokens == (24, 24)

@@ -1,0 +1,83 @@
+"""Latency metric definitions (vLLM bench semantics, benchmark_clients.md §1, §10) on hand-built timelines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from planner.metrics.latency import compute_metrics, percentile, summarize
+from planner.serving.streaming import RequestRecord, TokenChunk
+
+
+def _rec(chunks, *, output_tokens, ok=True, **kw):
+    chunks = tuple(TokenChunk(t, "x", n, "content") for t, n in chunks)
+    return RequestRecord(
+        endpoint="ep",
+        ok=ok,
+        first_token_s=chunks[0].t_s if chunks else None,
+        last_token_s=chunks[-1].t_s if chunks else None,
+        chunks=chunks,
+        output_tokens=output_tokens,
+        output_tokens_source="usage",
+        **kw,
+    )
+
+
+def test_multi_token_chunks():
+    # Chunks at 0.150 s (1 token), 0.190 s (2 tokens), 0.210 s (1 token), 0.270 s (3 tokens): 7 tokens.
+    m = compute_metrics(_rec([(0.150, 1), (0.190, 2), (0.210, 1), (0.270, 3)], output_tokens=7))
+    assert m.ttft_s == pytest.approx(0.150)  # first token - sent
+    assert m.e2e_s == pytest.approx(0.270)  # last token - sent
+    # per chunk: 0.190-0.150, 0.210-0.190, 0.270-0.210
+    assert m.itl_chunk_s == pytest.approx((0.040, 0.020, 0.060))
+    # per token: 0.040/2 twice, 0.020/1, 0.060/3 three times -> six samples of 0.020
+    assert m.itl_token_s == pytest.approx((0.020,) * 6)
+    # TPOT = (0.270 - 0.150) / (7 - 1) = 0.020
+    assert m.tpot_s == pytest.approx(0.020)
+    # tokens/s = 7 / 0.270 = 25.925...
+    assert m.output_tokens_per_s == pytest.approx(7 / 0.270)
+
+
+def test_unknown_chunk_size_counts_one_token_and_zero_token_chunk_carries_gap():
+    m = compute_metrics(_rec([(0.1, None), (0.2, None), (0.25, 0), (0.4, 2)], output_tokens=4))
+    # gaps 0.1 (1 token), 0.05 (0 tokens: carried), 0.15 + 0.05 carried over 2 tokens -> 0.1, 0.1
+    assert m.itl_chunk_s == pytest.approx((0.1, 0.05, 0.15))
+    assert m.itl_token_s == pytest.approx((0.1, 0.1, 0.1))
+    assert m.tpot_s == pytest.approx((0.4 - 0.1) / 3)
+
+
+def test_one_output_token_has_no_tpot():
+    m = compute_metrics(_rec([(0.2, 1)], output_tokens=1))
+    assert (m.ttft_s, m.e2e_s, m.tpot_s, m.itl_chunk_s, m.itl_token_s) == (0.2, 0.2, None, (), ())
+    assert m.output_tokens_per_s == pytest.approx(5.0)  # 1 / 0.2
+
+
+def test_unknown_token_count_leaves_tpot_and_rate_undefined():
+    m = compute_metrics(_rec([(0.2, None), (0.3, None)], output_tokens=None))
+    assert m.tpot_s is None and m.output_tokens_per_s is None and m.ttft_s == 0.2
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        RequestRecord(endpoint="ep", ok=False, error="HTTP 500: boom", error_kind="http", http_status=500),
+        # in-stream error after two chunks: never a TTFT, never a 0
+        _rec([(0.15, 1), (0.17, 1)], output_tokens=2, ok=False, error="boom", error_kind="in_stream", partial=True),
+    ],
+)
+def test_failed_requests_have_no_latency(record):
+    m = compute_metrics(record)
+    assert not m.ok
+    assert (m.ttft_s, m.e2e_s, m.tpot_s, m.output_tokens_per_s, m.itl_token_s) == (None, None, None, None, ())
+
+
+def test_summary_matches_numpy_linear_percentiles():
+    # np.percentile([1, 2, 3, 4, 10], 90) = 4 + 0.6 * (10 - 4) = 7.6; p99 = 4 + 0.96 * 6 = 9.76
+    s = summarize([4.0, 1.0, None, 3.0, 10.0, 2.0])
+    assert (s.count, s.mean, s.median) == (5, 4.0, 3.0)
+    assert s.p90 == pytest.approx(7.6) and s.p99 == pytest.approx(9.76)
+    # population std: sqrt(((1-4)^2+(2-4)^2+(3-4)^2+(4-4)^2+(10-4)^2)/5) = sqrt(50/5)
+    assert s.std == pytest.approx(math.sqrt(10))
+    assert summarize([]) is None and summarize([None]) is None
+    assert percentile([5.0], 99) == 5.0
