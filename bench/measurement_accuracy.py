@@ -2,9 +2,8 @@
 
 It starts the timed SSE server (``tests/servers/timed_sse.py``, its own process: first token 150 ms after it has
 read the request, then 20 ms per token, tokens grouped 1, 2, 1, 3, ... per chunk), sends N requests through
-``planner.serving.clients`` (openai SDK, huggingface_hub chat, huggingface_hub TGI-native), and prints per client:
-metric,
-truth, measured median, error in ms.
+every backend of ``planner.serving.backends`` (openai SDK, huggingface_hub chat and TGI-native, aiohttp), and
+prints per client: metric, truth, measured median, error in ms.
 
 TTFT is shown twice: as a user sees it (from "sent", including request building and loopback delivery) and as
 TTFT − first byte (the server sends its response headers the moment it has read the request, so this isolates
@@ -25,22 +24,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner.metrics.latency import compute_metrics  # noqa: E402
-from planner.serving.clients import ChatRequest, openai_client, stream_openai, stream_tgi, tgi_client  # noqa: E402
+from planner.serving.backends import make_client, stream_request  # noqa: E402
 from planner.serving.endpoints import Endpoint  # noqa: E402
+from planner.serving.requests import ChatRequest  # noqa: E402
 from tests.servers.timed_sse import TimedServer  # noqa: E402
+
+#: client label -> (backend, route)
+CLIENTS = {
+    "openai": ("openai", "chat"),
+    "hf-chat": ("huggingface_hub", "chat"),
+    "hf-native": ("huggingface_hub", "generate_stream"),
+    "aiohttp": ("aiohttp", "chat"),
+}
+
 
 TTFT_MS, ITL_MS = 150.0, 20.0
 
 
 async def _run(url: str, n: int, which: str) -> list:
-    ep = Endpoint("timed", "vllm", url, model="timed-model")
-    if which == "openai":
-        client = openai_client(ep, timeout_s=10)
-        call = lambda: stream_openai(ep, ChatRequest("bench"), timeout_s=10, client=client)  # noqa: E731
-    else:
-        client = tgi_client(ep, timeout_s=10)
-        native = which == "hf-native"
-        call = lambda: stream_tgi(ep, ChatRequest("bench"), timeout_s=10, client=client, native=native)  # noqa: E731
+    backend, route = CLIENTS[which]
+    ep = Endpoint("timed", "tgi" if route == "generate_stream" else "vllm", url, model="timed-model")
+    client = make_client(ep, backend=backend, timeout_s=10)
+
+    async def call():
+        return await stream_request(ep, ChatRequest("bench"), timeout_s=10, backend=backend, route=route, client=client)
+
     try:
         await call()  # warm-up (lazy imports, connection), not counted
         return [await call() for _ in range(n)]
@@ -54,7 +62,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{'client':10} {'metric':22} {'truth ms':>9} {'median ms':>10} {'error ms':>9} {'n':>5}")
     with TimedServer() as server:
-        for which in ("openai", "hf-chat", "hf-native"):
+        for which in CLIENTS:
             records = asyncio.run(_run(server.url, args.n, which))
             metrics = [compute_metrics(r) for r in records if r.ok]
             rows = [

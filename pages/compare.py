@@ -20,6 +20,7 @@ from planner.compare.charts import (
     ttft_figure,
 )
 from planner.compare.run import CompareRun, CompareSnapshot, to_csv, to_json
+from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings, parse_stop, to_request
 from planner.errors import PlannerError
 from planner.links import compare as compare_state
 
@@ -60,7 +61,7 @@ available = endpoints_ui.available_endpoints("cmp", W["endpoints"])
 allow_custom = state.allow_custom_endpoints()
 endpoints_ui.restore_from_link(
     compare_state.decode,
-    compare_state.DEFAULT,
+    DEFAULT,
     W,
     lambda field, value: ", ".join(value) if field == "stop" else value,
     settings_key=SETTINGS_KEY,
@@ -107,22 +108,22 @@ with st.expander("Prompt and sampling", expanded=True):
     )
     timeout_s = c[6].number_input("timeout (s)", min_value=1.0, max_value=600.0, step=5.0, key=W["timeout_s"])
 
-settings = compare_state.CompareSettings(
+settings = CompareSettings(
     endpoints=tuple(names),
     system=system,
     prompt=prompt,
     temperature=temperature,
     top_p=top_p,
     max_tokens=int(max_tokens),
-    stop=compare_state.parse_stop(stop),
+    stop=parse_stop(stop),
     seed=None if seed is None else int(seed),
     repeat=int(repeat),
     timeout_s=float(timeout_s),
 )
 st.session_state[SETTINGS_KEY] = settings
 endpoints_ui.write_link(compare_state.encode(settings), _SEEN_KEY)
-if len(settings.prompt) > compare_state.MAX_PROMPT_CHARS:
-    st.caption(f"The prompt is longer than {compare_state.MAX_PROMPT_CHARS} characters, so the link leaves it out.")
+if len(settings.prompt) > MAX_PROMPT_CHARS:
+    st.caption(f"The prompt is longer than {MAX_PROMPT_CHARS} characters, so the link leaves it out.")
 
 
 # --- run -------------------------------------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ active = entry is not None and not entry["run"].done
 b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Run", type="primary", key="cmp.run", disabled=not names, icon=":material/play_arrow:"):
     try:
-        request = compare_state.to_request(settings)
+        request = to_request(settings)
         run = CompareRun(chosen, request, repeat=settings.repeat, timeout_s=settings.timeout_s, secrets=secrets)
     except PlannerError as exc:
         st.error(f"Cannot run: {exc}")

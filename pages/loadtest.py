@@ -13,6 +13,7 @@ from pages import _state as state
 from planner.capacity.charts import scenario_label
 from planner.errors import PlannerError
 from planner.links import loadtest as loadtest_state
+from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
     display_runs,
@@ -51,9 +52,9 @@ st.caption(
 available = endpoints_ui.available_endpoints("lt", W["endpoints"])
 endpoints_ui.restore_from_link(
     loadtest_state.decode,
-    loadtest_state.DEFAULT,
+    load_settings.DEFAULT,
     W,
-    lambda field, value: {"goodput_ms": loadtest_state.format_goodput, "request_rate": _rate_widget}.get(
+    lambda field, value: {"goodput_ms": load_settings.format_goodput, "request_rate": _rate_widget}.get(
         field, lambda v: v
     )(value),
     settings_key=SETTINGS_KEY,
@@ -68,12 +69,11 @@ secrets = state.endpoint_secrets(chosen)
 endpoints_ui.discovery_table(chosen, secrets, key="lt.discovery")
 
 # --- settings --------------------------------------------------------------------------------------------------------
-N = loadtest_state
 with st.expander("Workload", expanded=True):
     c = st.columns([2, 1, 1, 1, 1])
     dataset = c[0].radio(
         "Prompts",
-        N.DATASETS,
+        load_settings.DATASETS,
         key=W["dataset_name"],
         horizontal=True,
         format_func={"random": "synthetic", "examples": "8 examples", "custom": "JSONL file"}.get,
@@ -111,13 +111,13 @@ with st.expander("Workload", expanded=True):
 with st.expander("Load", expanded=True):
     mode = st.radio(
         "Mode",
-        N.MODES,
+        load_settings.MODES,
         key=W["mode"],
         horizontal=True,
         format_func={"run": "one run per endpoint", "sweep": "concurrency sweep 1, 2, 4, …"}.get,
     )
     c = st.columns(6)
-    num_prompts = c[0].number_input("num_prompts", 1, N.MAX_PROMPTS, step=8, key=W["num_prompts"])
+    num_prompts = c[0].number_input("num_prompts", 1, load_settings.MAX_PROMPTS, step=8, key=W["num_prompts"])
     max_concurrency = c[1].number_input(
         "max_concurrency",
         1,
@@ -154,11 +154,11 @@ with st.expander("Load", expanded=True):
     )
 goodput_error = None
 try:
-    slos = N.parse_goodput(goodput)
+    slos = load_settings.parse_goodput(goodput)
 except Exception as exc:  # BadValue: the field keeps what was typed, and Run waits until it is fixed
     goodput_error = f"goodput SLOs {goodput!r} are not valid: expected {exc}"
     slos = ()
-settings = N.LoadSettings(
+settings = load_settings.LoadSettings(
     endpoints=tuple(names),
     mode=mode,
     num_prompts=int(num_prompts),
@@ -179,7 +179,7 @@ settings = N.LoadSettings(
     scrape_metrics=bool(scrape),
 )
 st.session_state[SETTINGS_KEY] = settings
-endpoints_ui.write_link(N.encode(settings), _SEEN_KEY)
+endpoints_ui.write_link(loadtest_state.encode(settings), _SEEN_KEY)
 
 try:
     jobs = plan_jobs(chosen, settings, prompts)

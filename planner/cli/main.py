@@ -309,8 +309,8 @@ def _compare(args: argparse.Namespace) -> int:
     import asyncio
 
     from planner.compare.run import run_compare, summary_frame, to_json
-    from planner.serving.clients import ChatRequest
     from planner.serving.endpoints import load_endpoints, parse_endpoint_flag
+    from planner.serving.requests import ChatRequest
 
     prog = "python -m planner compare"
     try:

@@ -19,9 +19,10 @@ import pandas as pd
 from planner.compare.background import BackgroundRun
 from planner.errors import InvalidParameterError
 from planner.metrics.latency import LatencyMetrics, Summary, compute_metrics, summarize
-from planner.serving.clients import ChatRequest, make_client, stream_chat
+from planner.serving.backends import make_client, stream_request
 from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discover
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
 
 __all__ = [
@@ -135,7 +136,7 @@ async def run_compare(
         try:
             for _ in range(repeat):
                 records.append(
-                    await stream_chat(
+                    await stream_request(
                         endpoint,
                         request,
                         timeout_s=timeout_s,

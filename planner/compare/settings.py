@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.serving.clients import ChatRequest
+from planner.serving.requests import ChatRequest
 
 __all__ = [
     "DEFAULT",
@@ -74,7 +74,7 @@ def parse_stop(text: str) -> tuple[str, ...]:
 
 
 def to_request(settings: CompareSettings) -> ChatRequest:
-    """The :class:`~planner.serving.clients.ChatRequest` the settings describe.
+    """The :class:`~planner.serving.requests.ChatRequest` the settings describe.
 
     Raises:
         InvalidParameterError: a value is out of range (e.g. an empty prompt), naming the parameter.

@@ -36,9 +36,10 @@ from planner.compare.background import BackgroundRun
 from planner.errors import InvalidParameterError
 from planner.loadtest.workload import InputCalibration, calibrate_prompts, synthetic_text
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution, compute_benchmark_metrics
+from planner.serving.backends import LOAD_BACKEND, make_client, stream_request
 from planner.serving.discovery import discover
 from planner.serving.endpoints import Endpoint
-from planner.serving.fast_stream import ChatRequest, make_client, stream_chat
+from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
@@ -178,19 +179,6 @@ def token_range(length: int, range_ratio: float) -> tuple[int, int]:
     return max(1, math.floor(length * (1 - range_ratio))), max(1, math.ceil(length * (1 + range_ratio)))
 
 
-@dataclass(frozen=True)
-class _LoadRequest(ChatRequest):
-    """A :class:`ChatRequest` that may also ask for ``ignore_eos`` (sent as an extra body field)."""
-
-    ignore_eos: bool = False
-
-    def sampling(self) -> dict[str, Any]:
-        params = super().sampling()
-        if self.ignore_eos:
-            params["extra_body"] = {"ignore_eos": True}
-        return params
-
-
 def _draw(spec: LoadSpec, count: int, seed_offset: int) -> list[tuple[int, int, int]]:
     """``(input tokens, output tokens, word offset)`` of ``count`` requests (seeded, see :func:`build_requests`)."""
     rng = random.Random(spec.seed + 1 + seed_offset)
@@ -230,7 +218,7 @@ def build_requests(
             prompt, tokens = sized[0][i], sized[1][i]
         else:
             prompt, tokens = synthetic_text(n_in, offset), None
-        request = _LoadRequest(prompt, max_tokens=n_out, ignore_eos=spec.ignore_eos)
+        request = ChatRequest(prompt, max_tokens=n_out, ignore_eos=spec.ignore_eos)
         out.append((request, estimate_tokens(prompt) if tokens is None else tokens))
     return out
 
@@ -354,11 +342,8 @@ async def run_load(
     Example:
         >>> result = asyncio.run(run_load(ep, LoadSpec(num_prompts=10, max_concurrency=2)))  # doctest: +SKIP
     """
-    if spec.ignore_eos and endpoint.kind == "tgi":
-        raise InvalidParameterError("ignore_eos", True, "False for a tgi endpoint (TGI has no ignore_eos)")
     info = await discover(endpoint, spec.timeout_s, secrets=secrets)
-    shared = endpoint.kind != "tgi"
-    client = make_client(endpoint, timeout_s=spec.timeout_s, secrets=secrets) if shared else None
+    client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=spec.timeout_s, secrets=secrets)
     sem = asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else None
     state = {"in_flight": 0, "sent": 0, "completed": 0, "failed": 0, "cancelled": 0}
     samples: list[tuple[float, int]] = []
@@ -385,8 +370,14 @@ async def run_load(
             state["sent"] += 1
             sample()
         try:
-            record = await stream_chat(
-                endpoint, request, timeout_s=spec.timeout_s, info=info, secrets=secrets, client=client
+            record = await stream_request(
+                endpoint,
+                request,
+                backend=LOAD_BACKEND,
+                timeout_s=spec.timeout_s,
+                info=info,
+                secrets=secrets,
+                client=client,
             )
         except asyncio.CancelledError:
             state["cancelled"] += measured
@@ -476,8 +467,7 @@ async def run_load(
         await asyncio.gather(stopper, return_exceptions=True)
         duration = time.perf_counter() - start
     finally:
-        if client is not None:
-            await client.close()
+        await client.close()
     records: list[RequestRecord] = []
     inputs: list[int] = []
     for task, (_, estimate) in zip(tasks, requests, strict=False):

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
-from planner.links.loadtest import LoadSettings, to_spec
 from planner.loadtest.results import SavedRun, saved_run
 from planner.loadtest.runner import LoadProgress, LoadSpec, run_load
+from planner.loadtest.settings import LoadSettings, to_spec
 from planner.loadtest.sweep import SweepSpec, sweep_levels
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics

@@ -2,10 +2,10 @@
 
 Servers are real sockets: :class:`tests.servers.faulty.FaultyServer` (failure chosen by a ``/m/<mode>`` path prefix,
 see its docstring), a closed port (refused), and the timed server for the healthy endpoint. Client paths are the
-three the app uses: the ``openai`` SDK (vLLM and generic OpenAI kinds, through
-:func:`planner.serving.clients.stream_chat`),
-``huggingface_hub`` chat (kind ``tgi``, also through ``stream_chat``), and TGI's native ``/generate_stream``
-(:func:`planner.serving.clients.stream_tgi` with ``native=True``).
+three the app uses: the ``openai`` SDK (vLLM and generic OpenAI kinds),
+``huggingface_hub`` chat (kind ``tgi``, also through ``stream_request``), and TGI's native ``/generate_stream``
+(backend ``huggingface_hub`` with ``route="generate_stream"``), all through
+:func:`planner.serving.backends.stream_request`.
 
 What each case checks (issue 6, "failing servers"): ``ok`` is False, ``error_kind`` names the failure, ``error`` is
 one line and carries the server's own message when it sent one, the partial answer received before the failure is
@@ -15,6 +15,7 @@ kept (``partial`` True), a hang ends within the timeout plus 1 s.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +23,14 @@ from pathlib import Path
 import pytest
 
 from planner.compare.run import run_compare
-from planner.serving.clients import ChatRequest, stream_chat, stream_tgi
+from planner.serving.backends import stream_request
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 from planner.serving.streaming import ERROR_KINDS
 from tests.servers.faulty import HTTP422_MESSAGE, HTTP503_MESSAGE, STREAM_ERROR_MESSAGE, FaultyServer
+
+stream_tgi = functools.partial(stream_request, backend="huggingface_hub")
+
 
 TIMEOUT_S = 1.0
 #: Slack on a hang: the read timeout plus scheduling on a busy 2-core machine.
@@ -70,8 +75,8 @@ def _endpoint(path: str, url: str, name: str = "bad") -> Endpoint:
 
 async def _request(path: str, endpoint: Endpoint, request: ChatRequest):
     if path == "tgi-native":
-        return await stream_tgi(endpoint, request, timeout_s=TIMEOUT_S, native=True)
-    return await stream_chat(endpoint, request, timeout_s=TIMEOUT_S)
+        return await stream_tgi(endpoint, request, timeout_s=TIMEOUT_S, route="generate_stream")
+    return await stream_request(endpoint, request, timeout_s=TIMEOUT_S)
 
 
 def _url(mode: str, faulty: FaultyServer, closed_port_url: str) -> str:

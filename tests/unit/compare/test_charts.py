@@ -19,7 +19,7 @@ from planner.compare.charts import (
     ttft_figure,
 )
 from planner.compare.run import CompareResult, EndpointProgress
-from planner.serving.clients import ChatRequest
+from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, TokenChunk
 
 

@@ -14,8 +14,8 @@ import pytest
 from planner.cli.main import main
 from planner.compare.run import CompareRun, metrics_frame, run_compare, summary_frame, to_csv, to_json
 from planner.errors import InvalidParameterError
-from planner.serving.clients import ChatRequest
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,30 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from planner.errors import InvalidParameterError
-from planner.links.compare import (
-    DEFAULT,
-    KEYS,
-    MAX_PROMPT_CHARS,
-    CompareSettings,
-    decode,
-    encode,
-    parse_stop,
-    to_request,
-)
-
-FULL = CompareSettings(
-    endpoints=("vllm-a", "tgi.b", "llama_c"),
-    system="Be brief.",
-    prompt="Name three colours, then explain why 1 + 1 = 2 & more?",
-    temperature=0.7,
-    top_p=0.95,
-    max_tokens=256,
-    stop=("###", "END"),
-    seed=42,
-    repeat=5,
-    timeout_s=12.5,
-)
+from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings
+from planner.links.compare import KEYS, decode, encode
+from tests.unit.compare.test_settings import FULL
 
 
 def test_defaults_encode_to_nothing():
@@ -130,12 +109,3 @@ def test_no_url_or_key_can_be_encoded():
     assert not {"base_url", "api_key", "api_key_env", "url"} & {f for f in CompareSettings.__dataclass_fields__}
     params = encode(replace(DEFAULT, endpoints=("ok-name", "http://10.0.0.1:8000", "sk=secret")))
     assert params == {"ep": "ok-name"}
-
-
-def test_parse_stop_and_request():
-    assert parse_stop(" ###, END ,, ") == ("###", "END")
-    request = to_request(FULL)
-    assert request.stop == ("###", "END") and request.system == "Be brief." and request.seed == 42
-    assert to_request(DEFAULT).system is None
-    with pytest.raises(InvalidParameterError, match="prompt"):
-        to_request(replace(DEFAULT, prompt=" "))

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from planner.links.loadtest import DEFAULT, KEYS, LoadSettings, decode, encode, parse_goodput, to_spec
-from planner.links.rules import BadValue
+from planner.links.loadtest import KEYS, decode, encode
+from planner.loadtest.settings import DEFAULT, LoadSettings
 
 
 def test_default_page_has_an_empty_link():
@@ -104,21 +104,3 @@ def test_bad_value_warns_by_name_and_keeps_the_default(key, value):
     assert len(decoded.warnings) == 1
     assert decoded.warnings[0].startswith(f"{key}=")
     assert "the default is used" in decoded.warnings[0]
-
-
-def test_parse_goodput():
-    assert parse_goodput("ttft:500 tpot:50") == (("ttft", 500.0), ("tpot", 50.0))
-    assert parse_goodput("") == ()
-    with pytest.raises(BadValue):
-        parse_goodput("ttft")
-
-
-def test_to_spec_carries_every_setting():
-    settings = LoadSettings(
-        num_prompts=5, max_concurrency=3, request_rate=4.0, output_len=9, goodput_ms=(("tpot", 50.0),)
-    )
-    spec = to_spec(settings, ("hello",))
-    assert (spec.num_prompts, spec.max_concurrency, spec.request_rate, spec.output_len) == (5, 3, 4.0, 9)
-    assert spec.prompts == ("hello",)
-    assert spec.slo_ms == (("tpot", 50.0),)
-    assert to_spec(settings, max_concurrency=16).max_concurrency == 16

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from planner.errors import PlannerError
-from planner.links.loadtest import LoadSettings
+from planner.loadtest.settings import LoadSettings
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
 from planner.serving.endpoints import Endpoint
 

@@ -7,16 +7,24 @@ Truth (set by the server): first token 150 ms after the request arrives, then 20
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import time
 
 import pytest
 
 from planner.metrics.latency import compute_metrics
-from planner.serving.clients import ChatRequest, check_context, openai_client, stream_openai, stream_tgi, tgi_client
+from planner.serving.backends import stream_request
+from planner.serving.backends.hf_hub import tgi_client
+from planner.serving.backends.openai_sdk import openai_client
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest, check_context
 from tests.servers.timed_sse import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
+
+stream_openai = functools.partial(stream_request, backend="openai")
+stream_tgi = functools.partial(stream_request, backend="huggingface_hub")
+
 
 TTFT_S, ITL_S, N = 0.150, 0.020, 12
 REPEATS = 7
@@ -49,7 +57,7 @@ def _medians(records):
     [
         (stream_openai, openai_client, {}),
         (stream_tgi, tgi_client, {}),
-        (stream_tgi, tgi_client, {"native": True}),
+        (stream_tgi, tgi_client, {"route": "generate_stream"}),
     ],
     ids=["openai-sdk", "hf-chat", "hf-native"],
 )
@@ -58,7 +66,8 @@ def test_medians_measure_the_right_intervals(timed_server, fn, make, kwargs):
     # printed by bench/measurement_accuracy.py; timing targets do not belong in tests on a shared machine):
     # TTFT must not stop at the role chunk (~0 ms), ITL must be split per token in multi-token chunks (~20 ms,
     # not ~40), TPOT must exclude TTFT (~20 ms, not ~(150 + 20 n) / n).
-    records = asyncio.run(_many(fn, make, _ep(timed_server.url), "hello", **kwargs))
+    kind = "tgi" if kwargs.get("route") == "generate_stream" else "vllm"  # the native route is TGI's only
+    records = asyncio.run(_many(fn, make, _ep(timed_server.url, kind), "hello", **kwargs))
     ttft, itl, tpot = _medians(records)
     # The server starts its 150 ms when it has read the request and sends the headers at that moment, so the
     # server's own interval is TTFT - first byte, paired per request; TTFT as a user sees it adds the transport.
@@ -106,7 +115,9 @@ def test_failure_modes_end_as_records(timed_server, client, mode, kind, message,
 
 
 def test_tgi_native_in_stream_error(timed_server):
-    rec = asyncio.run(stream_tgi(_ep(timed_server.url, "tgi"), ChatRequest("x [mode=error]"), timeout_s=5, native=True))
+    rec = asyncio.run(
+        stream_tgi(_ep(timed_server.url, "tgi"), ChatRequest("x [mode=error]"), timeout_s=5, route="generate_stream")
+    )
     assert (rec.ok, rec.error_kind) == (False, "in_stream") and "Model is overloaded" in rec.error
 
 

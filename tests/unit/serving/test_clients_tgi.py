@@ -4,15 +4,19 @@ and its recorded responses), through the real huggingface_hub AsyncInferenceClie
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 from huggingface_hub import constants
 
 from planner.metrics.latency import compute_metrics
-from planner.serving.clients import ChatRequest, stream_tgi
+from planner.serving.backends import stream_request
 from planner.serving.discovery import discover_sync
 from planner.serving.endpoints import Endpoint
+from planner.serving.requests import ChatRequest
 from tests.servers.tgi import TGIServer
+
+stream_tgi = functools.partial(stream_request, backend="huggingface_hub")
 
 
 @pytest.fixture
@@ -26,7 +30,13 @@ def _run(server, *, native: bool, prompt: str = "What is deep learning?", max_to
     endpoint = Endpoint("tgi", "tgi", server.base_url)
     info = discover_sync(endpoint, 5)
     return asyncio.run(
-        stream_tgi(endpoint, ChatRequest(prompt, max_tokens=max_tokens), timeout_s=5, native=native, info=info)
+        stream_tgi(
+            endpoint,
+            ChatRequest(prompt, max_tokens=max_tokens),
+            timeout_s=5,
+            route="generate_stream" if native else None,
+            info=info,
+        )
     )
 
 

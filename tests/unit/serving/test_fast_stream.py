@@ -8,18 +8,24 @@ same record from the same stream (times aside, which differ by scheduling only).
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import json
 
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.serving import fast_stream
-from planner.serving.clients import ChatRequest, openai_client, stream_openai
+from planner.serving.backends import stream_request
+from planner.serving.backends.aiohttp_lean import fast_client
+from planner.serving.backends.openai_sdk import openai_client
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
-from planner.serving.fast_stream import fast_client, stream_openai_fast
+from planner.serving.requests import ChatRequest
 from tests.servers.timed_sse import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
+
+stream_openai = functools.partial(stream_request, backend="openai")
+stream_openai_fast = functools.partial(stream_request, backend="aiohttp")
+
 
 TEXT_12 = "".join(f"t{k} " for k in range(1, 13))
 
@@ -159,12 +165,10 @@ def test_a_shared_client_reuses_one_connection(timed_server):
     endpoint = _ep(timed_server.url)
 
     async def run():
-        client = fast_stream.make_client(endpoint, timeout_s=5)
+        client = fast_client(endpoint, timeout_s=5)
         try:
             records = [
-                await fast_stream.stream_chat(
-                    endpoint, ChatRequest("hi [ttft_ms=0] [itl_ms=0]"), timeout_s=5, client=client
-                )
+                await stream_openai_fast(endpoint, ChatRequest("hi [ttft_ms=0] [itl_ms=0]"), timeout_s=5, client=client)
                 for _ in range(3)
             ]
             return records, client.connections_opened
@@ -180,7 +184,7 @@ def test_stream_chat_refuses_a_foreign_client(timed_server):
     async def run():
         client = openai_client(_ep(timed_server.url), timeout_s=5)
         try:
-            await fast_stream.stream_chat(_ep(timed_server.url), ChatRequest("hi"), timeout_s=5, client=client)
+            await stream_openai_fast(_ep(timed_server.url), ChatRequest("hi"), timeout_s=5, client=client)
         finally:
             await client.close()
 
@@ -188,8 +192,8 @@ def test_stream_chat_refuses_a_foreign_client(timed_server):
         asyncio.run(run())
 
 
-def test_tgi_endpoints_pass_through_to_the_hf_path(timed_server):
-    rec = asyncio.run(fast_stream.stream_chat(_ep(timed_server.url, "tgi"), ChatRequest("hi"), timeout_s=5))
+def test_tgi_endpoints_stream_on_the_lean_path_too(timed_server):
+    rec = asyncio.run(stream_openai_fast(_ep(timed_server.url, "tgi"), ChatRequest("hi"), timeout_s=5))
     assert rec.ok and rec.text == TEXT_12 and rec.output_tokens == 12
 
 

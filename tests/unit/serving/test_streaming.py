@@ -312,13 +312,13 @@ def empty_answer_url():
 
 
 def test_empty_answer_same_record_on_both_client_paths(empty_answer_url):
-    from planner.serving.clients import ChatRequest, stream_openai
+    from planner.serving.backends import stream_request
     from planner.serving.endpoints import Endpoint
-    from planner.serving.fast_stream import stream_openai_fast
+    from planner.serving.requests import ChatRequest
 
     ep = Endpoint("lcp", "llamacpp", empty_answer_url, model="empty-model")
     request = ChatRequest("Write a long story about a dragon.", max_tokens=64)
-    records = [asyncio.run(fn(ep, request, timeout_s=5)) for fn in (stream_openai, stream_openai_fast)]
+    records = [asyncio.run(stream_request(ep, request, timeout_s=5, backend=b)) for b in ("openai", "aiohttp")]
     for r in records:
         assert (r.ok, r.error, r.finish_reason, r.text) == (True, None, "stop", "")
         assert (r.output_tokens, r.output_tokens_source) == (0, "chunks_one_token_each")
