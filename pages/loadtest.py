@@ -27,6 +27,7 @@ from planner.loadtest.results import failure_summary, import_runs, requests_fram
 from planner.loadtest.sweep import find_knee
 from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
 from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
+from planner.serving.requests import IGNORE_EOS_KINDS
 from planner.serving.server_metrics import compare_kv
 
 RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "recorded": int}
@@ -77,7 +78,7 @@ with st.expander("Workload", expanded=True):
         key=W["dataset_name"],
         horizontal=True,
         format_func={"random": "synthetic", "examples": "8 examples", "custom": "JSONL file"}.get,
-        help="synthetic: text of input_len tokens (exact where the server has /tokenize) · 8 examples: built-in "
+        help="synthetic: text of input_len tokens, sized with the server's own tokenizer · 8 examples: built-in "
         "prompts · JSONL file: one prompt per line (vLLM custom dataset).",
     )
     input_len = c[1].number_input("input_len", 1, 131_072, step=64, key=W["input_len"], disabled=dataset != "random")
@@ -89,6 +90,21 @@ with st.expander("Workload", expanded=True):
         "ignore_eos",
         key=W["ignore_eos"],
         help="Generate exactly max_tokens (vLLM, SGLang, llama.cpp). TGI has no ignore_eos: it is not sent there.",
+    )
+    sizing = st.radio(
+        "input_len sizing",
+        load_settings.INPUT_SIZINGS,
+        key=W["input_sizing"],
+        horizontal=True,
+        disabled=dataset != "random",
+        format_func={
+            "tokenize": "server tokenizer",
+            "token_ids": "token ids (vLLM, SGLang)",
+            "words": "one word per token (estimate)",
+        }.get,
+        help="server tokenizer: the prompt text has exactly input_len tokens by the server's /tokenize (the chat "
+        "template adds its own few) · token ids: the prompt is sent as input_len token ids on /v1/completions, "
+        "exact by construction (others fall back to the tokenizer) · one word per token: no server call.",
     )
     prompts: tuple[str, ...] = ()
     if dataset == "examples":
@@ -174,6 +190,7 @@ settings = load_settings.LoadSettings(
     output_len=int(output_len),
     range_ratio=float(range_ratio),
     ignore_eos=bool(ignore_eos),
+    input_sizing=sizing,
     goodput_ms=slos,
     sweep_max=int(sweep_max),
     scrape_metrics=bool(scrape),
@@ -189,15 +206,12 @@ except PlannerError as exc:
 if plan_error:
     st.error(f"Cannot run: {plan_error}")
 elif jobs:
-    total = sum(j.spec.num_prompts for j in jobs)
+    total = sum(j.settings.num_prompts for j in jobs)
+    no_eos = sorted({e.kind for e in chosen if e.kind not in IGNORE_EOS_KINDS})
     st.caption(
         f"{len(jobs)} run(s), {total:,} measured requests at most, each run capped at {settings.duration_s:g} s "
         f"(≤ {len(jobs) * settings.duration_s / 60:,.0f} min in all)."
-        + (
-            " ignore_eos is not sent to TGI endpoints."
-            if settings.ignore_eos and any(e.kind == "tgi" for e in chosen)
-            else ""
-        )
+        + (f" ignore_eos is not sent to {', '.join(no_eos)} endpoints." if settings.ignore_eos and no_eos else "")
     )
 
 
@@ -328,6 +342,8 @@ for run in shown:
     reason = failure_summary(run)
     if reason:
         st.warning(f"{run.label}: {reason}")
+    for note in run.notes:
+        st.warning(f"{run.label}: {note.removeprefix(run.endpoint + ': ')}", icon=":material/info:")
 if shown:
     st.plotly_chart(runs_figure(shown), key="lt.chart.runs")
 

@@ -14,6 +14,7 @@ only values that differ from :data:`~planner.loadtest.settings.DEFAULT` are writ
 * ``dataset_name``: ``random`` (synthetic prompts of ``input_len`` tokens), ``examples`` (the eight built-in
   example prompts), ``custom`` (an uploaded JSONL file; the file itself is never in a link);
 * ``input_len`` (1–131072), ``output_len`` (1–32768), ``range_ratio`` ([0, 1)), ``ignore_eos`` (true/false);
+* ``input_sizing``: ``tokenize`` (the default), ``token_ids`` or ``words`` (see ``LoadSettings``);
 * ``goodput``: SLOs as vLLM's ``--goodput`` takes them, ``ttft:500,tpot:50,e2el:2000`` (milliseconds);
 * ``sweep_max`` (1–1024), ``scrape_metrics`` (true/false: poll the server's ``/metrics`` during the run).
 
@@ -46,6 +47,7 @@ from planner.links.rules import (
 from planner.loadtest.settings import (
     DATASETS,
     DEFAULT,
+    INPUT_SIZINGS,
     MAX_PROMPTS,
     MODES,
     LoadSettings,
@@ -78,7 +80,7 @@ _NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
 
 
 #: Query key of each setting.
-KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings)} | {
+KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name != "prompts"} | {
     "endpoints": "ep",
     "duration_s": "duration",
     "timeout_s": "timeout",
@@ -101,6 +103,8 @@ def _parse(name: str, text: str) -> object:
         return parse_choice(text, MODES)
     if name == "dataset_name":
         return parse_choice(text, DATASETS)
+    if name == "input_sizing":
+        return parse_choice(text, INPUT_SIZINGS)
     if name in ("ignore_eos", "scrape_metrics"):
         return parse_flag(text)
     if name == "goodput_ms":

@@ -95,7 +95,12 @@ class SavedRun:
         requests: Per-request rows (empty when a file had no arrays).
         ttft_first_chunk: TTFT as ``vllm bench serve`` measures it (first chunk with ``choices``, vLLM's role chunk
             included); ``metrics.ttft`` is the project's (first token-bearing chunk). None when unknown.
-        input_tokens_method: How the prompts were sized (e.g. ``"exact (server /tokenize)"``); None when unknown.
+        input_tokens_method: How input lengths were set: ``token_ids``, ``server_tokenize``, ``words`` (an
+            estimate) or ``dataset``; None when unknown.
+        input_sizing: The sizing in words for a page (e.g. ``"exact (server /tokenize)"``); None when unknown.
+        requested_input_tokens: Input tokens asked for (chat template included when known); None when unknown.
+        measured_input_tokens: Input tokens the server counted (``usage.prompt_tokens``); None when unknown.
+        notes: Lines a reader of the figures must know (fields not sent, input lengths off what was asked).
         stopped: ``"cancelled"`` or ``"duration"`` when the run ended before all its requests; None otherwise.
     """
 
@@ -113,6 +118,10 @@ class SavedRun:
     requests: tuple[RequestRow, ...] = ()
     ttft_first_chunk: Distribution | None = None
     input_tokens_method: str | None = None
+    input_sizing: str | None = None
+    requested_input_tokens: int | None = None
+    measured_input_tokens: int | None = None
+    notes: tuple[str, ...] = ()
     stopped: str | None = None
 
 
@@ -137,7 +146,8 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
             )
         )
     model = next((r.model for r in result.records if r.model), None)
-    spec = result.spec
+    spec = result.settings
+    check = result.input_check
     return SavedRun(
         label=label,
         endpoint=result.endpoint,
@@ -152,7 +162,11 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
         sweep=sweep,
         requests=tuple(rows),
         ttft_first_chunk=result.ttft_first_chunk,
-        input_tokens_method=None if result.input_calibration is None else result.input_calibration.label,
+        input_tokens_method=None if check is None else check.input_tokens_method,
+        input_sizing=None if result.input_calibration is None else result.input_calibration.label,
+        requested_input_tokens=None if check is None else check.requested_tokens,
+        measured_input_tokens=None if check is None else check.measured_tokens,
+        notes=result.notes,
         stopped=result.stopped,
     )
 
@@ -171,7 +185,8 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     """The run as a ``vllm bench serve --save-result`` JSON object (see the module docstring).
 
     Besides vLLM's keys: ``{mean,median,std,p90,p99}_ttft_first_chunk_ms`` (vLLM's own TTFT definition, the role
-    chunk counted), ``failures_by_kind``, ``input_tokens_method``. ``per_request=False`` leaves out the arrays.
+    chunk counted), ``failures_by_kind``, ``input_tokens_method``, and ``planner_``-prefixed fields (input sizing,
+    requested and measured input tokens, notes, ...). ``per_request=False`` leaves out the arrays.
     """
     out: dict[str, Any] = {
         "date": run.date,
@@ -189,6 +204,10 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
         out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
     out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
     out["input_tokens_method"] = run.input_tokens_method
+    out["planner_input_sizing"] = run.input_sizing
+    out["planner_requested_input_tokens"] = run.requested_input_tokens
+    out["planner_measured_input_tokens"] = run.measured_input_tokens
+    out["planner_notes"] = list(run.notes)
     out["planner_stopped"] = run.stopped
     if run.metrics.slo_ms:
         out["goodput"] = dict(run.metrics.slo_ms)
@@ -224,6 +243,12 @@ def _opt_float(data: dict[str, Any], key: str) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value):
         return float(value)
     return None
+
+
+def _notes(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(n[:300] for n in value if isinstance(n, str))[:10]
 
 
 def _opt_int(data: dict[str, Any], key: str) -> int | None:
@@ -308,6 +333,10 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         requests=_rows_from_arrays(data),
         ttft_first_chunk=first_chunk,
         input_tokens_method=str(method)[:80] if method else None,
+        input_sizing=str(data["planner_input_sizing"])[:80] if data.get("planner_input_sizing") else None,
+        requested_input_tokens=_opt_int(data, "planner_requested_input_tokens"),
+        measured_input_tokens=_opt_int(data, "planner_measured_input_tokens"),
+        notes=_notes(data.get("planner_notes")),
         stopped=data.get("planner_stopped") if data.get("planner_stopped") in ("cancelled", "duration") else None,
     )
 

@@ -1,24 +1,21 @@
-"""Load tests against one endpoint with ``vllm bench serve`` semantics (``shared/reference/benchmark_clients.md`` §1).
+"""The one load runner: a run of :class:`~planner.loadtest.settings.LoadSettings` against one endpoint, measured as
+``vllm bench serve`` measures it (vllm-project/vllm ``vllm/benchmarks/serve.py``, v0.24).
 
-* :class:`LoadSpec` describes the load: how many requests, closed loop (``max_concurrency``) and/or open loop
-  (``request_rate`` with gamma-distributed gaps; both together = rate-limited sends that also wait for a slot),
-  warmups, a wall-time cap, and the prompts (a given list, cycled, or synthetic text of ``input_len`` tokens,
-  exact where the server has a tokenizer route when ``exact_input_len`` is set).
-* A run is ALWAYS bounded in requests: ``num_prompts`` is a cap even when ``duration_s`` is given (a duration
-  alone does not make the run open-ended; it ends at whichever comes first).
 * :func:`arrival_times` is the precomputed send schedule, exactly as vLLM builds it.
-* :func:`run_load` sends the requests through ONE reused client (retries off) and returns a :class:`LoadResult`
-  with every record, the :class:`~planner.metrics.benchmark.BenchmarkMetrics` and the in-flight count over time.
-* :class:`LoadRun` runs it on a background thread with :meth:`LoadRun.snapshot` / :meth:`LoadRun.cancel`, like
-  :class:`planner.compare.run.CompareRun`; a snapshot carries the records finished so far and the in-flight samples,
-  for live charts (:mod:`planner.metrics.timeseries`).
+* :func:`prepare_workload` sizes the prompts once per run: synthetic text sized with the server's tokenizer route
+  (the default), token ids on ``/v1/completions`` (exact by construction, vLLM and SGLang), one word per token (an
+  estimate), or the dataset's prompts cycled.
+* :func:`run_load` sends the requests through ONE reused client of the load backend
+  (:data:`planner.serving.backends.LOAD_BACKEND`, retries off) and returns a :class:`LoadResult` with every record,
+  the :class:`~planner.metrics.benchmark.BenchmarkMetrics`, the in-flight count over time, and how the input lengths
+  came out against what was asked (:class:`InputCheck`).
 * TTFT: ``metrics.ttft`` is the project's (first token-bearing chunk); :attr:`LoadResult.ttft_first_chunk` is
   ``vllm bench serve``'s (first chunk with ``choices``, vLLM's role chunk included).
 
-Exception: a ``tgi`` endpoint gets a fresh ``huggingface_hub`` client per request, because that client's send-time
-hook can only follow one request at a time (see :func:`planner.serving.clients.stream_tgi`); its session is opened
-before
-the clock starts, so TTFT is not inflated.
+Page, CLI and tests all run loads through :func:`run_load` (the page and the CLI through
+:mod:`planner.loadtest.worker`, which adds ``/metrics`` scraping), so a policy lives here once: fields an engine does
+not read are not sent and the run names them (:attr:`LoadResult.not_sent_fields`), input lengths are checked
+against the server's own counts, every run is bounded in requests and optionally in time.
 """
 
 from __future__ import annotations
@@ -28,125 +25,56 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.compare.background import BackgroundRun
-from planner.errors import InvalidParameterError
-from planner.loadtest.workload import InputCalibration, calibrate_prompts, synthetic_text
+from planner.loadtest.settings import LoadSettings
+from planner.loadtest.workload import (
+    InputCalibration,
+    calibrate_prompts,
+    chat_template_tokens,
+    synthetic_text,
+    token_id_prompts,
+)
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution, compute_benchmark_metrics
 from planner.serving.backends import LOAD_BACKEND, make_client, stream_request
-from planner.serving.discovery import discover
+from planner.serving.discovery import EndpointInfo, discover
 from planner.serving.endpoints import Endpoint
-from planner.serving.requests import ChatRequest
+from planner.serving.requests import TOKEN_ID_KINDS, ChatRequest, build_request
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
+    "INPUT_TOLERANCE",
+    "InputCheck",
     "LoadProgress",
     "LoadResult",
-    "LoadRun",
-    "LoadSnapshot",
-    "LoadSpec",
+    "Workload",
     "arrival_times",
     "build_requests",
+    "check_inputs",
+    "draw_lengths",
     "estimate_tokens",
+    "prepare_workload",
     "run_load",
     "token_range",
 ]
+
+#: Largest relative gap between the input tokens asked for and those the server counted before a run warns (2%).
+INPUT_TOLERANCE = 0.02
 
 
 def estimate_tokens(text: str) -> int:
     """Documented estimate of a prompt's tokens: one per whitespace-separated word (words ≈ tokens).
 
-    Exact up to the chat template's overhead for the synthetic prompts (common single-token words); general English
-    prose runs ~1.3 tokens per word with Llama/Qwen tokenizers, so there it undercounts. The server's
-    ``usage.prompt_tokens`` replaces it whenever the server reports one;
-    :func:`planner.loadtest.workload.calibrate_prompts`
-    makes it exact where the server has a tokenizer route.
+    Close for the synthetic prompts on word-level tokenizers (common single-token words); general English prose runs
+    ~1.3 tokens per word with Llama/Qwen tokenizers, and a byte-level tokenizer counts ~5 per word, so it is only a
+    fallback: the server's ``usage.prompt_tokens`` replaces it whenever the server reports one.
     """
     return len(text.split())
 
 
-@dataclass(frozen=True)
-class LoadSpec:
-    """What load to send. Lengths in tokens, times in seconds.
-
-    Attributes:
-        num_prompts: Measured requests (≥ 1).
-        max_concurrency: Most requests in flight at once (closed loop); None = no cap.
-        request_rate: Requests per second of the send schedule; ``math.inf`` = all at t = 0 (burst).
-        burstiness: Gamma shape of the inter-arrival gaps (> 0): 1 = Poisson, < 1 burstier, > 1 more even,
-            ``math.inf`` = constant spacing.
-        seed: Seed of the arrival schedule and the sampled lengths.
-        num_warmups: Requests sent (all at once, under the concurrency cap) before the run; excluded from stats.
-        duration_s: Wall-time cap of the measured run; requests still running are cancelled and not sent ones
-            dropped; None = no time cap. ``num_prompts`` still caps the run either way.
-        input_len: Synthetic prompt length, tokens (≈ words, see :func:`estimate_tokens`; exact with
-            ``exact_input_len``).
-        output_len: ``max_tokens`` of each request.
-        range_ratio: Lengths are drawn uniformly from the integers in [⌊L(1 − r)⌋, ⌈L(1 + r)⌉] (vLLM random
-            dataset), in [0, 1).
-        ignore_eos: Ask the server to generate exactly ``max_tokens`` (vLLM/SGLang ``ignore_eos``; TGI has none).
-        prompts: Prompts to cycle through instead of synthetic text (e.g. the article-style presets).
-        timeout_s: Connect/read timeout of each request, seconds.
-        slo_ms: Goodput SLOs in ms by name (``ttft``, ``tpot``, ``e2el``), e.g. ``(("ttft", 500.0),)``.
-        exact_input_len: Size the synthetic prompts with the server's tokenizer route before the run
-            (:func:`planner.loadtest.workload.calibrate_prompts`: one calibration, then at most 64 tokenizer calls, so a
-            big run starts within a second or so); ignored with ``prompts``. The result's ``input_calibration``
-            says what was exact.
-
-    Raises:
-        InvalidParameterError: a value is outside what is accepted.
-    """
-
-    num_prompts: int = 100
-    max_concurrency: int | None = None
-    request_rate: float = math.inf
-    burstiness: float = 1.0
-    seed: int = 0
-    num_warmups: int = 0
-    duration_s: float | None = None
-    input_len: int = 128
-    output_len: int = 128
-    range_ratio: float = 0.0
-    ignore_eos: bool = False
-    prompts: tuple[str, ...] = ()
-    timeout_s: float = 60.0
-    slo_ms: tuple[tuple[str, float], ...] = field(default=())
-    exact_input_len: bool = False
-
-    def __post_init__(self) -> None:
-        def positive_int(name: str, value: Any, low: int = 1) -> None:
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidParameterError(name, value, f"an integer ≥ {low}")
-
-        positive_int("num_prompts", self.num_prompts)
-        positive_int("num_warmups", self.num_warmups, 0)
-        positive_int("input_len", self.input_len)
-        positive_int("output_len", self.output_len)
-        if self.max_concurrency is not None:
-            positive_int("max_concurrency", self.max_concurrency)
-        if not (isinstance(self.request_rate, int | float) and self.request_rate > 0):
-            raise InvalidParameterError("request_rate", self.request_rate, "requests/s > 0 (inf = burst)")
-        if not (isinstance(self.burstiness, int | float) and self.burstiness > 0):
-            raise InvalidParameterError("burstiness", self.burstiness, "a gamma shape > 0 (1 = Poisson)")
-        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
-            raise InvalidParameterError("duration_s", self.duration_s, "seconds > 0, or None for no cap")
-        if not (isinstance(self.range_ratio, int | float) and 0 <= self.range_ratio < 1):
-            raise InvalidParameterError("range_ratio", self.range_ratio, "a number in [0, 1)")
-        if not self.timeout_s > 0:
-            raise InvalidParameterError("timeout_s", self.timeout_s, "seconds > 0")
-        object.__setattr__(self, "prompts", tuple(self.prompts))
-        if any(not isinstance(p, str) or not p.strip() for p in self.prompts):
-            raise InvalidParameterError("prompts", self.prompts, "non-empty strings")
-        object.__setattr__(self, "slo_ms", tuple(tuple(x) for x in self.slo_ms))
-        for name, value in self.slo_ms:
-            if name not in ("ttft", "tpot", "e2el") or not value > 0:
-                raise InvalidParameterError("slo_ms", (name, value), "ttft, tpot or e2el with a limit in ms > 0")
-
-
-def arrival_times(spec: LoadSpec) -> tuple[float, ...]:
+def arrival_times(settings: LoadSettings) -> tuple[float, ...]:
     """Send offsets (seconds after the run starts) of the ``num_prompts`` measured requests, as vLLM builds them.
 
     Formula (vLLM ``serve.py`` ``get_request``): for a finite rate each request gets a gap drawn from
@@ -154,15 +82,15 @@ def arrival_times(spec: LoadSpec) -> tuple[float, ...]:
     then rescaled so the last one is exactly ``num_prompts / rate``. ``rate = inf`` gives all zeros (burst);
     ``burstiness = inf`` gives constant gaps of 1/rate.
     """
-    n, rate = spec.num_prompts, spec.request_rate
+    n, rate = settings.num_prompts, settings.request_rate
     if math.isinf(rate):
         return (0.0,) * n
-    rng = random.Random(spec.seed)
-    if math.isinf(spec.burstiness):
+    rng = random.Random(settings.seed)
+    if math.isinf(settings.burstiness):
         gaps = [1.0 / rate] * n
     else:
-        theta = 1.0 / (rate * spec.burstiness)
-        gaps = [rng.gammavariate(spec.burstiness, theta) for _ in range(n)]
+        theta = 1.0 / (rate * settings.burstiness)
+        gaps = [rng.gammavariate(settings.burstiness, theta) for _ in range(n)]
     times: list[float] = []
     total = 0.0
     for gap in gaps:
@@ -179,11 +107,13 @@ def token_range(length: int, range_ratio: float) -> tuple[int, int]:
     return max(1, math.floor(length * (1 - range_ratio))), max(1, math.ceil(length * (1 + range_ratio)))
 
 
-def _draw(spec: LoadSpec, count: int, seed_offset: int) -> list[tuple[int, int, int]]:
-    """``(input tokens, output tokens, word offset)`` of ``count`` requests (seeded, see :func:`build_requests`)."""
-    rng = random.Random(spec.seed + 1 + seed_offset)
-    in_lo, in_hi = token_range(spec.input_len, spec.range_ratio)
-    out_lo, out_hi = token_range(spec.output_len, spec.range_ratio)
+def draw_lengths(settings: LoadSettings, count: int, seed_offset: int = 0) -> list[tuple[int, int, int]]:
+    """``(input tokens, output tokens, word offset)`` of ``count`` requests, drawn (seeded by ``settings.seed`` and
+    ``seed_offset``; warmups use ``num_prompts``) uniformly from :func:`token_range` of ``input_len`` and
+    ``output_len``, as vLLM's random dataset draws them."""
+    rng = random.Random(settings.seed + 1 + seed_offset)
+    in_lo, in_hi = token_range(settings.input_len, settings.range_ratio)
+    out_lo, out_hi = token_range(settings.output_len, settings.range_ratio)
     out = []
     for i in range(count):
         n_in = rng.randint(in_lo, in_hi)
@@ -191,36 +121,146 @@ def _draw(spec: LoadSpec, count: int, seed_offset: int) -> list[tuple[int, int, 
     return out
 
 
-def build_requests(
-    spec: LoadSpec,
-    count: int,
-    *,
-    seed_offset: int = 0,
-    sized: tuple[tuple[str, ...], tuple[int, ...]] | None = None,
-) -> list[tuple[ChatRequest, int]]:
-    """``count`` requests with their input tokens: prompts cycled, or synthetic text.
+@dataclass(frozen=True)
+class Workload:
+    """The prompts of one run, sized once before it starts.
 
-    Input and output lengths are drawn (seeded) from :func:`token_range` of ``input_len`` / ``output_len``.
-    The input tokens are :func:`estimate_tokens` of the prompt, or the counts in ``sized``.
+    Attributes:
+        texts: Prompt text per request (the measured ones, then the warmups); a label for token-id prompts.
+        token_ids: Token ids per request when the prompts are ids (completions route); None otherwise.
+        tokens: Input tokens asked for per request (the prompt text's tokens as the server counted them, or the
+            target where it did not count); None per request for dataset prompts.
+        calibration: How synthetic prompts were sized; None for dataset prompts.
+    """
+
+    texts: tuple[str, ...]
+    token_ids: tuple[tuple[int, ...], ...] | None = None
+    tokens: tuple[int | None, ...] = ()
+    calibration: InputCalibration | None = None
+
+
+async def prepare_workload(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    settings: LoadSettings,
+    *,
+    secrets: Mapping[str, Any] | None = None,
+) -> Workload:
+    """The prompts of the measured requests and the warmups (in that order), sized as ``settings.input_sizing`` says.
+
+    ``tokenize``: synthetic text sized by the server's tokenizer route (:func:`planner.loadtest.workload.
+    calibrate_prompts`: one calibration, then at most 64 tokenizer calls, so a big run starts within a second or
+    so). ``token_ids``: :func:`planner.loadtest.workload.token_id_prompts` where the kind takes token ids (vLLM,
+    SGLang), else as ``tokenize``. ``words``: one word per token, no server call. Dataset prompts are cycled.
+    The chat template's tokens are measured once (:func:`planner.loadtest.workload.chat_template_tokens`) for the
+    input check.
+    """
+    count = settings.num_prompts + settings.num_warmups
+    if settings.prompts:
+        texts = tuple(settings.prompts[i % len(settings.prompts)] for i in range(count))
+        return Workload(texts, tokens=(None,) * count)
+    draws = draw_lengths(settings, settings.num_prompts, 0) + draw_lengths(
+        settings, settings.num_warmups, settings.num_prompts
+    )
+    targets = [(n_in, offset) for n_in, _, offset in draws]
+    timeout_s = min(settings.timeout_s, 10.0)
+    if settings.input_sizing == "token_ids" and endpoint.kind in TOKEN_ID_KINDS:
+        built = await token_id_prompts(endpoint, info, targets, timeout_s=timeout_s, secrets=secrets)
+        if built is not None:
+            ids, calibration = built
+            labels = tuple(f"<{len(p)} token ids>" for p in ids)
+            return Workload(labels, ids, tuple(len(p) for p in ids), calibration)
+    if settings.input_sizing == "words":
+        texts = tuple(synthetic_text(n, offset) for n, offset in targets)
+        return Workload(texts, tokens=tuple(n for n, _ in targets), calibration=InputCalibration("estimate", count))
+    texts, tokens, calibration = await calibrate_prompts(endpoint, info, targets, timeout_s=timeout_s, secrets=secrets)
+    if calibration.method != "estimate":
+        template = await chat_template_tokens(endpoint, info, timeout_s=timeout_s, secrets=secrets)
+        calibration = InputCalibration(
+            calibration.method,
+            calibration.total,
+            calibration.counted,
+            calibration.exact,
+            calibration.overhead_tokens,
+            template,
+        )
+    return Workload(texts, tokens=tokens, calibration=calibration)
+
+
+def build_requests(settings: LoadSettings, workload: Workload, *, warmups: bool = False) -> list[ChatRequest]:
+    """The measured requests (or, with ``warmups``, the warmups) of a run over its prepared ``workload``.
+
+    Output lengths are drawn (seeded) from :func:`token_range` of ``output_len``, as the input lengths were.
+    """
+    n = settings.num_prompts
+    span = range(n, n + settings.num_warmups) if warmups else range(n)
+    draws = draw_lengths(settings, settings.num_warmups, n) if warmups else draw_lengths(settings, n, 0)
+    out: list[ChatRequest] = []
+    for i, (_, n_out, _) in zip(span, draws, strict=True):
+        ids = workload.token_ids[i] if workload.token_ids is not None else None
+        text = workload.texts[i]
+        out.append(ChatRequest(text, max_tokens=n_out, ignore_eos=settings.ignore_eos, prompt_token_ids=ids))
+    return out
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """Input tokens asked for against those the server counted, over a run's completed requests.
+
+    Attributes:
+        input_tokens_method: ``token_ids`` (exact by construction), ``server_tokenize`` (text sized with the
+            server's tokenizer route), ``words`` (one word per token: an estimate) or ``dataset`` (prompts given).
+        requested_tokens: Σ over the requests of the tokens asked for plus the chat template's (when known); None
+            for dataset prompts.
+        measured_tokens: Σ of the server's ``usage.prompt_tokens`` over the requests that report it; None when none
+            does.
+        template_tokens: Tokens the chat template adds per request (measured by the server's tokenizer, or inferred
+            as the smallest gap between measured and asked when it cannot say); None when unknown.
+        warning: One line naming both figures when they differ by more than :data:`INPUT_TOLERANCE`, or when the
+            lengths could not be sized by the server; None when they agree.
+    """
+
+    input_tokens_method: str
+    requested_tokens: int | None
+    measured_tokens: int | None
+    template_tokens: int | None = None
+    warning: str | None = None
+
+
+def check_inputs(
+    workload: Workload, records: Sequence[RequestRecord], indices: Sequence[int], *, endpoint: str
+) -> InputCheck:
+    """Compare the input tokens asked for with the server's ``usage.prompt_tokens`` (see :class:`InputCheck`).
 
     Args:
-        spec: The load.
-        count: Number of requests.
-        seed_offset: Shifts the seed and the synthetic word rotation (warmups use ``num_prompts``).
-        sized: ``(texts, tokens)`` from :func:`planner.loadtest.workload.calibrate_prompts`, one per request, replacing
-            the synthetic text (ignored when ``spec.prompts`` is set).
+        workload: The run's prepared prompts.
+        records: Finished measured records.
+        indices: Each record's request index into ``workload``.
+        endpoint: Endpoint name for the warning.
     """
-    out: list[tuple[ChatRequest, int]] = []
-    for i, (n_in, n_out, offset) in enumerate(_draw(spec, count, seed_offset)):
-        if spec.prompts:
-            prompt, tokens = spec.prompts[i % len(spec.prompts)], None
-        elif sized is not None:
-            prompt, tokens = sized[0][i], sized[1][i]
-        else:
-            prompt, tokens = synthetic_text(n_in, offset), None
-        request = ChatRequest(prompt, max_tokens=n_out, ignore_eos=spec.ignore_eos)
-        out.append((request, estimate_tokens(prompt) if tokens is None else tokens))
-    return out
+    calibration = workload.calibration
+    method = "dataset" if calibration is None else calibration.input_tokens_method
+    asked = [workload.tokens[i] for i in indices]
+    measured = [r.prompt_tokens for r in records]
+    reported = [(a, m) for a, m in zip(asked, measured, strict=True) if m is not None]
+    measured_total = sum(m for _, m in reported) if reported else None
+    if method == "dataset" or any(a is None for a in asked):
+        return InputCheck(method, None, measured_total)
+    template = calibration.template_tokens if calibration is not None else None
+    if template is None and reported and method != "words":
+        template = max(0, min(m - a for a, m in reported))  # the chat template adds the same tokens to every prompt
+    requested = sum(a for a, _ in reported) + (template or 0) * len(reported) if reported else sum(asked)
+    warning = None
+    if method == "words":
+        warning = f"{endpoint}: input lengths are estimates (one token per word): the server has no tokenizer route"
+    if measured_total is not None and requested and abs(measured_total - requested) > INPUT_TOLERANCE * requested:
+        gap = f"asked for {requested:,} input tokens, the server counted {measured_total:,}"
+        warning = f"{endpoint}: {gap} ({measured_total / requested - 1:+.1%})" + (
+            "; input lengths are estimates: the server has no tokenizer route" if method == "words" else ""
+        )
+    elif measured_total is None and records:
+        warning = (warning + "; " if warning else f"{endpoint}: ") + "the server reported no usage.prompt_tokens"
+    return InputCheck(method, requested, measured_total, template, warning)
 
 
 @dataclass(frozen=True)
@@ -257,23 +297,27 @@ class LoadResult:
 
     Attributes:
         endpoint: Endpoint name.
-        spec: The load that was asked for.
+        settings: The load that was asked for.
         records: Records of the measured requests that finished (warmups and cancelled ones excluded).
-        input_tokens: Input tokens per record (server ``prompt_tokens`` when reported, else the estimate).
+        input_tokens: Input tokens per record (server ``prompt_tokens`` when reported, else the tokens asked for,
+            else the word estimate).
         metrics: Aggregates over ``records`` and ``duration_s``.
         duration_s: Wall time from the first measured send until the last request ended or was cancelled.
         in_flight: ``(seconds since start, requests in flight)`` after every change.
         warmup_records: Records of the warmup requests.
-        cancelled: Requests cancelled in flight (duration cap or :meth:`LoadRun.cancel`).
+        cancelled: Requests cancelled in flight (duration cap or the ``stop`` event).
         not_sent: Requests never sent (not released, or still waiting for a concurrency slot) when the run stopped.
         stopped: ``"duration"`` when the cap ended the run, ``"cancelled"`` when cancelled; None otherwise.
         start_s: Absolute ``time.perf_counter()`` of the measured start (for
             :func:`planner.metrics.timeseries.timeseries`); None when unknown.
-        input_calibration: How synthetic prompts were sized (``exact_input_len``); None otherwise.
+        input_calibration: How synthetic prompts were sized; None for dataset prompts.
+        input_check: Input tokens asked for against those the server counted.
+        not_sent_fields: Request fields the endpoint's engine does not read, so they were not sent (e.g.
+            ``("ignore_eos",)`` on TGI).
     """
 
     endpoint: str
-    spec: LoadSpec
+    settings: LoadSettings
     records: tuple[RequestRecord, ...]
     input_tokens: tuple[int, ...]
     metrics: BenchmarkMetrics
@@ -285,6 +329,8 @@ class LoadResult:
     stopped: str | None = None
     start_s: float | None = None
     input_calibration: InputCalibration | None = None
+    input_check: InputCheck | None = None
+    not_sent_fields: tuple[str, ...] = ()
 
     @property
     def max_in_flight(self) -> int:
@@ -301,15 +347,47 @@ class LoadResult:
         ok = {id(r) for r in _completed(self.records)}
         return Distribution.of([r.first_chunk_s for r in self.records if id(r) in ok and r.first_chunk_s is not None])
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One line per thing a reader of the figures must know: unsent fields, input-length warnings."""
+        out = []
+        if self.not_sent_fields:
+            fields = ", ".join(self.not_sent_fields)
+            out.append(f"{self.endpoint}: {fields} not sent: this endpoint's engine does not read it")
+        asked_ids = self.settings.input_sizing == "token_ids" and self.settings.synthetic
+        if asked_ids and (self.input_calibration is None or self.input_calibration.method != "token_ids"):
+            out.append(f"{self.endpoint}: no token-id prompts here (vLLM and SGLang only): sized by tokenizer instead")
+        if self.input_check is not None and self.input_check.warning:
+            out.append(self.input_check.warning)
+        return tuple(out)
+
 
 def _completed(records: tuple[RequestRecord, ...] | list[RequestRecord]) -> list[RequestRecord]:
     # The same test as compute_benchmark_metrics: ok with a first and a last token.
     return [r for r in records if r.ok and r.first_token_s is not None and r.last_token_s is not None]
 
 
+@dataclass
+class _Counters:
+    """A run's live counts, owned by its event loop."""
+
+    total: int
+    start: float = field(default_factory=time.perf_counter)
+    in_flight: int = 0
+    sent: int = 0
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    samples: list[tuple[float, int]] = field(default_factory=list)
+
+    def progress(self) -> LoadProgress:
+        elapsed = time.perf_counter() - self.start
+        return LoadProgress(elapsed, self.total, self.sent, self.completed, self.failed, self.in_flight, self.start)
+
+
 async def run_load(
     endpoint: Endpoint,
-    spec: LoadSpec,
+    settings: LoadSettings,
     *,
     on_progress: Callable[[LoadProgress], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
@@ -317,41 +395,42 @@ async def run_load(
     secrets: Mapping[str, Any] | None = None,
     stop: asyncio.Event | None = None,
 ) -> LoadResult:
-    """Send ``spec``'s load to ``endpoint`` and measure it like ``vllm bench serve``.
+    """Send ``settings``' load to ``endpoint`` and measure it like ``vllm bench serve``.
 
-    The endpoint is discovered once (model, context limit). Warmups go first (concurrently, capped by
-    ``max_concurrency``); then the measured requests are released at :func:`arrival_times` and each waits for the
-    concurrency semaphore. Duration = wall time from the first measured release until every request has ended.
+    The endpoint is discovered once (model, context limit) and the prompts sized once (:func:`prepare_workload`).
+    Warmups go first (concurrently, capped by ``max_concurrency``); then the measured requests are released at
+    :func:`arrival_times`, each waiting for a concurrency slot in arrival order. Duration = wall time from the first
+    measured release until every request has ended.
 
     Args:
         endpoint: The endpoint.
-        spec: The load.
+        settings: The load (its per-run fields; ``endpoints`` and ``mode`` are the caller's).
         on_progress: Called in the event loop after every finished measured request.
         on_record: Called in the event loop with every finished measured record (before ``on_progress``).
         on_in_flight: Called in the event loop with ``(seconds since start, requests in flight)`` on every change.
         secrets: Optional mapping holding the API key.
-        stop: When set, the run stops as at the duration cap (used by :class:`LoadRun`).
+        stop: When set, the run stops as at the duration cap (the warm-up phase too).
 
     Returns:
         The :class:`LoadResult`. Request failures are records with ``ok=False``; they never raise.
 
     Raises:
-        InvalidParameterError: ``ignore_eos`` on a ``tgi`` endpoint.
         MissingAPIKeyError: the endpoint's API-key variable is not set.
 
     Example:
-        >>> result = asyncio.run(run_load(ep, LoadSpec(num_prompts=10, max_concurrency=2)))  # doctest: +SKIP
+        >>> result = asyncio.run(run_load(ep, LoadSettings(num_prompts=10, max_concurrency=2)))  # doctest: +SKIP
     """
-    info = await discover(endpoint, spec.timeout_s, secrets=secrets)
-    client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=spec.timeout_s, secrets=secrets)
-    sem = asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else None
-    state = {"in_flight": 0, "sent": 0, "completed": 0, "failed": 0, "cancelled": 0}
-    samples: list[tuple[float, int]] = []
-    start = time.perf_counter()
+    stop = stop or asyncio.Event()
+    info = await discover(endpoint, settings.timeout_s, secrets=secrets)
+    client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=settings.timeout_s, secrets=secrets)
+    sem = asyncio.Semaphore(settings.max_concurrency) if settings.max_concurrency else None
+    counts = _Counters(settings.num_prompts)
+    workload, requests, warm, stopped = Workload(()), [], [], None
+    tasks: list[asyncio.Task[RequestRecord | None]] = []
 
     def sample() -> None:
-        point = (time.perf_counter() - start, state["in_flight"])
-        samples.append(point)
+        point = (time.perf_counter() - counts.start, counts.in_flight)
+        counts.samples.append(point)
         if on_in_flight is not None:
             on_in_flight(*point)
 
@@ -365,83 +444,51 @@ async def run_load(
                 sem.release()
 
     async def _send(request: ChatRequest, measured: bool) -> RequestRecord | None:
-        state["in_flight"] += 1
+        counts.in_flight += 1
         if measured:
-            state["sent"] += 1
+            counts.sent += 1
             sample()
         try:
             record = await stream_request(
                 endpoint,
                 request,
                 backend=LOAD_BACKEND,
-                timeout_s=spec.timeout_s,
+                timeout_s=settings.timeout_s,
                 info=info,
                 secrets=secrets,
                 client=client,
             )
         except asyncio.CancelledError:
-            state["cancelled"] += measured
+            counts.cancelled += measured
             return None
         finally:
-            state["in_flight"] -= 1
+            counts.in_flight -= 1
             if measured:
                 sample()
         if measured:
-            state["completed" if record.ok else "failed"] += 1
+            if record.ok:
+                counts.completed += 1
+            else:
+                counts.failed += 1
             if on_record is not None:
                 on_record(record)
             if on_progress is not None:
-                on_progress(
-                    LoadProgress(
-                        elapsed_s=time.perf_counter() - start,
-                        total=spec.num_prompts,
-                        sent=state["sent"],
-                        completed=state["completed"],
-                        failed=state["failed"],
-                        in_flight=state["in_flight"],
-                        start_s=start,
-                    )
-                )
+                on_progress(counts.progress())
         return record
 
-    calibration: InputCalibration | None = None
-    sized_warm = sized = None
     try:
-        if spec.exact_input_len and not spec.prompts:
-            # Measured prompts first: they get the counting budget; the warmups ride on the same calibration.
-            draws = _draw(spec, spec.num_prompts, 0) + _draw(spec, spec.num_warmups, spec.num_prompts)
-            texts, tokens, calibration = await calibrate_prompts(
-                endpoint,
-                info,
-                [(n_in, off) for n_in, _, off in draws],
-                timeout_s=min(spec.timeout_s, 10.0),
-                secrets=secrets,
-            )
-            n = spec.num_prompts
-            sized, sized_warm = (texts[:n], tokens[:n]), (texts[n:], tokens[n:])
-        warmups = build_requests(spec, spec.num_warmups, seed_offset=spec.num_prompts, sized=sized_warm)
-        # The stop event also ends the warm-up phase (a warm-up can be as slow as any request).
-        stopper = asyncio.create_task((stop or asyncio.Event()).wait())
-
-        async def warm_up() -> list[RequestRecord | None]:
-            return await asyncio.gather(*(send(r, False) for r, _ in warmups))
-
-        warm_all = asyncio.create_task(warm_up())
-        await asyncio.wait({warm_all, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if not warm_all.done():
-            warm_all.cancel()
-        warm = (await asyncio.gather(warm_all, return_exceptions=True))[0]
-        warm = warm if isinstance(warm, list) else []
-        requests = build_requests(spec, spec.num_prompts, sized=sized)
-        schedule = arrival_times(spec)
-        tasks: list[asyncio.Task[RequestRecord | None]] = []
-        start = time.perf_counter()
-        samples.clear()
+        workload = await prepare_workload(endpoint, info, settings, secrets=secrets)
+        warmups = build_requests(settings, workload, warmups=True)
+        warm = await _until_stopped(asyncio.gather(*(send(r, False) for r in warmups)), stop)
+        requests = build_requests(settings, workload)
+        schedule = arrival_times(settings)
+        counts.start = time.perf_counter()
+        counts.samples.clear()
         sample()
 
         async def dispatch() -> None:
-            for (request, _), t in zip(requests, schedule, strict=True):
-                delay = start + t - time.perf_counter()
+            for request, t in zip(requests, schedule, strict=True):
+                delay = counts.start + t - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 # Take the slot before creating the task: requests wait for a slot in arrival order, as in vLLM,
@@ -451,148 +498,76 @@ async def run_load(
                 tasks.append(asyncio.create_task(send(request, True, held=sem is not None)))
             await asyncio.gather(*tasks)
 
-        stopped = None
-        if stopper.done():
-            stopped = "cancelled"
-        else:
+        stopped = "cancelled" if stop.is_set() else None
+        if stopped is None:
             main = asyncio.create_task(dispatch())
-            done, _ = await asyncio.wait({main, stopper}, timeout=spec.duration_s, return_when=asyncio.FIRST_COMPLETED)
+            stopper = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait(
+                {main, stopper}, timeout=settings.duration_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            stopper.cancel()
             if main not in done:
                 stopped = "cancelled" if stopper in done else "duration"
                 main.cancel()
                 for task in tasks:
                     task.cancel()
-                await asyncio.gather(main, *tasks, return_exceptions=True)
-        stopper.cancel()
-        await asyncio.gather(stopper, return_exceptions=True)
-        duration = time.perf_counter() - start
+            await asyncio.gather(main, stopper, *tasks, return_exceptions=True)
+        duration = time.perf_counter() - counts.start
     finally:
         await client.close()
+    return _result(endpoint, settings, workload, requests, tasks, warm, counts, duration, stopped)
+
+
+async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
+    """The results of ``work`` (an awaitable of a list), or [] when ``stop`` is set first (``work`` is cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if not task.done():
+        task.cancel()
+    result = (await asyncio.gather(task, stopper, return_exceptions=True))[0]
+    return result if isinstance(result, list) else []
+
+
+def _result(
+    endpoint: Endpoint,
+    settings: LoadSettings,
+    workload: Workload,
+    requests: list[ChatRequest],
+    tasks: list[asyncio.Task[RequestRecord | None]],
+    warm: list[RequestRecord | None],
+    counts: _Counters,
+    duration: float,
+    stopped: str | None,
+) -> LoadResult:
     records: list[RequestRecord] = []
+    indices: list[int] = []
     inputs: list[int] = []
-    for task, (_, estimate) in zip(tasks, requests, strict=False):
+    for index, task in enumerate(tasks):
         record = task.result() if task.done() and not task.cancelled() else None
         if record is not None:
             records.append(record)
-            inputs.append(record.prompt_tokens if record.prompt_tokens is not None else estimate)
-    metrics = compute_benchmark_metrics(records, inputs, max(duration, 1e-9), slo_ms=dict(spec.slo_ms))
+            indices.append(index)
+            asked = workload.tokens[index]
+            fallback = asked if asked is not None else estimate_tokens(requests[index].prompt)
+            inputs.append(record.prompt_tokens if record.prompt_tokens is not None else fallback)
+    metrics = compute_benchmark_metrics(records, inputs, max(duration, 1e-9), slo_ms=dict(settings.goodput_ms))
+    dropped = build_request(endpoint.kind, requests[0], model=None).dropped if requests else ()
     return LoadResult(
         endpoint=endpoint.name,
-        spec=spec,
+        settings=settings,
         records=tuple(records),
         input_tokens=tuple(inputs),
         metrics=metrics,
         duration_s=duration,
-        in_flight=tuple(samples),
+        in_flight=tuple(counts.samples),
         warmup_records=tuple(r for r in warm if r is not None),
-        cancelled=state["cancelled"],
-        not_sent=spec.num_prompts - state["sent"],
+        cancelled=counts.cancelled,
+        not_sent=settings.num_prompts - counts.sent,
         stopped=stopped,
-        start_s=start,
-        input_calibration=calibration,
+        start_s=counts.start,
+        input_calibration=workload.calibration,
+        input_check=check_inputs(workload, records, indices, endpoint=endpoint.name),
+        not_sent_fields=dropped,
     )
-
-
-# --- background run for UIs ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LoadSnapshot:
-    """A consistent copy of a :class:`LoadRun`'s state.
-
-    Attributes:
-        progress: Latest counters; None before the first request finished.
-        done: The run has finished (normally, stopped, or with an error).
-        cancelled: :meth:`LoadRun.cancel` was called.
-        error: One-line reason the run itself failed (e.g. a missing API key); None otherwise.
-        result: The final result once done; None before.
-        records: Measured records finished so far, in completion order (for live charts; warmups excluded).
-        in_flight: ``(seconds since start, requests in flight)`` samples so far.
-        total: Measured requests asked for (``num_prompts``).
-    """
-
-    progress: LoadProgress | None = None
-    done: bool = False
-    cancelled: bool = False
-    error: str | None = None
-    result: LoadResult | None = field(default=None, repr=False)
-    records: tuple[RequestRecord, ...] = field(default=(), repr=False)
-    in_flight: tuple[tuple[float, int], ...] = field(default=(), repr=False)
-    total: int = 0
-
-    @property
-    def start_s(self) -> float | None:
-        """Absolute ``perf_counter`` of the measured start, once known (for the live time series)."""
-        if self.result is not None and self.result.start_s is not None:
-            return self.result.start_s
-        return self.progress.start_s if self.progress is not None else None
-
-
-class LoadRun(BackgroundRun):
-    """Run :func:`run_load` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
-
-    A cancelled run still yields a :class:`LoadResult` over the requests that finished (``stopped="cancelled"``).
-
-    Example:
-        >>> run = LoadRun(endpoint, LoadSpec(num_prompts=50, max_concurrency=8)).start()  # doctest: +SKIP
-        >>> run.snapshot().progress  # doctest: +SKIP
-    """
-
-    def __init__(self, endpoint: Endpoint, spec: LoadSpec, *, secrets: Mapping[str, Any] | None = None) -> None:
-        super().__init__("load-run")
-        self._endpoint = endpoint
-        self._spec = spec
-        self._secrets = dict(secrets) if secrets is not None else None
-        self._progress: LoadProgress | None = None
-        self._stop: asyncio.Event | None = None
-        self._records: list[RequestRecord] = []
-        self._in_flight: list[tuple[float, int]] = []
-
-    def _on_progress(self, progress: LoadProgress) -> None:
-        with self._lock:
-            self._progress = progress
-
-    def _on_record(self, record: RequestRecord) -> None:
-        with self._lock:
-            self._records.append(record)
-
-    def _on_in_flight(self, t_s: float, n: int) -> None:
-        with self._lock:
-            if t_s == 0.0 or (self._in_flight and t_s < self._in_flight[-1][0]):
-                self._in_flight.clear()
-            self._in_flight.append((t_s, n))
-
-    async def _run(self) -> LoadResult:
-        self._stop = asyncio.Event()
-        if self._cancelled:
-            self._stop.set()
-        return await run_load(
-            self._endpoint,
-            self._spec,
-            on_progress=self._on_progress,
-            on_record=self._on_record,
-            on_in_flight=self._on_in_flight,
-            secrets=self._secrets,
-            stop=self._stop,
-        )
-
-    def _stop_in_loop(self) -> None:
-        # Requests in flight are cancelled and the rest not sent; run_load still returns a result.
-        if self._stop is not None:
-            self._stop.set()
-
-    def snapshot(self) -> LoadSnapshot:
-        """A frozen copy of the current state (thread-safe; copies two lists of references, O(requests))."""
-        done = self._done.is_set()
-        with self._lock:
-            progress = self._progress
-            records = tuple(self._records)
-            in_flight = tuple(self._in_flight)
-        return LoadSnapshot(
-            progress=progress,
-            done=done,
-            cancelled=self._cancelled,
-            error=self._error,
-            result=self._result,
-            records=records,
-            in_flight=in_flight,
-            total=self._spec.num_prompts,
-        )

@@ -1,37 +1,39 @@
 """The settings of a Load Test: what the page's widgets hold and a link restores, and the run they describe.
 
 :class:`LoadSettings` is the one description of a load test (lengths in tokens, times in seconds, SLOs in
-milliseconds); :data:`DEFAULT` is what the page opens with; :func:`to_spec` turns it into the
-:class:`~planner.loadtest.runner.LoadSpec` of one run. The goodput SLO text ``ttft:500,tpot:50`` is vLLM's
-``--goodput`` format, read by :func:`parse_goodput` and written by :func:`format_goodput`. The URL codec
+milliseconds), for the page, the CLI and the runner alike; :data:`DEFAULT` is what the page opens with. The goodput
+SLO text ``ttft:500,tpot:50`` is vLLM's ``--goodput`` format, read by :func:`parse_goodput` and written by
+:func:`format_goodput`. The URL codec
 (:mod:`planner.links.loadtest`) only writes and reads these settings.
 
 Example:
     >>> parse_goodput("ttft:500 tpot:50")
     (('ttft', 500.0), ('tpot', 50.0))
-    >>> to_spec(LoadSettings(num_prompts=8, goodput_ms=(("ttft", 500.0),))).slo_ms
+    >>> LoadSettings(num_prompts=8, goodput_ms=(("ttft", 500.0),)).goodput_ms
     (('ttft', 500.0),)
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from planner.errors import InvalidParameterError
 from planner.links.rules import BadValue, format_value, parse_number
-from planner.loadtest.runner import LoadSpec
 
 __all__ = [
     "DATASETS",
     "DEFAULT",
+    "INPUT_SIZINGS",
     "MAX_PROMPTS",
     "MODES",
     "SLO_NAMES",
     "LoadSettings",
     "format_goodput",
     "parse_goodput",
-    "to_spec",
 ]
 
 #: Most measured requests of one run.
@@ -47,29 +49,51 @@ SLO_NAMES = ("ttft", "tpot", "e2el")
 _MAX_SLO_MS = 3_600_000
 
 
+#: How synthetic prompts are sized to ``input_len`` tokens (see :class:`LoadSettings`).
+INPUT_SIZINGS = ("tokenize", "token_ids", "words")
+
+
 @dataclass(frozen=True)
 class LoadSettings:
-    """What a Load Test link restores. Lengths in tokens, times in seconds, SLOs in milliseconds.
+    """One load test: what the page's widgets hold, a link restores, the CLI's flags set and the runner runs.
+
+    Lengths in tokens, times in seconds, SLOs in milliseconds. A run (:func:`planner.loadtest.runner.run_load`)
+    reads the per-run fields; ``endpoints``, ``mode``, ``sweep_max`` and ``scrape_metrics`` say which runs to make
+    (:func:`planner.loadtest.worker.plan_jobs`); a sweep level is these settings with its own ``max_concurrency``
+    and ``num_prompts``. A run is ALWAYS bounded in requests: ``num_prompts`` caps it even when ``duration_s`` is
+    given (it ends at whichever comes first).
 
     Attributes:
         endpoints: Names of the endpoints to load, run one after another with the same workload.
         mode: ``run`` or ``sweep``.
-        num_prompts: Measured requests of a run (of each sweep level).
+        num_prompts: Measured requests of a run (of each sweep level), ≥ 1.
         max_concurrency: Most requests in flight (closed loop); None = no cap.
-        request_rate: Send rate, requests/s; ``inf`` = all at once.
-        burstiness: Gamma shape of the arrival gaps (1 = Poisson).
-        num_warmups: Requests sent before the measured ones, not counted.
-        duration_s: Wall-time cap of one run (of each sweep level), seconds.
+        request_rate: Send rate of the schedule, requests/s > 0; ``inf`` = all at once (burst).
+        burstiness: Gamma shape of the arrival gaps (> 0): 1 = Poisson, < 1 burstier, ``inf`` = constant gaps.
+        num_warmups: Requests sent (under the concurrency cap) before the measured ones, not counted.
+        duration_s: Wall-time cap of one run (of each sweep level), seconds; None = no time cap.
         timeout_s: Connect/read timeout of each request, seconds.
         seed: Seed of the arrival schedule and the sampled lengths.
-        dataset_name: ``random``, ``examples`` or ``custom``.
-        input_len: Prompt length of ``random`` prompts, tokens.
+        dataset_name: ``random`` (synthetic prompts of ``input_len`` tokens), ``examples`` or ``custom``
+            (``prompts``, cycled).
+        input_len: Prompt length of ``random`` prompts, tokens of the prompt text before any chat template (as
+            ``vllm bench serve --random-input-len``).
         output_len: ``max_tokens`` of each request.
-        range_ratio: Lengths drawn from [L(1 − r), L(1 + r)].
-        ignore_eos: Ask for exactly ``output_len`` tokens (vLLM, SGLang, llama.cpp; not TGI).
+        range_ratio: Lengths drawn uniformly from the integers in [⌊L(1 − r)⌋, ⌈L(1 + r)⌉] (vLLM random
+            dataset), in [0, 1).
+        ignore_eos: Ask for exactly ``output_len`` tokens; sent where the engine reads it (vLLM, SGLang,
+            llama.cpp), and the run says where it was not.
+        input_sizing: How ``random`` prompts get ``input_len`` tokens: ``tokenize`` (text sized with the server's
+            own tokenizer route, the default), ``token_ids`` (token ids on ``/v1/completions``, exact by
+            construction; vLLM and SGLang, others fall back to ``tokenize``), ``words`` (one word per token, no
+            server call: an estimate).
         goodput_ms: SLOs ``((name, limit_ms), ...)`` with names ``ttft``, ``tpot``, ``e2el``.
         sweep_max: Highest concurrency of a sweep.
         scrape_metrics: Poll the server's ``/metrics`` during runs.
+        prompts: The prompts of the ``examples`` and ``custom`` datasets (never put in a link).
+
+    Raises:
+        InvalidParameterError: a value is outside what is accepted.
     """
 
     endpoints: tuple[str, ...] = ()
@@ -79,7 +103,7 @@ class LoadSettings:
     request_rate: float = float("inf")
     burstiness: float = 1.0
     num_warmups: int = 0
-    duration_s: float = 300.0
+    duration_s: float | None = 300.0
     timeout_s: float = 60.0
     seed: int = 0
     dataset_name: str = "random"
@@ -87,9 +111,53 @@ class LoadSettings:
     output_len: int = 64
     range_ratio: float = 0.0
     ignore_eos: bool = False
+    input_sizing: str = "tokenize"
     goodput_ms: tuple[tuple[str, float], ...] = ()
     sweep_max: int = 16
     scrape_metrics: bool = True
+    prompts: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        def integer(name: str, value: Any, low: int = 1) -> None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidParameterError(name, value, f"an integer ≥ {low}")
+
+        integer("num_prompts", self.num_prompts)
+        integer("num_warmups", self.num_warmups, 0)
+        integer("input_len", self.input_len)
+        integer("output_len", self.output_len)
+        integer("sweep_max", self.sweep_max)
+        if self.max_concurrency is not None:
+            integer("max_concurrency", self.max_concurrency)
+        if self.mode not in MODES:
+            raise InvalidParameterError("mode", self.mode, " or ".join(MODES))
+        if self.dataset_name not in DATASETS:
+            raise InvalidParameterError("dataset_name", self.dataset_name, ", ".join(DATASETS))
+        if self.input_sizing not in INPUT_SIZINGS:
+            raise InvalidParameterError("input_sizing", self.input_sizing, ", ".join(INPUT_SIZINGS))
+        if not (isinstance(self.request_rate, int | float) and self.request_rate > 0):
+            raise InvalidParameterError("request_rate", self.request_rate, "requests/s > 0 (inf = burst)")
+        if not (isinstance(self.burstiness, int | float) and self.burstiness > 0):
+            raise InvalidParameterError("burstiness", self.burstiness, "a gamma shape > 0 (1 = Poisson)")
+        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
+            raise InvalidParameterError("duration_s", self.duration_s, "seconds > 0, or None for no cap")
+        if not (isinstance(self.range_ratio, int | float) and 0 <= self.range_ratio < 1):
+            raise InvalidParameterError("range_ratio", self.range_ratio, "a number in [0, 1)")
+        if not (isinstance(self.timeout_s, int | float) and self.timeout_s > 0):
+            raise InvalidParameterError("timeout_s", self.timeout_s, "seconds > 0")
+        object.__setattr__(self, "endpoints", tuple(self.endpoints))
+        object.__setattr__(self, "prompts", tuple(self.prompts))
+        if any(not isinstance(p, str) or not p.strip() for p in self.prompts):
+            raise InvalidParameterError("prompts", self.prompts, "non-empty strings")
+        object.__setattr__(self, "goodput_ms", tuple(tuple(x) for x in self.goodput_ms))
+        for name, value in self.goodput_ms:
+            if name not in SLO_NAMES or not value > 0:
+                raise InvalidParameterError("goodput_ms", (name, value), "ttft, tpot or e2el with a limit in ms > 0")
+
+    @property
+    def synthetic(self) -> bool:
+        """Prompts are synthetic (``input_len`` tokens) rather than the ``prompts`` of a dataset."""
+        return not self.prompts
 
 
 #: The settings of a page opened without a link.
@@ -128,35 +196,3 @@ def parse_goodput(text: str) -> tuple[tuple[str, float], ...]:
 def format_goodput(slos: Sequence[tuple[str, float]]) -> str:
     """The inverse of :func:`parse_goodput`: ``"ttft:500,tpot:50"``."""
     return ",".join(f"{name}:{format_value(float(ms))}" for name, ms in slos)
-
-
-def to_spec(settings: LoadSettings, prompts: Sequence[str] = (), *, max_concurrency: int | None = -1) -> LoadSpec:
-    """The :class:`~planner.loadtest.runner.LoadSpec` of one run of ``settings``.
-
-    Args:
-        settings: The page settings.
-        prompts: Prompts to cycle through (``examples`` / ``custom`` datasets); empty = synthetic.
-        max_concurrency: Override of the concurrency cap (a sweep level); -1 = the settings' own.
-
-    Returns:
-        The spec the runner takes.
-
-    Raises:
-        InvalidParameterError: the combination is not accepted (e.g. empty prompts).
-    """
-    return LoadSpec(
-        num_prompts=settings.num_prompts,
-        max_concurrency=settings.max_concurrency if max_concurrency == -1 else max_concurrency,
-        request_rate=settings.request_rate,
-        burstiness=settings.burstiness,
-        seed=settings.seed,
-        num_warmups=settings.num_warmups,
-        duration_s=settings.duration_s,
-        input_len=settings.input_len,
-        output_len=settings.output_len,
-        range_ratio=settings.range_ratio,
-        ignore_eos=settings.ignore_eos,
-        prompts=tuple(prompts),
-        timeout_s=settings.timeout_s,
-        slo_ms=settings.goodput_ms,
-    )

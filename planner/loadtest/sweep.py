@@ -1,12 +1,12 @@
 """Concurrency sweeps: run a load at 1, 2, 4, … N requests in flight and find the knee of the throughput curve.
 
 * :func:`sweep_levels` gives the doubling levels (N included even when it is not a power of two).
-* :class:`SweepSpec` is a base :class:`~planner.loadtest.runner.LoadSpec` plus the levels and how many requests each
-  level sends; every level is bounded in requests AND in time (``level_duration_s``).
-* :func:`run_sweep` runs the levels one after another through :func:`planner.loadtest.runner.run_load` (closed loop at
-  each level's concurrency, the base spec's request rate still applying) and returns a :class:`SweepResult`.
-* The Load Test page runs sweeps level by level with :class:`planner.loadtest.worker.BenchmarkRun` (one queue for
-  single runs and sweeps, with ``/metrics`` scraping), using :meth:`SweepSpec.level_spec`.
+* :class:`SweepSpec` is base :class:`~planner.loadtest.settings.LoadSettings` plus the levels and how many requests
+  each level sends; every level is bounded in requests AND in time (``level_duration_s``).
+* The page and the CLI run a sweep's levels one after another as jobs of :class:`planner.loadtest.worker.JobQueue`
+  (:func:`planner.loadtest.worker.plan_jobs` makes one job per :meth:`SweepSpec.level_spec`; closed loop at each
+  level's concurrency, the base request rate still applying); :meth:`SweepPoint.of` takes each level's headline
+  figures.
 * :func:`find_knee` locates the knee with Kneedle (Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in a
   Haystack: Detecting Knee Points in System Behavior", ICDCS 2011 Workshops, doi:10.1109/ICDCSW.2011.20).
 
@@ -16,23 +16,20 @@ growing (queueing), so the knee is the concurrency a deployment should be sized 
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.runner import LoadProgress, LoadResult, LoadSpec, run_load
-from planner.serving.endpoints import Endpoint
+from planner.loadtest.runner import LoadResult
+from planner.loadtest.settings import LoadSettings
 
 __all__ = [
     "MAX_LEVEL",
     "SweepPoint",
-    "SweepResult",
     "SweepSpec",
     "find_knee",
-    "run_sweep",
     "sweep_levels",
 ]
 
@@ -81,11 +78,11 @@ class SweepSpec:
         InvalidParameterError: a value is outside what is accepted.
 
     Example:
-        >>> SweepSpec(LoadSpec(num_prompts=10), (1, 2, 4)).num_prompts(4)
+        >>> SweepSpec(LoadSettings(num_prompts=10), (1, 2, 4)).num_prompts(4)
         16
     """
 
-    base: LoadSpec
+    base: LoadSettings
     levels: tuple[int, ...]
     prompts_per_level: int | None = None
     rounds: int = 4
@@ -93,8 +90,8 @@ class SweepSpec:
     warmups_per_level: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.base, LoadSpec):
-            raise InvalidParameterError("base", self.base, "a LoadSpec")
+        if not isinstance(self.base, LoadSettings):
+            raise InvalidParameterError("base", self.base, "a LoadSettings")
         object.__setattr__(self, "levels", tuple(self.levels))
         ok = all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= MAX_LEVEL for c in self.levels)
         if not self.levels or not ok or list(self.levels) != sorted(set(self.levels)):
@@ -109,7 +106,7 @@ class SweepSpec:
             raise InvalidParameterError("level_duration_s", self.level_duration_s, "a finite number of seconds > 0")
 
     @classmethod
-    def doubling(cls, base: LoadSpec, max_concurrency: int, **kwargs: Any) -> SweepSpec:
+    def doubling(cls, base: LoadSettings, max_concurrency: int, **kwargs: Any) -> SweepSpec:
         """A sweep over :func:`sweep_levels` of ``max_concurrency``."""
         return cls(base, sweep_levels(max_concurrency), **kwargs)
 
@@ -119,8 +116,8 @@ class SweepSpec:
             return self.prompts_per_level
         return max(self.base.num_prompts, self.rounds * level)
 
-    def level_spec(self, level: int) -> LoadSpec:
-        """The :class:`LoadSpec` of one level."""
+    def level_spec(self, level: int) -> LoadSettings:
+        """The :class:`LoadSettings` of one level."""
         cap = (
             self.level_duration_s if self.base.duration_s is None else min(self.base.duration_s, self.level_duration_s)
         )
@@ -222,74 +219,3 @@ def find_knee(
         if y_knee <= 0 or (y / y_knee) ** (1 / math.log2(c / c_knee)) - 1 > max_gain_after:
             return None
     return c_knee
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """Everything a sweep produced.
-
-    Attributes:
-        endpoint: Endpoint name.
-        spec: The sweep asked for.
-        points: One :class:`SweepPoint` per finished level, in level order.
-        results: The full :class:`~planner.loadtest.runner.LoadResult` of each finished level.
-        knee: Concurrency at the knee (:func:`find_knee` over ``points``); None when there is none.
-        stopped: ``"cancelled"`` when the sweep was cancelled before its last level; None otherwise.
-    """
-
-    endpoint: str
-    spec: SweepSpec
-    points: tuple[SweepPoint, ...]
-    results: tuple[LoadResult, ...] = field(repr=False)
-    knee: int | None
-    stopped: str | None = None
-
-
-async def run_sweep(
-    endpoint: Endpoint,
-    spec: SweepSpec,
-    *,
-    on_progress: Callable[[int, LoadProgress], None] | None = None,
-    on_level: Callable[[LoadResult], None] | None = None,
-    secrets: Mapping[str, Any] | None = None,
-    stop: asyncio.Event | None = None,
-) -> SweepResult:
-    """Run the levels of ``spec`` one after another and find the knee.
-
-    Args:
-        endpoint: The endpoint.
-        spec: The sweep.
-        on_progress: Called with ``(level, progress)`` after every finished request of a level.
-        on_level: Called with each level's :class:`~planner.loadtest.runner.LoadResult` when it ends.
-        secrets: Optional mapping holding the API key.
-        stop: When set, the running level stops (its partial result is kept) and no further level starts.
-
-    Returns:
-        The :class:`SweepResult`. Request failures are counted per level, never raised.
-
-    Raises:
-        InvalidParameterError: as :func:`planner.loadtest.runner.run_load` (e.g. ``ignore_eos`` on TGI).
-        MissingAPIKeyError: the endpoint's API-key variable is not set.
-
-    Example:
-        >>> asyncio.run(run_sweep(ep, SweepSpec.doubling(LoadSpec(output_len=64), 16)))  # doctest: +SKIP
-    """
-    stop = stop or asyncio.Event()
-    results: list[LoadResult] = []
-    points: list[SweepPoint] = []
-    stopped = None
-    for level in spec.levels:
-        if stop.is_set():
-            stopped = "cancelled"
-            break
-        report = None if on_progress is None else (lambda p, level=level: on_progress(level, p))
-        result = await run_load(endpoint, spec.level_spec(level), on_progress=report, secrets=secrets, stop=stop)
-        results.append(result)
-        points.append(SweepPoint.of(level, result))
-        if on_level is not None:
-            on_level(result)
-        if result.stopped == "cancelled":
-            stopped = "cancelled"
-            break
-    knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
-    return SweepResult(endpoint.name, spec, tuple(points), tuple(results), knee, stopped)

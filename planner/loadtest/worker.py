@@ -1,15 +1,13 @@
-"""The Load Test page's engine: a queue of load runs (endpoints × sweep levels), one after another, on a thread.
+"""The queue of load runs (endpoints × sweep levels) that the page and the CLI both run, and the page's worker process.
 
-:func:`plan_jobs` turns the page's :class:`~planner.links.loadtest.LoadSettings` into :class:`Job` s: one run per
-endpoint, or one per concurrency level of a sweep (:func:`planner.loadtest.sweep.sweep_levels`; each level is
-:meth:`planner.loadtest.sweep.SweepSpec.level_spec`). :class:`BenchmarkRun` runs them in order with
+:func:`plan_jobs` turns :class:`~planner.loadtest.settings.LoadSettings` into :class:`Job` s: one run per endpoint,
+or one per concurrency level of a sweep (:func:`planner.loadtest.sweep.sweep_levels`; each level is
+:meth:`planner.loadtest.sweep.SweepSpec.level_spec`). :class:`JobQueue` runs them in order with
 :func:`planner.loadtest.runner.run_load`, scraping each server's ``/metrics`` alongside
 (:func:`planner.serving.server_metrics.scrape_metrics`) and asking it for its KV capacity
-(:func:`planner.serving.server_metrics.fetch_measured_kv`), in a worker process of its own. The page polls
-:meth:`BenchmarkRun.snapshot`; the Streamlit process never touches a stream.
-
-Endpoints run one after another, not at once, so they do not share this machine's client CPU or the network
-path, and each run's throughput is its own.
+(:func:`planner.serving.server_metrics.fetch_measured_kv`). ``python -m planner bench`` runs the queue in its own
+process; the page runs it in a worker process (:class:`BenchmarkRun`, ``python -m planner.loadtest.worker``) and
+polls :meth:`BenchmarkRun.snapshot`, so the Streamlit process never touches a stream.
 """
 
 from __future__ import annotations
@@ -29,14 +27,24 @@ from typing import Any
 
 from planner.errors import PlannerError
 from planner.loadtest.results import SavedRun, saved_run
-from planner.loadtest.runner import LoadProgress, LoadSpec, run_load
-from planner.loadtest.settings import LoadSettings, to_spec
+from planner.loadtest.runner import LoadProgress, LoadResult, run_load
+from planner.loadtest.settings import LoadSettings
 from planner.loadtest.sweep import SweepSpec, sweep_levels
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
 
-__all__ = ["ABANDONED_S", "SCRAPE_INTERVAL_S", "BenchmarkRun", "BenchmarkSnapshot", "Job", "plan_jobs", "worker_main"]
+__all__ = [
+    "ABANDONED_S",
+    "SCRAPE_INTERVAL_S",
+    "BenchmarkRun",
+    "BenchmarkSnapshot",
+    "Job",
+    "JobOutcome",
+    "JobQueue",
+    "plan_jobs",
+    "worker_main",
+]
 
 #: Seconds between two scrapes of a server's ``/metrics`` during a run.
 SCRAPE_INTERVAL_S = 1.0
@@ -50,48 +58,61 @@ class Job:
 
     Attributes:
         endpoint: Where the load goes.
-        spec: The load.
+        settings: The load of this run (a sweep level's own ``max_concurrency`` and ``num_prompts``).
         label: Display name, e.g. ``"llama · c=8"``; made unique per session by the page's clock suffix.
         sweep: Id shared by the levels of one sweep; None for a single run.
+        level: Concurrency of a sweep level; None for a single run.
     """
 
     endpoint: Endpoint
-    spec: LoadSpec
+    settings: LoadSettings
     label: str
     sweep: str | None = None
+    level: int | None = None
 
 
 def plan_jobs(
-    endpoints: Sequence[Endpoint], settings: LoadSettings, prompts: Sequence[str] = (), *, tag: str = ""
+    endpoints: Sequence[Endpoint],
+    settings: LoadSettings,
+    prompts: Sequence[str] = (),
+    *,
+    tag: str = "",
+    prompts_per_level: int | None = None,
 ) -> tuple[Job, ...]:
     """The runs ``settings`` asks for, endpoint by endpoint (sweep levels in increasing order).
 
-    ``ignore_eos`` is dropped for TGI endpoints (TGI has no such parameter; vLLM's ``--ignore-eos`` help says the
-    same). Synthetic prompts are sized with the server's tokenizer route where it has one (``exact_input_len``).
+    The page and the CLI both plan their runs here, so both send the same requests: fields an engine does not read
+    (``ignore_eos`` on TGI) are left out by :func:`planner.serving.requests.build_request` and named in each result;
+    synthetic prompts are sized as ``settings.input_sizing`` says (the server's tokenizer route by default).
 
     Args:
         endpoints: The endpoints, in run order.
-        settings: The page settings.
+        settings: The load.
         prompts: Prompts to cycle (``examples`` / ``custom`` datasets); must be non-empty for those.
         tag: Appended to labels and sweep ids (e.g. the start time), so runs stay apart in a session.
+        prompts_per_level: Requests of every sweep level; None = :meth:`SweepSpec.num_prompts`'s default.
 
     Raises:
-        InvalidParameterError: the settings give no valid load (e.g. the ``custom`` dataset without prompts).
+        PlannerError: the ``examples`` or ``custom`` dataset without prompts.
+        InvalidParameterError: a value is not accepted (e.g. ``prompts_per_level`` < 1).
     """
     if settings.dataset_name != "random" and not prompts:
         raise PlannerError(f"the {settings.dataset_name} dataset has no prompts: upload a JSONL file of prompts")
     suffix = f" · {tag}" if tag else ""
+    base = replace(settings, prompts=tuple(prompts) if settings.dataset_name != "random" else ())
     jobs: list[Job] = []
     for endpoint in endpoints:
-        base = to_spec(settings, prompts if settings.dataset_name != "random" else ())
-        base = replace(base, exact_input_len=not base.prompts)
-        if endpoint.kind == "tgi" and base.ignore_eos:
-            base = replace(base, ignore_eos=False)
         if settings.mode == "sweep":
-            sweep = SweepSpec(base, sweep_levels(settings.sweep_max), level_duration_s=settings.duration_s)
+            sweep = SweepSpec(
+                base,
+                sweep_levels(settings.sweep_max),
+                prompts_per_level=prompts_per_level,
+                level_duration_s=settings.duration_s or 120.0,
+            )
             sweep_id = f"{endpoint.name} sweep{suffix}"
             jobs += [
-                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id) for c in sweep.levels
+                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id, c)
+                for c in sweep.levels
             ]
         else:
             cap = "∞" if base.max_concurrency is None else base.max_concurrency
@@ -141,8 +162,31 @@ class BenchmarkSnapshot:
     cancelled: bool = False
 
 
-class _Engine:
-    """The queue of jobs, run in the worker process; every state change goes out through ``emit``."""
+@dataclass(frozen=True)
+class JobOutcome:
+    """What one job of a :class:`JobQueue` gave.
+
+    Attributes:
+        job: The job.
+        result: Its result; None when it could not start (``error`` says why) or the queue stopped before it.
+        error: One line when the run could not start (e.g. a missing API key); None otherwise.
+        scrape_note: Why the server's ``/metrics`` gave nothing usable; None when it did or was not asked.
+    """
+
+    job: Job
+    result: LoadResult | None = None
+    error: str | None = None
+    scrape_note: str | None = None
+
+
+class JobQueue:
+    """Runs jobs one after another with :func:`planner.loadtest.runner.run_load`, scraping each server's ``/metrics``
+    alongside and asking it once for its KV capacity. The page runs it in the worker process
+    (:class:`BenchmarkRun`), the CLI in its own; every state change goes out through ``emit(kind, *payload)``.
+
+    Endpoints run one after another, not at once, so they do not share this machine's client CPU or the network
+    path, and each run's throughput is its own.
+    """
 
     def __init__(
         self,
@@ -150,8 +194,8 @@ class _Engine:
         *,
         started: datetime,
         scrape: bool,
-        secrets: Mapping[str, Any] | None,
-        emit: Callable[..., None],
+        secrets: Mapping[str, Any] | None = None,
+        emit: Callable[..., None] = lambda *_: None,
     ) -> None:
         self._jobs = tuple(jobs)
         self._started = started
@@ -161,16 +205,19 @@ class _Engine:
         self.stop = asyncio.Event()
         self._kv_asked: set[str] = set()
 
-    async def run(self) -> None:
+    async def run(self) -> tuple[JobOutcome, ...]:
+        """Run every job (until :attr:`stop` is set); the outcome of each job that started, in order."""
+        outcomes = []
         for index, job in enumerate(self._jobs):
             if self.stop.is_set():
                 break
             job_start = time.perf_counter()
             self._emit("job", index, job_start)
-            await self._one(job, job_start)
+            outcomes.append(await self._one(job, job_start))
             self._emit("job_done", index)
+        return tuple(outcomes)
 
-    async def _one(self, job: Job, job_start: float) -> None:
+    async def _one(self, job: Job, job_start: float) -> JobOutcome:
         name = job.endpoint.name
         if name not in self._kv_asked:
             self._kv_asked.add(name)
@@ -186,14 +233,15 @@ class _Engine:
                     stop=scraper_stop,
                     on_sample=lambda sample: self._emit("sample", sample),
                     start=job_start,
-                    timeout_s=min(5.0, job.spec.timeout_s),
+                    timeout_s=min(5.0, job.settings.timeout_s),
                     secrets=self._secrets,
                 )
             )
+        note = None
         try:
             result = await run_load(
                 job.endpoint,
-                job.spec,
+                job.settings,
                 on_progress=lambda progress: self._emit("progress", progress),
                 on_record=lambda record: self._emit("record", record),
                 on_in_flight=lambda t_s, n: self._emit("in_flight", t_s, n),
@@ -202,12 +250,14 @@ class _Engine:
             )
         except PlannerError as exc:
             self._emit("error", f"{job.label}: {exc}")
-            return
+            return JobOutcome(job, error=f"{job.label}: {exc}")
         finally:
             scraper_stop.set()
             if scraper is not None:
-                self._emit("scrape_note", await scraper)
+                note = await scraper
+                self._emit("scrape_note", note)
         self._emit("saved", saved_run(result, job.label, started=self._started, sweep=job.sweep))
+        return JobOutcome(job, result, scrape_note=note)
 
 
 def worker_main() -> None:
@@ -227,7 +277,7 @@ def worker_main() -> None:
             out.flush()
 
     async def main() -> None:
-        engine = _Engine(jobs, started=started, scrape=scrape, secrets=secrets, emit=emit)
+        engine = JobQueue(jobs, started=started, scrape=scrape, secrets=secrets, emit=emit)
         loop = asyncio.get_running_loop()
 
         def watch_stdin() -> None:
@@ -415,7 +465,7 @@ class BenchmarkRun:
                 jobs_done=self._jobs_done,
                 current=self._current,
                 progress=progress,
-                requests_total=sum(j.spec.num_prompts for j in self._jobs),
+                requests_total=sum(j.settings.num_prompts for j in self._jobs),
                 requests_done=self._requests_done,
                 records=tuple(self._records),
                 run_start=run_start,

@@ -6,11 +6,13 @@
 * :data:`EXAMPLE_PROMPTS` is a small, varied prompt set of our own (see its note).
 * :func:`synthetic_text` builds the synthetic prompts of :mod:`planner.loadtest.runner`; :func:`calibrate_prompt` and
   :func:`calibrate_prompts` adjust them until the server's own tokenizer (``/tokenize`` routes, see
-  :func:`planner.serving.discovery.count_prompt_tokens`) counts exactly the asked-for number of tokens.
+  :func:`planner.serving.discovery.tokenize_text`) counts exactly the asked-for number of tokens;
+  :func:`token_id_prompts` builds prompts of token ids instead (exact by construction);
+  :func:`chat_template_tokens` measures what the chat template adds.
 
-What "exact" means: equal to the count returned by the server's tokenizer route for the chat message. On vLLM and
-SGLang that route applies the chat template, so the count equals the server's ``usage.prompt_tokens``; on TGI and
-llama.cpp it tokenizes the text alone, so the server's prompt adds the template's few tokens on top.
+What "exact" means: the prompt TEXT has exactly the asked-for tokens under the server's tokenizer, without special
+tokens, as ``vllm bench serve --dataset-name random`` sizes its prompts (``--random-input-len``); the chat template
+then adds its fixed few tokens on the server (``usage.prompt_tokens`` = text + template), on every engine alike.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import InvalidParameterError
-from planner.serving.discovery import EndpointInfo, count_prompt_tokens
+from planner.serving.discovery import EndpointInfo, count_prompt_tokens, tokenize_text
 from planner.serving.endpoints import Endpoint
 
 __all__ = [
@@ -32,9 +34,11 @@ __all__ = [
     "InputCalibration",
     "calibrate_prompt",
     "calibrate_prompts",
+    "chat_template_tokens",
     "example_prompts",
     "parse_prompts_jsonl",
     "synthetic_text",
+    "token_id_prompts",
 ]
 
 # --- prompts files ---------------------------------------------------------------------------------------------------
@@ -169,8 +173,9 @@ class CalibratedPrompt:
         target_tokens: Tokens asked for.
         counted_tokens: Tokens the server's tokenizer route counted; None when it has none (or it failed).
         method: ``"exact (server /tokenize)"`` when ``counted_tokens == target_tokens``, ``"nearest (server
-            /tokenize)"`` when no word count hits it (e.g. the chat template alone exceeds the target), or
-            ``"estimate (words)"`` without a tokenizer route.
+            /tokenize)"`` when no word count hits it, or ``"estimate (words)"`` without a tokenizer route.
+        tokens_per_word: The tokenizer's tokens per word of the word list (the last secant slope; 1.0 when only
+            one count was made or none).
     """
 
     text: str
@@ -178,19 +183,20 @@ class CalibratedPrompt:
     target_tokens: int
     counted_tokens: int | None
     method: str
+    tokens_per_word: float = 1.0
 
 
 EXACT = "exact (server /tokenize)"
 NEAREST = "nearest (server /tokenize)"
 ESTIMATE = "estimate (words)"
+TOKEN_IDS = "exact (token ids)"
 
 
 async def _count(
     endpoint: Endpoint, info: EndpointInfo, text: str, timeout_s: float, secrets: Mapping[str, Any] | None
 ) -> int | None:
-    return await count_prompt_tokens(
-        endpoint, info, [{"role": "user", "content": text}], timeout_s=timeout_s, secrets=secrets
-    )
+    ids = await tokenize_text(endpoint, info, text, timeout_s=timeout_s, secrets=secrets)
+    return None if ids is None else len(ids)
 
 
 async def calibrate_prompt(
@@ -260,7 +266,13 @@ async def calibrate_prompt(
     best_words = min(tried, key=lambda w: (abs(tried[w] - target_tokens), w))
     counted = tried[best_words]
     method = EXACT if counted == target_tokens else NEAREST
-    return CalibratedPrompt(synthetic_text(best_words, offset), best_words, target_tokens, counted, method)
+    points = sorted(tried.items())
+    if len(points) >= 2 and points[-1][0] != points[0][0]:
+        per_word = (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+    else:
+        per_word = counted / best_words
+    per_word = per_word if per_word > 0 else 1.0
+    return CalibratedPrompt(synthetic_text(best_words, offset), best_words, target_tokens, counted, method, per_word)
 
 
 @dataclass(frozen=True)
@@ -274,8 +286,9 @@ class InputCalibration:
         total: Prompts built.
         counted: Prompts whose tokens the server counted.
         exact: Counted prompts equal to their target.
-        overhead_tokens: Tokens the chat template adds to a prompt's words (from the calibrated prompt); None
-            without a tokenizer route.
+        overhead_tokens: Tokens of the calibrated prompt beyond its word count; None without a tokenizer route.
+        template_tokens: Tokens the server's chat template adds to a prompt (:func:`chat_template_tokens`; 0 for
+            token-id prompts, which take no template); None when the server cannot say.
     """
 
     method: str
@@ -283,12 +296,22 @@ class InputCalibration:
     counted: int = 0
     exact: int = 0
     overhead_tokens: int | None = None
+    template_tokens: int | None = None
+
+    @property
+    def input_tokens_method(self) -> str:
+        """How input lengths were set, as result files name it: ``token_ids``, ``server_tokenize`` or ``words``."""
+        if self.method == "token_ids":
+            return "token_ids"
+        return "words" if self.method == "estimate" else "server_tokenize"
 
     @property
     def label(self) -> str:
         """A short label for a page, e.g. ``"exact (server /tokenize)"`` or ``"estimate (words)"``."""
         if self.method == "estimate":
             return ESTIMATE
+        if self.method == "token_ids":
+            return TOKEN_IDS
         if self.method == "exact":
             return EXACT
         return f"{self.method} (server /tokenize: {self.exact} of {self.total} prompts counted exact)"
@@ -307,8 +330,8 @@ async def calibrate_prompts(
     """Synthetic prompts for ``(target_tokens, offset)`` pairs, sized by the server's tokenizer where it has one.
 
     Cost is bounded so big runs stay fast: ONE prompt (the first target) is calibrated with
-    :func:`calibrate_prompt`; that gives the template overhead, and with the single-token word list every other
-    prompt gets ``words = words₀ + (target − target₀)``. Then at most ``max_counts`` tokenizer calls in all
+    :func:`calibrate_prompt`; that gives the tokens per word k, and every other prompt gets
+    ``words = words₀ + round((target − target₀) / k)``. Then at most ``max_counts`` tokenizer calls in all
     (``concurrency`` at a time) count the prompts in order, and any counted miss is recalibrated while the
     budget lasts. Runs of up to roughly ``max_counts − 6`` prompts are therefore exact prompt by prompt; beyond
     that, the uncounted prompts rely on the calibration (method ``"calibrated"``).
@@ -340,7 +363,7 @@ async def calibrate_prompts(
         texts = tuple(synthetic_text(t, off) for t, off in targets)
         return texts, tuple(t for t, _ in targets), InputCalibration("estimate", len(targets))
     budget = max(0, max_counts - 6)
-    words = [max(1, base.words + t - t0) for t, _ in targets]
+    words = [max(1, base.words + round((t - t0) / base.tokens_per_word)) for t, _ in targets]
     texts = [synthetic_text(w, off) for w, (_, off) in zip(words, targets, strict=True)]
     counts: list[int | None] = [None] * len(targets)
     counts[0] = base.counted_tokens
@@ -381,3 +404,66 @@ async def calibrate_prompts(
     calibration = InputCalibration(method, len(targets), counted, exact, base.counted_tokens - base.words)
     tokens = tuple(c if c is not None else t for c, (t, _) in zip(counts, targets, strict=True))
     return tuple(texts), tokens, calibration
+
+
+async def token_id_prompts(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    targets: Sequence[tuple[int, int]],
+    *,
+    timeout_s: float = 10.0,
+    secrets: Mapping[str, Any] | None = None,
+) -> tuple[tuple[tuple[int, ...], ...], InputCalibration] | None:
+    """Prompts of exactly ``target`` token ids each, for the completions route of vLLM and SGLang.
+
+    The ids are the server's own tokens of the synthetic word list (one :func:`planner.serving.discovery.
+    tokenize_text` call on a text of ``max(target)`` words, so every id exists in its vocabulary), taken cyclically
+    from a start that moves with each prompt's offset, so no two prompts share a prefix a prefix cache could reuse.
+    ``vllm bench serve``'s random dataset draws its prompts as token ids too (``vllm/benchmarks/datasets.py``
+    ``RandomDataset``); here the server receives the ids themselves, so the length is exact by construction.
+
+    Args:
+        endpoint: The endpoint (kind ``vllm`` or ``sglang``).
+        info: Its discovery result (the model id is needed by ``/tokenize``).
+        targets: ``(tokens ≥ 1, offset)`` per prompt.
+        timeout_s: Timeout of the tokenizer call, seconds.
+        secrets: Optional mapping holding the API key.
+
+    Returns:
+        ``(ids per prompt, calibration)``; None when the server gave no token ids (no tokenizer route).
+    """
+    if not targets:
+        return (), InputCalibration("token_ids", 0, template_tokens=0)
+    longest = max(t for t, _ in targets)
+    ids = await tokenize_text(endpoint, info, synthetic_text(longest), timeout_s=timeout_s, secrets=secrets)
+    if not ids:
+        return None
+    n = len(ids)
+    prompts = tuple(tuple(ids[(7 * offset + j) % n] for j in range(target)) for target, offset in targets)
+    return prompts, InputCalibration("token_ids", len(targets), len(targets), len(targets), template_tokens=0)
+
+
+async def chat_template_tokens(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    *,
+    timeout_s: float = 5.0,
+    secrets: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Tokens the server's chat template adds to a one-message prompt: (the chat request's count) − (its text's).
+
+    Both counts come from the server: :func:`planner.serving.discovery.count_prompt_tokens` (the template applied:
+    vLLM and SGLang ``/tokenize`` with ``messages``, TGI ``/chat_tokenize``) and
+    :func:`planner.serving.discovery.tokenize_text`. None where the server cannot apply its template in a tokenizer
+    route (llama.cpp, generic OpenAI servers) or a count failed.
+    """
+    if endpoint.kind not in ("vllm", "sglang", "tgi"):
+        return None
+    text = synthetic_text(16)
+    with_template = await count_prompt_tokens(
+        endpoint, info, [{"role": "user", "content": text}], timeout_s=timeout_s, secrets=secrets, template=True
+    )
+    alone = await _count(endpoint, info, text, timeout_s, secrets)
+    if with_template is None or alone is None or with_template < alone:
+        return None
+    return with_template - alone

@@ -23,7 +23,15 @@ from planner.errors import PlannerError
 from planner.serving.endpoints import Endpoint, api_key
 from planner.serving.streaming import one_line
 
-__all__ = ["EndpointInfo", "count_prompt_tokens", "discover", "discover_sync"]
+__all__ = [
+    "EndpointInfo",
+    "count_prompt_tokens",
+    "describe_error",
+    "discover",
+    "discover_sync",
+    "status_error",
+    "tokenize_text",
+]
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,9 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _describe(exc: Exception, url: str) -> str:
+def describe_error(exc: Exception, url: str) -> str:
+    """One line for an ``httpx`` failure on ``url``: ``timed out: <url>``, ``cannot connect to <url>: ...``, or the
+    exception's type and text."""
     if isinstance(exc, httpx.TimeoutException):
         return f"timed out: {url}"
     if isinstance(exc, httpx.ConnectError):
@@ -75,7 +85,8 @@ async def _get(client: httpx.AsyncClient, url: str) -> tuple[int, Any]:
     return response.status_code, body
 
 
-def _status_error(url: str, status: int, body: Any) -> str:
+def status_error(url: str, status: int, body: Any) -> str:
+    """One line for an error status on ``url``, with the server's own message from ``body`` when it has one."""
     detail = ""
     if isinstance(body, Mapping):
         err = body.get("error")
@@ -113,12 +124,12 @@ async def discover(
                 url = f"{base}/health"
                 status, body = await _get(client, url)
                 if status != 200:
-                    return EndpointInfo(**info, error=_status_error(url, status, body))
+                    return EndpointInfo(**info, error=status_error(url, status, body))
             if endpoint.kind == "tgi":
                 url = f"{base}/info"
                 status, body = await _get(client, url)
                 if status != 200 or not isinstance(body, Mapping):
-                    return EndpointInfo(**info, error=_status_error(url, status, body))
+                    return EndpointInfo(**info, error=status_error(url, status, body))
                 model_id = body.get("model_id") if isinstance(body.get("model_id"), str) else None
                 return EndpointInfo(
                     **{**info, "healthy": True},
@@ -131,7 +142,7 @@ async def discover(
             url = f"{base}/v1/models"
             status, body = await _get(client, url)
             if status != 200 or not isinstance(body, Mapping):
-                return EndpointInfo(**info, error=_status_error(url, status, body))
+                return EndpointInfo(**info, error=status_error(url, status, body))
             data = [m for m in body.get("data") or [] if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
             models = tuple(m["id"] for m in data)
             chosen = endpoint.model or (models[0] if models else None)
@@ -155,7 +166,32 @@ async def discover(
                 version=version,
             )
         except httpx.HTTPError as exc:
-            return EndpointInfo(**info, error=_describe(exc, url))
+            return EndpointInfo(**info, error=describe_error(exc, url))
+
+
+async def _tokenize(
+    endpoint: Endpoint, url: str, payload: dict[str, Any], timeout_s: float, secrets: Mapping[str, Any] | None
+) -> Any:
+    """The JSON answer of a tokenizer route; None when it fails or is not JSON. Never raises for endpoint failures."""
+    key = api_key(endpoint, secrets)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers) as client:
+            response = await client.post(url, json=payload)
+        return response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _token_list(body: Any) -> tuple[int, ...] | None:
+    """Token ids of a tokenizer answer: vLLM/SGLang/llama.cpp ``{"tokens": [ids]}``, TGI ``[{"id": ...}, ...]``."""
+    tokens = body.get("tokens") if isinstance(body, Mapping) else body
+    if not isinstance(tokens, list):
+        return None
+    ids = [t.get("id") if isinstance(t, Mapping) else t for t in tokens]
+    if all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return tuple(ids)
+    return None
 
 
 async def count_prompt_tokens(
@@ -165,38 +201,75 @@ async def count_prompt_tokens(
     *,
     timeout_s: float = 5.0,
     secrets: Mapping[str, Any] | None = None,
+    template: bool = False,
 ) -> int | None:
-    """Prompt tokens as the server counts them, for the context check before sending; None when unknown.
+    """Prompt tokens of a chat request as the server counts them, its chat template applied where it can be.
 
-    vLLM and SGLang: ``POST /tokenize`` with the chat ``messages`` (the chat template applied) → ``count``.
-    TGI: ``POST /tokenize`` with the messages' text joined → the token list's length (no chat template:
-    a slight undercount). llama-cpp-python: ``POST /extras/tokenize`` likewise. Other servers: None.
-    Never raises for endpoint failures.
+    vLLM and SGLang: ``POST /tokenize`` with the chat ``messages`` → ``count`` (``vllm/entrypoints/openai/
+    protocol.py`` ``TokenizeChatRequest``: the chat template applied). TGI: ``POST /chat_tokenize`` with the
+    messages → its ``tokenize_response`` (``docs/openapi.json``: "Template and tokenize ChatRequest"), else
+    ``POST /tokenize`` with the messages' text joined (no template: a slight undercount). llama-cpp-python:
+    ``POST /extras/tokenize`` with the text (no template). Other servers: None.
+
+    Args:
+        endpoint, info, messages: The endpoint, its discovery result, the chat messages.
+        timeout_s: Timeout of each tokenizer call, seconds.
+        secrets: Optional mapping holding the API key.
+        template: Only a count with the chat template applied will do: None instead of a text-only count.
+
+    Returns:
+        The count; None when unknown. Never raises for endpoint failures.
     """
     if not info.healthy or endpoint.kind not in ("vllm", "sglang", "tgi", "llamacpp"):
         return None
-    key = api_key(endpoint, secrets)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    text = "\n".join(m["content"] for m in messages)
     if endpoint.kind in ("vllm", "sglang"):
-        url, payload = f"{endpoint.base_url}/tokenize", {"model": info.model, "messages": messages}
+        payload = {"model": info.model, "messages": messages}
+        body = await _tokenize(endpoint, f"{endpoint.base_url}/tokenize", payload, timeout_s, secrets)
+        if isinstance(body, Mapping) and isinstance(body.get("count"), int):
+            return body["count"]
+        ids = _token_list(body)
+        return None if ids is None else len(ids)
+    if endpoint.kind == "tgi":
+        payload = {"model": info.model or "tgi", "messages": messages}
+        body = await _tokenize(endpoint, f"{endpoint.base_url}/chat_tokenize", payload, timeout_s, secrets)
+        ids = _token_list(body.get("tokenize_response")) if isinstance(body, Mapping) else None
+        if ids is not None:
+            return len(ids)
+    if template:
+        return None
+    text = "\n".join(m["content"] for m in messages)
+    ids = await tokenize_text(endpoint, info, text, timeout_s=timeout_s, secrets=secrets)
+    return None if ids is None else len(ids)
+
+
+async def tokenize_text(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    text: str,
+    *,
+    timeout_s: float = 5.0,
+    secrets: Mapping[str, Any] | None = None,
+) -> tuple[int, ...] | None:
+    """The token ids of ``text`` alone (no chat template, no BOS) as the server's tokenizer gives them.
+
+    vLLM and SGLang: ``POST /tokenize`` ``{"model", "prompt", "add_special_tokens": false}`` (``TokenizeCompletion
+    Request``; ``vllm bench serve``'s random dataset counts its prompts the same way, without special tokens).
+    TGI: ``POST /tokenize`` ``{"inputs"}`` (``docs/openapi.json``: a list of ``{"id", "text", ...}``).
+    llama-cpp-python: ``POST /extras/tokenize`` ``{"input"}`` → ``{"tokens"}``. Other servers: None.
+
+    Returns:
+        The ids; None when the server has no tokenizer route or it failed. Never raises for endpoint failures.
+    """
+    if not info.healthy or endpoint.kind not in ("vllm", "sglang", "tgi", "llamacpp"):
+        return None
+    if endpoint.kind in ("vllm", "sglang"):
+        url = f"{endpoint.base_url}/tokenize"
+        payload: dict[str, Any] = {"model": info.model, "prompt": text, "add_special_tokens": False}
     elif endpoint.kind == "tgi":
         url, payload = f"{endpoint.base_url}/tokenize", {"inputs": text}
     else:
         url, payload = f"{endpoint.base_url}/extras/tokenize", {"input": text}
-    try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers) as client:
-            response = await client.post(url, json=payload)
-        body = response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
-    if isinstance(body, Mapping) and isinstance(body.get("count"), int):
-        return body["count"]
-    if isinstance(body, Mapping) and isinstance(body.get("tokens"), list):
-        return len(body["tokens"])
-    if isinstance(body, list):
-        return len(body)
-    return None
+    return _token_list(await _tokenize(endpoint, url, payload, timeout_s, secrets))
 
 
 def discover_sync(

@@ -49,7 +49,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from planner.errors import InvalidParameterError, PlannerError
-from planner.serving.discovery import _describe, _status_error
+from planner.serving.discovery import describe_error, status_error
 from planner.serving.endpoints import Endpoint, MissingAPIKeyError, api_key
 from planner.serving.streaming import one_line
 
@@ -438,9 +438,9 @@ async def fetch_measured_kv(
     except MissingAPIKeyError as exc:
         return MeasuredKV(source=source, error=one_line(exc))
     except httpx.HTTPError as exc:
-        return MeasuredKV(source=source, error=_describe(exc, url))
+        return MeasuredKV(source=source, error=describe_error(exc, url))
     if response.status_code != 200:
-        return MeasuredKV(source=source, error=_status_error(url, response.status_code, _body(response)))
+        return MeasuredKV(source=source, error=status_error(url, response.status_code, _body(response)))
     if endpoint.kind == "tgi":
         try:
             return _tgi_info_kv(response.json())
@@ -505,19 +505,19 @@ async def scrape_metrics(
             try:
                 response = await client.get(url)
             except httpx.ConnectError as exc:
-                return _describe(exc, url)
+                return describe_error(exc, url)
             except httpx.HTTPError as exc:
                 failures += 1
                 if failures >= _MAX_FAILURES:
-                    return f"{_describe(exc, url)} ({failures} times in a row)"
+                    return f"{describe_error(exc, url)} ({failures} times in a row)"
             else:
                 status = response.status_code
                 if status in (401, 403, 404, 405, 501):
-                    return _status_error(url, status, _body(response))
+                    return status_error(url, status, _body(response))
                 if status != 200:
                     failures += 1
                     if failures >= _MAX_FAILURES:
-                        return _status_error(url, status, _body(response)) + f" ({failures} times in a row)"
+                        return status_error(url, status, _body(response)) + f" ({failures} times in a row)"
                 else:
                     failures = 0
                     t_s = time.perf_counter() - start

@@ -15,8 +15,8 @@ Timeline of a streamed chat request (``t0`` = request parsed by the server):
 * tokens are grouped into chunks of 1, 2, 1, 3, 1, 2, 1, 3, ... tokens (the first chunk always holds 1); a chunk is
   sent when its last token is ready, so every token's share of its chunk gap is exactly ``itl_ms``;
 * with ``continuous_usage_stats`` every chunk carries cumulative usage (exact tokens per chunk);
-* the last token chunk has its ``finish_reason`` (see "End of sequence" below); then the usage chunk (``choices: []``) when
-  ``include_usage``; then ``data: [DONE]``.
+* the last token chunk has its ``finish_reason`` (see "End of sequence" below); then the usage chunk
+  (``choices: []``) when ``include_usage``; then ``data: [DONE]``.
 
 The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut] [tokens=8]"``:
 

@@ -209,4 +209,3 @@ def _finish(recorder: StreamRecorder, on_event: OnEvent | None) -> RequestRecord
     if on_event is not None:
         on_event(StreamUpdate(record.endpoint, "end", 0.0, record=record))
     return record
-

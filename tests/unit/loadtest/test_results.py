@@ -20,7 +20,8 @@ from planner.loadtest.results import (
     saved_run,
     to_vllm_file,
 )
-from planner.loadtest.runner import LoadSpec, run_load
+from planner.loadtest.runner import run_load
+from planner.loadtest.settings import LoadSettings
 from planner.serving.endpoints import Endpoint
 
 # A result in the shape vllm bench serve --save-result writes (serve.py: result_json), two requests, the second
@@ -107,7 +108,9 @@ def test_import_refuses_with_one_line_naming_the_file(data, needle):
 
 def test_measured_run_round_trips_through_the_vllm_file(timed_server):
     endpoint = Endpoint(name="timed", kind="vllm", base_url=timed_server.url)
-    spec = LoadSpec(num_prompts=4, max_concurrency=2, output_len=5, prompts=("hi [tokens=5] [ttft_ms=20] [itl_ms=5]",))
+    spec = LoadSettings(
+        num_prompts=4, max_concurrency=2, output_len=5, prompts=("hi [tokens=5] [ttft_ms=20] [itl_ms=5]",)
+    )
     result = asyncio.run(run_load(endpoint, spec))
     run = saved_run(result, "timed · c=2", started=datetime(2026, 11, 29, 10, 15, 0))
     assert run.date == "20261129-101500"

@@ -1,4 +1,4 @@
-"""Load-test engine: arrival schedule (vLLM ``get_request``), lengths, and runs against the timed server."""
+"""The load runner: arrival schedule (vLLM ``get_request``), lengths, and runs against the timed server."""
 
 from __future__ import annotations
 
@@ -7,14 +7,26 @@ import itertools
 import math
 import statistics
 import time
+from datetime import datetime
 
 import pytest
 
-from planner.errors import InvalidParameterError
-from planner.loadtest.runner import LoadRun, LoadSpec, arrival_times, build_requests, run_load, token_range
+from planner.loadtest.runner import (
+    Workload,
+    arrival_times,
+    build_requests,
+    draw_lengths,
+    prepare_workload,
+    run_load,
+    token_range,
+)
+from planner.loadtest.settings import LoadSettings
+from planner.loadtest.worker import BenchmarkRun, plan_jobs
+from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
 
 FAST = "load [ttft_ms=20] [itl_ms=5] [tokens=4]"
+STARTED = datetime(2026, 12, 1, 12, 0, 0)
 
 
 def _ep(url: str, kind: str = "vllm") -> Endpoint:
@@ -23,12 +35,12 @@ def _ep(url: str, kind: str = "vllm") -> Endpoint:
 
 # --- schedule and lengths (pure) -------------------------------------------------------------------------------------
 def test_burst_sends_everything_at_zero():
-    assert arrival_times(LoadSpec(num_prompts=5)) == (0.0,) * 5
+    assert arrival_times(LoadSettings(num_prompts=5)) == (0.0,) * 5
 
 
 @pytest.mark.parametrize(("burstiness", "cv"), [(1.0, 1.0), (4.0, 0.5), (0.25, 2.0)])
 def test_rate_schedule_spans_n_over_rate_with_gamma_gaps(burstiness, cv):
-    spec = LoadSpec(num_prompts=4000, request_rate=50.0, burstiness=burstiness, seed=7)
+    spec = LoadSettings(num_prompts=4000, request_rate=50.0, burstiness=burstiness, seed=7)
     times = arrival_times(spec)
     # rescaled so the last send is exactly N / rate = 4000 / 50 = 80 s, hence mean gap = 1/rate = 20 ms
     assert times[-1] == pytest.approx(80.0)
@@ -40,51 +52,40 @@ def test_rate_schedule_spans_n_over_rate_with_gamma_gaps(burstiness, cv):
 
 
 def test_constant_spacing_with_infinite_burstiness():
-    assert arrival_times(LoadSpec(num_prompts=4, request_rate=2.0, burstiness=math.inf)) == pytest.approx(
+    assert arrival_times(LoadSettings(num_prompts=4, request_rate=2.0, burstiness=math.inf)) == pytest.approx(
         (0.5, 1.0, 1.5, 2.0)
     )
 
 
 def test_lengths_follow_vllm_range_ratio():
     assert token_range(100, 0.25) == (75, 125)  # [floor(100*0.75), ceil(100*1.25)]
-    reqs = build_requests(LoadSpec(input_len=100, output_len=40, range_ratio=0.25), 300)
-    words = [n for _, n in reqs]
-    outs = [r.max_tokens for r, _ in reqs]
+    settings = LoadSettings(num_prompts=300, input_len=100, output_len=40, range_ratio=0.25)
+    draws = draw_lengths(settings, 300)
+    words = [n for n, _, _ in draws]
+    outs = [r.max_tokens for r in build_requests(settings, Workload(("p",) * 300))]
     assert min(words) >= 75 and max(words) <= 125 and len(set(words)) > 20
     assert min(outs) >= 30 and max(outs) <= 50  # [floor(40*0.75), ceil(40*1.25)]
-    fixed = build_requests(LoadSpec(input_len=16, output_len=8, prompts=("a b", "c d e")), 3)
-    assert [(r.prompt, n, r.max_tokens) for r, n in fixed] == [("a b", 2, 8), ("c d e", 3, 8), ("a b", 2, 8)]
+    assert outs == [n for _, n, _ in draws]  # one draw gives a request its input and output lengths
+    settings = LoadSettings(num_prompts=3, input_len=16, output_len=8, prompts=("a b", "c d e"))
+    info = EndpointInfo("t", "vllm", healthy=False)
+    workload = asyncio.run(prepare_workload(_ep("http://127.0.0.1:1"), info, settings))  # no server call for these
+    fixed = build_requests(settings, workload)
+    assert [(r.prompt, r.max_tokens) for r in fixed] == [("a b", 8), ("c d e", 8), ("a b", 8)]
+    assert workload.tokens == (None, None, None) and workload.calibration is None
 
 
-def test_ignore_eos_goes_in_the_extra_body():
-    (req, _), *_ = build_requests(LoadSpec(ignore_eos=True), 1)
-    assert req.sampling()["extra_body"] == {"ignore_eos": True}
-    with pytest.raises(InvalidParameterError, match="ignore_eos"):
-        asyncio.run(run_load(_ep("http://127.0.0.1:1", "tgi"), LoadSpec(ignore_eos=True)))
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "name"),
-    [
-        ({"num_prompts": 0}, "num_prompts"),
-        ({"max_concurrency": 0}, "max_concurrency"),
-        ({"request_rate": 0}, "request_rate"),
-        ({"burstiness": -1}, "burstiness"),
-        ({"range_ratio": 1.0}, "range_ratio"),
-        ({"duration_s": 0}, "duration_s"),
-        ({"prompts": ("",)}, "prompts"),
-        ({"slo_ms": (("itl", 5),)}, "slo_ms"),
-    ],
-)
-def test_spec_validation(kwargs, name):
-    with pytest.raises(InvalidParameterError) as info:
-        LoadSpec(**kwargs)
-    assert info.value.name == name
+def test_ignore_eos_is_asked_for_and_tgi_runs_say_it_was_not_sent(closed_port_url):
+    # what the server receives is asserted in tests/integration/test_wire.py; here, the request and the run's note
+    (req,) = build_requests(LoadSettings(num_prompts=1, ignore_eos=True), Workload(("p",)))
+    assert req.ignore_eos is True
+    result = asyncio.run(run_load(_ep(closed_port_url, "tgi"), LoadSettings(num_prompts=1, ignore_eos=True)))
+    assert result.not_sent_fields == ("ignore_eos",)
+    assert result.notes[0] == "t: ignore_eos not sent: this endpoint's engine does not read it"
 
 
 # --- runs against the timed server -----------------------------------------------------------------------------------
 def test_concurrency_caps_in_flight_and_warmups_are_excluded(timed_server):
-    spec = LoadSpec(num_prompts=8, max_concurrency=3, num_warmups=2, prompts=(FAST,), output_len=4)
+    spec = LoadSettings(num_prompts=8, max_concurrency=3, num_warmups=2, prompts=(FAST,), output_len=4)
     seen = []
     result = asyncio.run(run_load(_ep(timed_server.url), spec, on_progress=seen.append))
     assert len(result.records) == 8 and len(result.warmup_records) == 2
@@ -101,7 +102,7 @@ def test_concurrency_caps_in_flight_and_warmups_are_excluded(timed_server):
 
 
 def test_rate_run_follows_the_schedule(timed_server):
-    spec = LoadSpec(num_prompts=10, request_rate=20.0, seed=3, prompts=(FAST,), output_len=4)
+    spec = LoadSettings(num_prompts=10, request_rate=20.0, seed=3, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     sent = sorted(r.t_sent for r in result.records)
     gaps = [b - a for a, b in itertools.pairwise(sent)]
@@ -115,21 +116,21 @@ def test_rate_run_follows_the_schedule(timed_server):
 def test_failures_counted_by_reason(timed_server):
     # the cut comes after 3 chunks, so that answer needs more than 1 + 2 + 1 tokens
     prompts = ("x [mode=error] [ttft_ms=5]", "x [mode=http500]", "x [mode=cut] [tokens=8] [ttft_ms=5]", FAST)
-    spec = LoadSpec(num_prompts=8, max_concurrency=4, prompts=prompts, output_len=4)
+    spec = LoadSettings(num_prompts=8, max_concurrency=4, prompts=prompts, output_len=4)
     m = asyncio.run(run_load(_ep(timed_server.url), spec)).metrics
     assert (m.completed, m.failed) == (2, 6)
     assert m.failures_by_kind == (("cut", 2), ("http", 2), ("in_stream", 2))
 
 
 def test_closed_port_fails_every_request(closed_port_url):
-    result = asyncio.run(run_load(_ep(closed_port_url), LoadSpec(num_prompts=3, timeout_s=2)))
+    result = asyncio.run(run_load(_ep(closed_port_url), LoadSettings(num_prompts=3, timeout_s=2)))
     assert result.metrics.failures_by_kind == (("connect", 3),)
     assert result.metrics.ttft is None and result.metrics.completed == 0
 
 
 def test_duration_cap_stops_the_run(timed_server):
     slow = "x [ttft_ms=3000] [tokens=2]"
-    spec = LoadSpec(num_prompts=6, max_concurrency=2, duration_s=0.4, prompts=(slow,), output_len=2)
+    spec = LoadSettings(num_prompts=6, max_concurrency=2, duration_s=0.4, prompts=(slow,), output_len=2)
     t0 = time.perf_counter()
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert time.perf_counter() - t0 < 2.5
@@ -138,50 +139,53 @@ def test_duration_cap_stops_the_run(timed_server):
     assert result.metrics.completed == 0 and result.metrics.ttft is None
 
 
-def test_load_run_in_background_and_cancel(timed_server):
-    run = LoadRun(_ep(timed_server.url), LoadSpec(num_prompts=4, max_concurrency=2, prompts=(FAST,))).start()
-    assert run.wait(20)
-    snap = run.snapshot()
-    assert snap.error is None and snap.result.metrics.completed == 4 and snap.progress.completed == 4
-    slow = LoadRun(_ep(timed_server.url), LoadSpec(num_prompts=4, prompts=("x [ttft_ms=5000]",))).start()
-    deadline = time.monotonic() + 5
-    while max((n for _, n in slow.snapshot().in_flight), default=0) < 4 and time.monotonic() < deadline:
-        time.sleep(0.02)  # on a busy machine sending all four can take a while; cancel once they are in flight
-    slow.cancel()
-    assert slow.wait(5)
-    snap = slow.snapshot()
-    assert snap.cancelled and snap.result.stopped == "cancelled" and snap.result.cancelled == 4
+def test_stop_event_cancels_the_requests_in_flight(timed_server):
+    async def run():
+        stop = asyncio.Event()
+
+        def in_flight(_t_s, n):
+            if n == 4:  # cancel once all four are in flight (on a busy machine sending them takes a while)
+                stop.set()
+
+        spec = LoadSettings(num_prompts=4, prompts=("x [ttft_ms=5000]",))
+        return await run_load(_ep(timed_server.url), spec, on_in_flight=in_flight, stop=stop)
+
+    t0 = time.perf_counter()
+    result = asyncio.run(run())
+    assert time.perf_counter() - t0 < 4  # well before the 5 s answers
+    assert result.stopped == "cancelled" and result.cancelled == 4 and result.records == ()
 
 
 # --- live records, progress total, bounds, first-chunk TTFT, exact input lengths -------------------------------------
 def test_snapshot_exposes_records_and_in_flight_while_running(timed_server):
-    spec = LoadSpec(num_prompts=6, max_concurrency=2, prompts=("x [ttft_ms=150] [tokens=2]",), output_len=2)
-    run = LoadRun(_ep(timed_server.url), spec).start()
-    deadline = time.monotonic() + 10
+    settings = LoadSettings(num_prompts=6, max_concurrency=2, prompts=("x [ttft_ms=150] [tokens=2]",), output_len=2)
+    run = BenchmarkRun(plan_jobs([_ep(timed_server.url)], settings, settings.prompts, tag="t"), started=STARTED)
+    run.start()
+    deadline = time.monotonic() + 20
     live = run.snapshot()
     while len(live.records) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
         live = run.snapshot()
     # 6 requests 2 at a time, ~150 ms each: the first pair is done well before the run is
     assert not live.done and 2 <= len(live.records) < 6 and isinstance(live.records, tuple)
-    assert live.total == 6 and live.progress.total == 6 and 0 < live.progress.fraction < 1
+    assert live.requests_total == 6 and live.progress.total == 6 and 0 < live.progress.fraction < 1
     assert live.in_flight[0] == (pytest.approx(0.0, abs=0.01), 0) and max(n for _, n in live.in_flight) == 2
-    assert live.start_s == live.progress.start_s and all(r.t_sent >= live.start_s for r in live.records)
-    assert run.wait(10)
+    assert live.run_start == live.progress.start_s and all(r.t_sent >= live.run_start for r in live.records)
+    while not run.done and time.monotonic() < deadline:
+        time.sleep(0.05)
     final = run.snapshot()
-    assert len(final.records) == 6 and set(map(id, final.records)) == set(map(id, final.result.records))
-    assert final.in_flight == final.result.in_flight and final.start_s == final.result.start_s
+    assert final.done and len(final.records) == 6 and final.saved[0].metrics.completed == 6
     assert final.progress.fraction == 1.0
 
 
 def test_duration_alone_is_still_bounded_by_num_prompts(timed_server):
     # num_prompts is always a cap: a generous duration ends early when the requests are done...
-    spec = LoadSpec(num_prompts=5, max_concurrency=5, duration_s=30.0, prompts=(FAST,), output_len=4)
+    spec = LoadSettings(num_prompts=5, max_concurrency=5, duration_s=30.0, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert (len(result.records), result.stopped, result.not_sent) == (5, None, 0)
     assert result.duration_s < 15  # far under the 30 s cap
     # ...and a short duration ends a long request list early
-    spec = LoadSpec(num_prompts=10_000, max_concurrency=4, duration_s=0.3, prompts=(FAST,), output_len=4)
+    spec = LoadSettings(num_prompts=10_000, max_concurrency=4, duration_s=0.3, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert result.stopped == "duration" and result.not_sent > 9000
     assert result.duration_s < 10  # not the minutes 10,000 requests would take
@@ -189,7 +193,7 @@ def test_duration_alone_is_still_bounded_by_num_prompts(timed_server):
 
 def test_first_chunk_ttft_counts_the_role_chunk(timed_server):
     # the timed server sends vLLM's role chunk at once and the first token 120 ms later
-    spec = LoadSpec(num_prompts=3, max_concurrency=3, prompts=("x [ttft_ms=120] [tokens=2]",), output_len=2)
+    spec = LoadSettings(num_prompts=3, max_concurrency=3, prompts=("x [ttft_ms=120] [tokens=2]",), output_len=2)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     first, ttft = result.ttft_first_chunk, result.metrics.ttft
     assert first.count == ttft.count == 3
@@ -203,8 +207,8 @@ def test_exact_input_lengths_against_tgi(monkeypatch):
     from tests.servers.tgi import TGIServer
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    spec = LoadSpec(num_prompts=4, input_len=20, range_ratio=0.5, output_len=4, exact_input_len=True, seed=5)
-    drawn = [n for _, n in build_requests(spec, 4)]  # word estimates of the plain synthetic prompts
+    spec = LoadSettings(num_prompts=4, input_len=20, range_ratio=0.5, output_len=4, seed=5)
+    drawn = [n for n, _, _ in draw_lengths(spec, 4)]  # the input lengths asked for
     with TGIServer() as server:
         result = asyncio.run(run_load(_ep(server.base_url, "tgi"), spec))
     cal = result.input_calibration
@@ -215,22 +219,37 @@ def test_exact_input_lengths_against_tgi(monkeypatch):
     by_target = sorted(drawn)
     assert sorted(r.prompt_tokens for r in result.records) == [n + 2 for n in by_target]
     assert result.metrics.completed == 4
+    # no /chat_tokenize on the test server: the template's 2 tokens are inferred, and the lengths agree
+    check = result.input_check
+    assert (check.input_tokens_method, check.template_tokens, check.warning) == ("server_tokenize", 2, None)
+    assert check.requested_tokens == check.measured_tokens == sum(by_target) + 4 * 2
 
 
 def test_exact_input_lengths_fall_back_to_the_estimate(timed_server):
-    spec = LoadSpec(num_prompts=2, input_len=10, output_len=2, exact_input_len=True, prompts=())
+    spec = LoadSettings(num_prompts=2, input_len=10, output_len=2, prompts=())
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert result.input_calibration.label == "estimate (words)"
-    with_prompts = asyncio.run(run_load(_ep(timed_server.url), LoadSpec(num_prompts=1, prompts=(FAST,), output_len=4)))
+    # the timed server (fixed tokenizer) counts 12 prompt tokens for every 10-word prompt, and says it
+    assert result.input_check.warning == (
+        "t: asked for 20 input tokens, the server counted 24 (+20.0%); input lengths are estimates: the server "
+        "has no tokenizer route"
+    )
+    with_prompts = asyncio.run(
+        run_load(_ep(timed_server.url), LoadSettings(num_prompts=1, prompts=(FAST,), output_len=4))
+    )
     assert with_prompts.input_calibration is None
 
 
 def test_cancel_during_warmups_returns_at_once(timed_server):
-    spec = LoadSpec(num_prompts=3, num_warmups=1, prompts=("x [ttft_ms=5000]",), output_len=2)
-    run = LoadRun(_ep(timed_server.url), spec).start()
-    time.sleep(0.3)
-    t0 = time.perf_counter()
-    run.cancel()
-    assert run.wait(3) and time.perf_counter() - t0 < 2
-    result = run.snapshot().result
+    async def run():
+        stop = asyncio.Event()
+        spec = LoadSettings(num_prompts=3, num_warmups=1, prompts=("x [ttft_ms=5000]",), output_len=2)
+        task = asyncio.create_task(run_load(_ep(timed_server.url), spec, stop=stop))
+        await asyncio.sleep(0.3)
+        t0 = time.perf_counter()
+        stop.set()
+        return await task, time.perf_counter() - t0
+
+    result, waited = asyncio.run(run())
+    assert waited < 2
     assert (result.stopped, result.not_sent, result.records, result.warmup_records) == ("cancelled", 3, (), ())

@@ -4,12 +4,14 @@ and a short real sweep against llama.cpp."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.runner import LoadSpec
-from planner.loadtest.sweep import SweepSpec, find_knee, run_sweep, sweep_levels
+from planner.loadtest.settings import LoadSettings
+from planner.loadtest.sweep import SweepPoint, SweepSpec, find_knee, sweep_levels
+from planner.loadtest.worker import JobQueue, plan_jobs
 from planner.serving.endpoints import Endpoint
 
 FAST = "sweep [ttft_ms=20] [itl_ms=5] [tokens=4]"
@@ -36,15 +38,15 @@ def test_bad_max_concurrency(bad):
 
 
 def test_prompts_and_time_per_level():
-    base = LoadSpec(num_prompts=10, duration_s=30.0)
+    base = LoadSettings(num_prompts=10, duration_s=30.0)
     spec = SweepSpec(base, (1, 2, 4, 8))
     # default: max(base.num_prompts, 4 x level)
     assert [spec.num_prompts(c) for c in spec.levels] == [10, 10, 16, 32]
     level = spec.level_spec(8)
     assert (level.max_concurrency, level.num_prompts, level.duration_s) == (8, 32, 30.0)  # min(30, 120)
     assert level.num_warmups == 1  # at least one warm-up per level by default
-    assert SweepSpec(LoadSpec(num_warmups=3), (1,)).level_spec(1).num_warmups == 3
-    fixed = SweepSpec(LoadSpec(), (1, 2), prompts_per_level=2, level_duration_s=5.0)
+    assert SweepSpec(LoadSettings(num_warmups=3), (1,)).level_spec(1).num_warmups == 3
+    fixed = SweepSpec(LoadSettings(), (1, 2), prompts_per_level=2, level_duration_s=5.0)
     assert fixed.level_spec(2).num_prompts == 2 and fixed.level_spec(2).duration_s == 5.0  # base has no cap
     assert SweepSpec.doubling(base, 5).levels == (1, 2, 4, 5)
 
@@ -64,7 +66,7 @@ def test_prompts_and_time_per_level():
 )
 def test_spec_validation(kwargs, name):
     with pytest.raises(InvalidParameterError) as info:
-        SweepSpec(**{"base": LoadSpec(), "levels": (1, 2), **kwargs})
+        SweepSpec(**{"base": LoadSettings(), "levels": (1, 2), **kwargs})
     assert info.value.name == name
 
 
@@ -108,32 +110,50 @@ def test_min_gain_rejects_a_mild_bend():
     assert find_knee(curve, max_gain_after=0.15) == 8 and find_knee(curve, max_gain_after=0.10) is None
 
 
-# --- runs against the timed server -----------------------------------------------------------------------------------
+# --- runs against the timed server (through the job queue the page and the CLI use) --------------------------------
+def _sweep(endpoint: Endpoint, settings: LoadSettings, **kwargs) -> tuple[list, list]:
+    """Run a sweep as the page and the CLI do; returns (outcomes, emitted messages)."""
+    messages: list[tuple] = []
+    jobs = plan_jobs([endpoint], settings, settings.prompts, **kwargs)
+    queue = JobQueue(jobs, started=datetime(2026, 12, 1), scrape=False, emit=lambda *m: messages.append(m))
+    return list(asyncio.run(queue.run())), messages
+
+
 def test_sweep_runs_each_level_at_its_concurrency(timed_server):
-    spec = SweepSpec(LoadSpec(prompts=(STEADY,), output_len=4), (1, 2, 4), prompts_per_level=4)
-    seen: list[tuple[int, int]] = []
-    result = asyncio.run(run_sweep(_ep(timed_server.url), spec, on_progress=lambda c, p: seen.append((c, p.completed))))
-    assert [p.concurrency for p in result.points] == [1, 2, 4]
-    assert [r.max_in_flight for r in result.results] == [1, 2, 4]
-    assert all((p.completed, p.failed) == (4, 0) for p in result.points)
+    settings = LoadSettings(mode="sweep", sweep_max=4, prompts=(STEADY,), dataset_name="custom", output_len=4)
+    outcomes, messages = _sweep(_ep(timed_server.url), settings, prompts_per_level=4)
+    points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
+    assert [p.concurrency for p in points] == [1, 2, 4]
+    assert [o.result.max_in_flight for o in outcomes] == [1, 2, 4]
+    assert all((p.completed, p.failed) == (4, 0) for p in points)
+    level, seen = 0, []
+    for kind, *payload in messages:
+        if kind == "job":
+            level = outcomes[payload[0]].job.level
+        elif kind == "progress":
+            seen.append((level, payload[0].completed))
     assert seen == [(c, k) for c in (1, 2, 4) for k in range(1, 5)]
     # the timed server has no capacity limit: every doubling doubles the throughput, so there is no knee
-    rates = [p.output_throughput for p in result.points]
-    assert rates[0] < rates[1] < rates[2] and result.knee is None and result.stopped is None
-    assert all(p.ttft_median_s >= 0.1 and p.tpot_median_s is not None for p in result.points)
+    rates = [p.output_throughput for p in points]
+    assert (
+        rates[0] < rates[1] < rates[2]
+        and find_knee([(p.concurrency, r) for p, r in zip(points, rates, strict=True)]) is None
+    )
+    assert all(o.result.stopped is None for o in outcomes)
+    assert all(p.ttft_median_s >= 0.1 and p.tpot_median_s is not None for p in points)
 
 
 # --- a short real sweep --------------------------------------------------------------------------------------------
 def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
-    base = LoadSpec(input_len=24, output_len=8, exact_input_len=True, timeout_s=60)
-    spec = SweepSpec(base, (1, 2, 4), prompts_per_level=2, warmups_per_level=0)  # no warm-up: keep the test short
-    result = asyncio.run(run_sweep(_ep(llama_url, "llamacpp"), spec))
-    assert [(p.concurrency, p.completed, p.failed) for p in result.points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
-    for level in result.results:
+    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60)
+    outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings, prompts_per_level=2)
+    points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
+    assert [(p.concurrency, p.completed, p.failed) for p in points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
+    for level in (o.result for o in outcomes):
         assert 0 < level.metrics.total_output_tokens <= 2 * 8
-        # llama-cpp-python's /extras/tokenize counted every prompt: exactly 24 tokens each
+        # llama-cpp-python's /extras/tokenize counted every prompt (and the warm-up's): exactly 24 tokens each
         cal = level.input_calibration
-        assert (cal.method, cal.total, cal.counted, cal.exact) == ("exact", 2, 2, 2)
+        assert (cal.method, cal.total, cal.counted, cal.exact) == ("exact", 3, 3, 3)
         # llama-cpp-python streams no usage, so the run's input tokens are those counts (its text-only count; the
         # gemma chat template adds 8 more to the server's usage.prompt_tokens, measured with a non-streamed call)
         assert [r.prompt_tokens for r in level.records] == [None, None] and level.input_tokens == (24, 24)

@@ -21,7 +21,7 @@ def _ep(name: str, kind: str = "vllm", url: str = "http://127.0.0.1:9", key_env:
 
 def test_sweep_jobs_per_endpoint_in_level_order():
     jobs = plan_jobs([_ep("a"), _ep("b")], LoadSettings(mode="sweep", sweep_max=6, num_prompts=4), tag="12:00:00")
-    assert [(j.endpoint.name, j.spec.max_concurrency) for j in jobs] == [
+    assert [(j.endpoint.name, j.settings.max_concurrency) for j in jobs] == [
         ("a", 1),
         ("a", 2),
         ("a", 4),
@@ -34,22 +34,24 @@ def test_sweep_jobs_per_endpoint_in_level_order():
     assert jobs[0].label == "a · c=1 · 12:00:00"
     assert {j.sweep for j in jobs} == {"a sweep · 12:00:00", "b sweep · 12:00:00"}
     # every level is bounded in requests and time (SweepSpec: at least 4 requests per slot)
-    assert [j.spec.num_prompts for j in jobs[:4]] == [4, 8, 16, 24]
-    assert all(j.spec.duration_s == 300.0 for j in jobs)
+    assert [j.settings.num_prompts for j in jobs[:4]] == [4, 8, 16, 24]
+    assert all(j.settings.duration_s == 300.0 for j in jobs)
 
 
-def test_single_run_and_tgi_gets_no_ignore_eos():
+def test_single_run_plans_the_same_load_for_every_kind():
+    # one policy: the settings are the same for every endpoint; what TGI does not read is left out of its request
+    # body by build_request (asserted on the bytes in tests/integration/test_wire.py) and named in the result
     jobs = plan_jobs([_ep("v"), _ep("t", kind="tgi")], LoadSettings(ignore_eos=True, max_concurrency=None))
-    assert [j.spec.ignore_eos for j in jobs] == [True, False]
+    assert [j.settings.ignore_eos for j in jobs] == [True, True]
     assert jobs[0].label == "v · c=∞"
-    assert all(j.spec.exact_input_len for j in jobs)
+    assert all(j.settings.input_sizing == "tokenize" for j in jobs)
 
 
 def test_prompt_datasets_need_prompts():
     with pytest.raises(PlannerError, match="custom dataset has no prompts"):
         plan_jobs([_ep("a")], LoadSettings(dataset_name="custom"))
     (job,) = plan_jobs([_ep("a")], LoadSettings(dataset_name="examples"), ("p1", "p2"))
-    assert job.spec.prompts == ("p1", "p2") and not job.spec.exact_input_len
+    assert job.settings.prompts == ("p1", "p2") and not job.settings.synthetic
 
 
 def _wait(run: BenchmarkRun, timeout_s: float = 60.0) -> None:
@@ -108,7 +110,6 @@ def test_tgi_server_run_scrapes_queue_and_batch():
     with TGIServer(first_token_delay_s=0.2, token_delay_s=0.05) as tgi:
         settings = LoadSettings(num_prompts=4, max_concurrency=2, output_len=4, ignore_eos=True)
         jobs = plan_jobs([_ep("tgi", kind="tgi", url=tgi.base_url)], settings)
-        assert not jobs[0].spec.ignore_eos  # TGI has no ignore_eos: not sent
         run = BenchmarkRun(jobs, started=STARTED).start()
         _wait(run)
     snap = run.snapshot()
@@ -118,6 +119,7 @@ def test_tgi_server_run_scrapes_queue_and_batch():
     assert dict(snap.measured_kv)["tgi"] is None  # TGI 3.x /info has no max_batch_total_tokens
     assert any(s.batch_size is not None for s in snap.server)  # tgi_batch_current_size scraped
     assert snap.scrape_note is None
+    assert saved.notes == ("tgi: ignore_eos not sent: this endpoint's engine does not read it",)
 
 
 def test_llamacpp_run_without_metrics_route(llama_url):
@@ -128,7 +130,7 @@ def test_llamacpp_run_without_metrics_route(llama_url):
     snap = run.snapshot()
     (saved,) = snap.saved
     assert snap.errors == () and saved.metrics.completed == 2
-    assert saved.input_tokens_method is not None and saved.input_tokens_method.startswith("exact")
+    assert saved.input_tokens_method == "server_tokenize" and saved.input_sizing.startswith("exact")
     # the prompt text was sized with the server's /extras/tokenize (llama-cpp-python streams carry no usage)
     assert [r.input_tokens for r in saved.requests] == [16, 16]
     assert [r.output_tokens for r in saved.requests] == [8, 8]

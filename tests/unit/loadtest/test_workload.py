@@ -79,20 +79,20 @@ def test_synthetic_text_rotates_the_word_list():
     assert synthetic_text(0) == synthetic_text(1)  # never empty
 
 
-# --- calibration against a tokenizer replaced at the boundary (count_prompt_tokens) ---------------------------------
+# --- calibration against a tokenizer replaced at the boundary (tokenize_text) ---------------------------------------
 def _fake_counter(monkeypatch, tokens_per_word: int, overhead: int, calls: list[int] | None = None):
-    async def count(endpoint, info, messages, *, timeout_s=5.0, secrets=None):
-        words = len(messages[0]["content"].split())
+    async def tokenize(endpoint, info, text, *, timeout_s=5.0, secrets=None):
+        words = len(text.split())
         if calls is not None:
             calls.append(words)
-        return overhead + tokens_per_word * words
+        return tuple(range(overhead + tokens_per_word * words))
 
-    monkeypatch.setattr(workload, "count_prompt_tokens", count)
+    monkeypatch.setattr(workload, "tokenize_text", tokenize)
 
 
 def test_calibration_removes_the_template_overhead(monkeypatch):
     calls: list[int] = []
-    _fake_counter(monkeypatch, 1, 7, calls)  # e.g. a chat template adding 7 tokens
+    _fake_counter(monkeypatch, 1, 7, calls)  # e.g. a tokenizer adding 7 tokens to any text
     got = asyncio.run(calibrate_prompt(EP, INFO, 25))
     # first count: 25 words -> 32 tokens; one token per word, so 25 - 7 = 18 words -> 25 tokens
     assert (got.words, got.counted_tokens, got.method) == (18, 25, "exact (server /tokenize)")

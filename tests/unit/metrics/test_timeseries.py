@@ -8,7 +8,8 @@ import math
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.runner import LoadSpec, run_load
+from planner.loadtest.runner import run_load
+from planner.loadtest.settings import LoadSettings
 from planner.metrics.timeseries import default_window_s, timeseries, timeseries_frame
 from planner.serving.endpoints import Endpoint
 from planner.serving.streaming import RequestRecord
@@ -95,7 +96,7 @@ def test_frame_for_charts():
 
 
 def test_real_run_windows_add_up_to_the_run(timed_server):
-    spec = LoadSpec(num_prompts=12, max_concurrency=4, prompts=("ts [ttft_ms=20] [itl_ms=5] [tokens=4]",))
+    spec = LoadSettings(num_prompts=12, max_concurrency=4, prompts=("ts [ttft_ms=20] [itl_ms=5] [tokens=4]",))
     result = asyncio.run(run_load(Endpoint("t", "vllm", timed_server.url), spec))
     windows = timeseries(result.records, result.start_s, window_s=0.05, end_s=result.start_s + result.duration_s)
     assert sum(w.completed for w in windows) == result.metrics.completed == 12

@@ -85,7 +85,8 @@ def test_lean_record_equals_sdk_record(timed_server, mode, kind, message, status
 
 
 def test_multi_token_chunks_are_counted_from_continuous_usage(timed_server):
-    lean = asyncio.run(stream_openai_fast(_ep(timed_server.url), ChatRequest("hi"), timeout_s=5))
+    # max_tokens 12 = the answer's 12 tokens, so it ends by length, not at the server's end of sequence
+    lean = asyncio.run(stream_openai_fast(_ep(timed_server.url), ChatRequest("hi", max_tokens=12), timeout_s=5))
     assert [c.n_tokens for c in lean.chunks] == [1, 2, 1, 3, 1, 2, 1, 1]
     assert [c.text for c in lean.chunks][:3] == ["t1 ", "t2 t3 ", "t4 "]
     assert (lean.output_tokens, lean.output_tokens_source, lean.prompt_tokens) == (12, "usage", 12)

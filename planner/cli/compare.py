@@ -1,0 +1,111 @@
+"""``python -m planner compare``: stream one prompt to several endpoints and compare TTFT, TPOT, ITL and E2E."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from planner.errors import InvalidParameterError, PlannerError
+
+if TYPE_CHECKING:
+    from planner.serving.streaming import RequestRecord
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("compare", help="stream one prompt to several endpoints and compare TTFT/TPOT/ITL/E2E")
+    c.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=KIND:URL",
+        help="e.g. a=vllm:http://127.0.0.1:8000 (kinds: vllm, tgi, openai, sglang, llamacpp); repeatable",
+    )
+    c.add_argument("--endpoints-file", help="an endpoints.toml with [[endpoint]] tables (adds to --endpoint)")
+    c.add_argument("--prompt", required=True)
+    c.add_argument("--system", help="system prompt")
+    c.add_argument("--max-tokens", type=int, default=128)
+    c.add_argument("--temperature", type=float)
+    c.add_argument("--seed", type=int)
+    c.add_argument("--repeat", type=int, default=1, help="requests per endpoint, one after the other")
+    c.add_argument("--timeout", type=float, default=60.0, help="connect/read timeout per request, seconds")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _fmt_ms(value: object) -> str:
+    return "n/a" if value is None or value != value else f"{value:,.1f}"  # NaN != NaN
+
+
+def _fmt_tokens(value: object) -> str:
+    return "n/a" if value is None or value != value else f"{value:g}"
+
+
+def _median_tokens(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """Median output tokens of each endpoint's ok requests, from the records: an ok empty answer counts 0 tokens
+    although it has no latency metrics (no token, so no TTFT/E2E)."""
+    from planner.metrics.latency import summarize
+
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(r.endpoint for r in records):
+        s = summarize(
+            float(r.output_tokens) for r in records if r.endpoint == name and r.ok and r.output_tokens is not None
+        )
+        if s is not None:
+            out[name] = s.median
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from planner.compare.run import run_compare, summary_frame, to_json
+    from planner.serving.endpoints import load_endpoints, parse_endpoint_flag
+    from planner.serving.requests import ChatRequest
+
+    prog = "python -m planner compare"
+    try:
+        endpoints = [parse_endpoint_flag(text) for text in args.endpoint]
+        if args.endpoints_file:
+            endpoints += list(load_endpoints(args.endpoints_file))
+        if not endpoints:
+            raise PlannerError("give at least one --endpoint NAME=KIND:URL (or --endpoints-file)")
+        request = ChatRequest(
+            prompt=args.prompt,
+            system=args.system,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            seed=args.seed,
+        )
+        result = asyncio.run(run_compare(endpoints, request, repeat=args.repeat, timeout_s=args.timeout))
+    except InvalidParameterError as exc:
+        flag = {"max_tokens": "--max-tokens", "timeout_s": "--timeout", "endpoints": "--endpoint"}.get(
+            exc.name, "--" + exc.name.replace("_", "-")
+        )
+        print(f"{prog}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
+        return 2
+    except PlannerError as exc:
+        for line in str(exc).splitlines():
+            print(f"{prog}: error: {line}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(to_json(result))
+        return 0
+    table = summary_frame(result)
+    tokens = _median_tokens(result.records)
+    header = f"{'endpoint':16} {'ok':>5} {'TTFT ms':>9} {'TPOT ms':>9} {'ITL ms':>9} {'E2E ms':>9} {'tokens':>7}"
+    lines = [header]
+    for row in table.to_dict("records"):
+        ok = f"{row['requests'] - row['failed']}/{row['requests']}"
+        lines.append(
+            f"{row['endpoint']:16} {ok:>5} {_fmt_ms(row['ttft_ms']):>9} {_fmt_ms(row['tpot_ms']):>9} "
+            f"{_fmt_ms(row['itl_ms']):>9} {_fmt_ms(row['e2e_ms']):>9} {_fmt_tokens(tokens.get(row['endpoint'])):>7}"
+        )
+    for record in result.records:
+        if not record.ok:
+            lines.append(f"  {record.endpoint}: {record.error_kind}: {record.error}")
+    lines.append("TTFT = first token - sent; TPOT = (E2E - TTFT)/(tokens - 1); ITL per token; medians over repeats")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,173 @@
+"""``python -m planner plan``: plan a scenario (VRAM budget, KV cache, maximum concurrency) in vLLM's flag spelling.
+
+A bad flag or value exits with code 2 and one line naming it and what is accepted; a plan that does not fit still
+exits 0 and says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from planner.capacity.plan import plan
+from planner.capacity.result import Plan
+from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
+from planner.catalog.launch import launch_command
+from planner.errors import InvalidParameterError, PlannerError
+from planner.units import GIB
+
+__all__ = ["add_parser", "run"]
+
+_PRECISIONS = ("fp16", "fp8", "int8", "int4")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``plan`` subcommand to ``sub``."""
+    p = sub.add_parser("plan", help="plan a scenario: VRAM budget, KV cache, max concurrency")
+    p.add_argument("--engine", choices=ENGINES, default="vllm")
+    p.add_argument("--model", help="catalog model id or any Hugging Face repo id")
+    p.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, 'RTX 4090', a100-40gb")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
+    p.add_argument("--dtype", choices=DTYPES, default="auto")
+    p.add_argument("--quantization", "-q", choices=[q for q in QUANTIZATION_CHOICES if q])
+    p.add_argument("--kv-cache-dtype", default="auto")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--max-model-len", type=int)
+    p.add_argument("--max-num-seqs", type=int)
+    p.add_argument("--max-num-batched-tokens", type=int)
+    p.add_argument("--block-size", type=int)
+    p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--engine-version", help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI); default: newest known")
+    p.add_argument("--max-input-tokens", type=int, help="TGI")
+    p.add_argument("--max-total-tokens", type=int, help="TGI")
+    p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI")
+    p.add_argument("--cuda-memory-fraction", type=float, default=1.0, help="TGI")
+    p.add_argument("--target-context", type=int, help="also report concurrency at this context")
+    p.add_argument("--custom-gpu-memory-gib", type=float, help="memory of --gpu custom, GiB")
+    art = p.add_argument_group("article engine inputs (override --model/--gpu)")
+    art.add_argument("--params-b", type=float, help="parameters in billions")
+    art.add_argument("--num-layers", type=int)
+    art.add_argument("--num-kv-heads", type=int)
+    art.add_argument("--head-dim", type=int)
+    art.add_argument("--gpu-memory-gb", type=float)
+    art.add_argument("--weight-quant", choices=_PRECISIONS)
+    art.add_argument("--kv-quant", choices=_PRECISIONS)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _scenario(args: argparse.Namespace) -> Scenario:
+    article_inputs = None not in (args.params_b, args.num_layers, args.num_kv_heads, args.head_dim, args.gpu_memory_gb)
+    for flag, value in (("--model", args.model), ("--gpu", args.gpu)):
+        if value is not None and not value.strip():
+            raise PlannerError(f"{flag} is empty; give a catalog name")
+    if args.model is None and not article_inputs:
+        raise PlannerError("--model is required (a catalog model id such as meta-llama/Llama-3.1-8B-Instruct)")
+    if args.gpu is None and not article_inputs:
+        raise PlannerError("--gpu is required (a catalog GPU such as h100, 'RTX 4090', a100-40gb)")
+    defaults = Scenario()
+    return Scenario(
+        engine=args.engine,
+        model=args.model or defaults.model,
+        gpu=args.gpu or defaults.gpu,
+        tensor_parallel_size=args.tensor_parallel_size,
+        pipeline_parallel_size=args.pipeline_parallel_size,
+        dtype=args.dtype,
+        quantization=args.quantization,
+        kv_cache_dtype=args.kv_cache_dtype,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        block_size=args.block_size,
+        enforce_eager=args.enforce_eager,
+        engine_version=args.engine_version,
+        max_input_tokens=args.max_input_tokens,
+        max_total_tokens=args.max_total_tokens,
+        max_batch_prefill_tokens=args.max_batch_prefill_tokens,
+        cuda_memory_fraction=args.cuda_memory_fraction,
+        target_context=args.target_context,
+        params_b=args.params_b,
+        num_layers=args.num_layers,
+        num_kv_heads=args.num_kv_heads,
+        head_dim=args.head_dim,
+        gpu_memory_gb=args.gpu_memory_gb,
+        weight_quant=args.weight_quant,
+        kv_quant=args.kv_quant,
+        custom_gpu_memory_gib=args.custom_gpu_memory_gib,
+    )
+
+
+def _gib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f} GiB"
+
+
+def _text(result: Plan) -> str:
+    t = result.per_gpu
+    lines = [
+        f"{result.engine_label}: {result.model_id} on {result.num_gpus} x {result.gpu_name}",
+        f"  total memory per GPU      {_gib(t.total_bytes / GIB)}",
+        f"  budget (x utilization)    {_gib(t.budget_bytes / GIB)}",
+        f"  weights                   {_gib(t.weights_bytes / GIB)}",
+        f"  activation peak           {_gib(None if t.activation_bytes is None else t.activation_bytes / GIB)}",
+        f"  non-torch                 {_gib(None if t.non_torch_bytes is None else t.non_torch_bytes / GIB)}",
+        f"  CUDA graphs               {_gib(None if t.cuda_graph_bytes is None else t.cuda_graph_bytes / GIB)}",
+        f"  KV cache                  {_gib(t.kv_cache_bytes / GIB)}",
+        f"  KV bytes per token        {result.kv_bytes_per_token:,.0f}",
+        f"  GPU blocks                {'n/a' if result.num_gpu_blocks is None else f'{result.num_gpu_blocks:,}'}",
+        f"  GPU KV cache size         {result.kv_cache_tokens:,} tokens",
+        f"  Maximum concurrency for {result.max_model_len:,} tokens per request: {result.max_concurrency:.2f}x",
+    ]
+    if result.max_concurrency_at_target is not None:
+        lines.append(
+            f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
+        )
+    lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
+    for advice in result.advice:
+        lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
+    lines.extend(f"  note: {note}" for note in result.notes)
+    lines.append(f"  launch: {launch_command(result)}")
+    return "\n".join(lines)
+
+
+_ENGINE_FLAGS = {
+    "tgi": ("max_input_tokens", "max_total_tokens", "max_batch_prefill_tokens"),
+    "article": ("params_b", "num_layers", "num_kv_heads", "head_dim", "gpu_memory_gb", "weight_quant", "kv_quant"),
+}
+
+
+def _ignored_flags(args: argparse.Namespace) -> list[str]:
+    """Flags given that the chosen engine or GPU does not use, so the user is not misled."""
+    notes = []
+    for engine, names in _ENGINE_FLAGS.items():
+        given = ["--" + n.replace("_", "-") for n in names if getattr(args, n) is not None]
+        if given and args.engine != engine:
+            notes.append(f"{', '.join(given)} only apply to --engine {engine}; ignored")
+    if args.custom_gpu_memory_gib is not None and args.gpu != "custom":
+        notes.append("--custom-gpu-memory-gib only applies to --gpu custom; ignored")
+    return notes
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``plan``; returns the exit code (0, or 2 for bad input)."""
+    try:
+        result = plan(_scenario(args))
+    except InvalidParameterError as exc:
+        flag = "--" + exc.name.replace("_", "-")
+        shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
+        problem = "is required" if exc.value is None else f"{shown} is not valid"
+        print(f"python -m planner {args.command}: error: {flag} {problem}: expected {exc.accepted}", file=sys.stderr)
+        return 2
+    except PlannerError as exc:
+        print(f"python -m planner {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    for note in _ignored_flags(args):
+        print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
+    if args.json:
+        payload = result.to_json()
+        payload["launch_command"] = launch_command(result)
+        print(json.dumps(payload, indent=2))
+    else:
+        print(_text(result))
+    return 0
