@@ -228,7 +228,12 @@ class InputCheck:
 
 
 def check_inputs(
-    workload: Workload, records: Sequence[RequestRecord], indices: Sequence[int], *, endpoint: str
+    workload: Workload,
+    records: Sequence[RequestRecord],
+    indices: Sequence[int],
+    *,
+    endpoint: str,
+    sizing: str = "tokenize",
 ) -> InputCheck:
     """Compare the input tokens asked for with the server's ``usage.prompt_tokens`` (see :class:`InputCheck`).
 
@@ -237,6 +242,7 @@ def check_inputs(
         records: Finished measured records.
         indices: Each record's request index into ``workload``.
         endpoint: Endpoint name for the warning.
+        sizing: The ``input_sizing`` asked for (``words`` by choice is said apart from a missing tokenizer route).
     """
     calibration = workload.calibration
     method = "dataset" if calibration is None else calibration.input_tokens_method
@@ -250,16 +256,16 @@ def check_inputs(
     if template is None and reported and method != "words":
         template = max(0, min(m - a for a, m in reported))  # the chat template adds the same tokens to every prompt
     requested = sum(a for a, _ in reported) + (template or 0) * len(reported) if reported else sum(asked)
-    warning = None
-    if method == "words":
-        warning = f"{endpoint}: input lengths are estimates (one token per word): the server has no tokenizer route"
+    problems = []
     if measured_total is not None and requested and abs(measured_total - requested) > INPUT_TOLERANCE * requested:
-        gap = f"asked for {requested:,} input tokens, the server counted {measured_total:,}"
-        warning = f"{endpoint}: {gap} ({measured_total / requested - 1:+.1%})" + (
-            "; input lengths are estimates: the server has no tokenizer route" if method == "words" else ""
-        )
-    elif measured_total is None and records:
-        warning = (warning + "; " if warning else f"{endpoint}: ") + "the server reported no usage.prompt_tokens"
+        gap = measured_total / requested - 1
+        problems.append(f"asked for {requested:,} input tokens, the server counted {measured_total:,} ({gap:+.1%})")
+    if method == "words":
+        why = ": the server has no tokenizer route" if sizing != "words" else ""
+        problems.append(f"input lengths are estimates (one word per token){why}")
+    if measured_total is None and records:
+        problems.append("the server reported no usage.prompt_tokens")
+    warning = f"{endpoint}: " + "; ".join(problems) if problems else None
     return InputCheck(method, requested, measured_total, template, warning)
 
 
@@ -568,6 +574,6 @@ def _result(
         stopped=stopped,
         start_s=counts.start,
         input_calibration=workload.calibration,
-        input_check=check_inputs(workload, records, indices, endpoint=endpoint.name),
+        input_check=check_inputs(workload, records, indices, endpoint=endpoint.name, sizing=settings.input_sizing),
         not_sent_fields=dropped,
     )

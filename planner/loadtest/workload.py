@@ -174,8 +174,9 @@ class CalibratedPrompt:
         counted_tokens: Tokens the server's tokenizer route counted; None when it has none (or it failed).
         method: ``"exact (server /tokenize)"`` when ``counted_tokens == target_tokens``, ``"nearest (server
             /tokenize)"`` when no word count hits it, or ``"estimate (words)"`` without a tokenizer route.
-        tokens_per_word: The tokenizer's tokens per word of the word list (the last secant slope; 1.0 when only
-            one count was made or none).
+        tokens_per_word: The tokenizer's tokens per word of the word list (the slope between the counts made; the
+            count over the words when only one was made).
+        counts: Tokenizer calls made.
     """
 
     text: str
@@ -184,6 +185,7 @@ class CalibratedPrompt:
     counted_tokens: int | None
     method: str
     tokens_per_word: float = 1.0
+    counts: int = 0
 
 
 EXACT = "exact (server /tokenize)"
@@ -214,6 +216,8 @@ async def calibrate_prompt(
 
     Count once, then move the word count by the miss (secant step over the last two counts; one token per word
     for the first step), recount; at most ``max_rounds`` counts. The closest prompt is kept (ties: the shorter).
+    If it still misses, its end is moved by characters (the miss times the prompt's characters per token, at most
+    two more counts), which makes it exact on byte-level tokenizers, where one word is several tokens.
 
     Args:
         endpoint: The endpoint.
@@ -265,14 +269,34 @@ async def calibrate_prompt(
         words = nxt
     best_words = min(tried, key=lambda w: (abs(tried[w] - target_tokens), w))
     counted = tried[best_words]
-    method = EXACT if counted == target_tokens else NEAREST
     points = sorted(tried.items())
     if len(points) >= 2 and points[-1][0] != points[0][0]:
         per_word = (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
     else:
         per_word = counted / best_words
     per_word = per_word if per_word > 0 else 1.0
-    return CalibratedPrompt(synthetic_text(best_words, offset), best_words, target_tokens, counted, method, per_word)
+    text = synthetic_text(best_words, offset)
+    used = len(history)
+    # Words are too coarse where a word is several tokens (byte-level, CJK): move the end by characters, at most
+    # twice, scaled by the prompt's characters per token.
+    longer = synthetic_text(best_words + 2, offset)
+    for _ in range(2 if counted != target_tokens else 0):
+        step = round((target_tokens - counted) * len(text) / max(counted, 1)) or (1 if target_tokens > counted else -1)
+        if not 1 <= len(text) + step <= len(longer):
+            break
+        candidate = longer[: len(text) + step]
+        if not candidate.strip():
+            break
+        found = await _count(endpoint, info, candidate, timeout_s, secrets)
+        used += 1
+        if found is None:
+            break
+        if abs(found - target_tokens) < abs(counted - target_tokens):
+            text, counted = candidate, found
+        if counted == target_tokens:
+            break
+    method = EXACT if counted == target_tokens else NEAREST
+    return CalibratedPrompt(text, len(text.split()), target_tokens, counted, method, per_word, used)
 
 
 @dataclass(frozen=True)
@@ -365,6 +389,7 @@ async def calibrate_prompts(
     budget = max(0, max_counts - 6)
     words = [max(1, base.words + round((t - t0) / base.tokens_per_word)) for t, _ in targets]
     texts = [synthetic_text(w, off) for w, (_, off) in zip(words, targets, strict=True)]
+    texts[0] = base.text  # the calibrated prompt itself (its end may have been moved by characters)
     counts: list[int | None] = [None] * len(targets)
     counts[0] = base.counted_tokens
     sem = asyncio.Semaphore(concurrency)
@@ -378,7 +403,7 @@ async def calibrate_prompts(
     spent = len(to_check)
     for i in to_check:
         target, offset = targets[i]
-        if counts[i] is None or counts[i] == target or spent + 2 > budget:
+        if counts[i] is None or counts[i] == target or spent + 4 > budget:
             continue
         fixed = await calibrate_prompt(
             endpoint,
@@ -390,7 +415,7 @@ async def calibrate_prompts(
             timeout_s=timeout_s,
             secrets=secrets,
         )
-        spent += 2
+        spent += fixed.counts
         if fixed.counted_tokens is not None and abs(fixed.counted_tokens - target) < abs(counts[i] - target):
             texts[i], counts[i] = fixed.text, fixed.counted_tokens
     counted = sum(c is not None for c in counts)

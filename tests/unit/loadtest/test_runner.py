@@ -231,8 +231,8 @@ def test_exact_input_lengths_fall_back_to_the_estimate(timed_server):
     assert result.input_calibration.label == "estimate (words)"
     # the timed server (fixed tokenizer) counts 12 prompt tokens for every 10-word prompt, and says it
     assert result.input_check.warning == (
-        "t: asked for 20 input tokens, the server counted 24 (+20.0%); input lengths are estimates: the server "
-        "has no tokenizer route"
+        "t: asked for 20 input tokens, the server counted 24 (+20.0%); input lengths are estimates (one word per "
+        "token): the server has no tokenizer route"
     )
     with_prompts = asyncio.run(
         run_load(_ep(timed_server.url), LoadSettings(num_prompts=1, prompts=(FAST,), output_len=4))
