@@ -122,7 +122,14 @@ def llama_url(tmp_path_factory) -> Iterator[str]:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {log.read_text()[-500:]}")
+                hint = ""
+                if proc.returncode in (-4, -11, 132, 139):  # SIGILL / SIGSEGV: CPU instructions this CPU lacks
+                    hint = (
+                        " (llama-cpp-python was probably built for another CPU: rebuild it with portable CPU features,"
+                        ' CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir --force-reinstall --no-deps '
+                        "llama-cpp-python==0.3.36)"
+                    )
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}{hint}: {log.read_text()[-500:]}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
                     break

@@ -1,6 +1,6 @@
 """KV-cache geometry: bytes per token, paged blocks, KV tokens and max concurrency.
 
-Formulas follow vLLM (``shared/reference/capacity_accounting.md`` sections 1c and 1d):
+Formulas follow vLLM (``vllm/v1/core/kv_cache_utils.py`` and ``vllm/v1/kv_cache_interface.py``, v0.10–v0.24):
 
 * KV heads per rank ``max(1, n_kv // tp)`` (``ModelConfig.get_num_kv_heads``): heads are replicated,
   not split, once TP exceeds their count.

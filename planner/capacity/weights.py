@@ -1,7 +1,7 @@
 """Weight memory per GPU, by dtype and quantization scheme, under tensor and pipeline parallelism.
 
 What vLLM logs as "Model loading took X GiB" is the torch memory allocated while loading, per rank,
-after any online quantization (``shared/reference/capacity_accounting.md`` section 4). We rebuild it
+after any online quantization (``vllm/v1/worker/gpu_model_runner.py::load_model``, which logs it). We rebuild it
 from the parameter counts of :mod:`planner.capacity.params`:
 
 * unquantized: ``params · dtype_bytes`` (fp32 4, bf16/fp16 2);

@@ -2,8 +2,8 @@
 
 Two data files ship with the package:
 
-* ``data/models_reference.json``: the 34 models of ``shared/reference/models.json``, their config
-  values restated in ``config.json`` form (each entry names the config it was read from);
+* ``data/models_reference.json``: 34 popular open models, their Hugging Face ``config.json`` values restated in
+  ``config.json`` form (each entry names the config it was read from);
 * ``data/models_serving.json``: 22 serving checkpoints (instruct, AWQ, GPTQ, FP8 exports, MoE,
   multimodal), each with its ``config_source`` and whether it was read verbatim or reconstructed.
 """

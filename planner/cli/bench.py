@@ -190,11 +190,11 @@ def _accepted(text: str) -> str:
 
 
 def _read_dataset(path: str) -> tuple[str, ...]:
-    from planner.loadtest.workload import _MAX_BYTES, parse_prompts_jsonl
+    from planner.loadtest.workload import MAX_DATASET_BYTES, parse_prompts_jsonl
 
     try:
         with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+            data = handle.read(MAX_DATASET_BYTES + 1)
     except OSError as exc:
         raise InvalidParameterError("dataset_path", path, f"a readable JSONL file ({exc.strerror})") from exc
     return parse_prompts_jsonl(data)

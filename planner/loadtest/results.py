@@ -2,8 +2,8 @@
 
 A :class:`SavedRun` is what the Load Test page keeps in the session, overlays on its charts, and writes out:
 
-* :func:`to_vllm_file` writes the run as ``vllm bench serve --save-result`` does (``shared/reference/
-  benchmark_clients.md`` §1 Outputs): run settings (``date``, ``backend``, ``model_id``, ``num_prompts``,
+* :func:`to_vllm_file` writes the run as ``vllm bench serve --save-result`` does (``vllm/benchmarks/serve.py``
+  ``main``, v0.24: ``result_json``): run settings (``date``, ``backend``, ``model_id``, ``num_prompts``,
   ``request_rate``, ``burstiness``, ``max_concurrency``), the aggregates under vLLM's key names, and the
   per-request arrays ``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times`` and
   ``errors`` (seconds, as vLLM writes them). Our own fields carry a ``planner_`` prefix, so vLLM's reader and

@@ -30,6 +30,7 @@ from planner.serving.endpoints import Endpoint
 __all__ = [
     "ACCEPTED_LINES",
     "EXAMPLE_PROMPTS",
+    "MAX_DATASET_BYTES",
     "CalibratedPrompt",
     "InputCalibration",
     "calibrate_prompt",
@@ -47,7 +48,8 @@ ACCEPTED_LINES = (
     'a JSON object with a non-empty string "prompt" (vLLM custom dataset) or "text", or "messages": '
     '[{"role": "user", "content": "..."}, ...] (the first user message is used)'
 )
-_MAX_BYTES = 16 * 2**20
+#: Largest prompts file read, bytes.
+MAX_DATASET_BYTES = 16 * 2**20
 
 
 def _prompt_of(obj: Any) -> str | None:
@@ -67,7 +69,7 @@ def _prompt_of(obj: Any) -> str | None:
 
 
 def parse_prompts_jsonl(
-    data: bytes | str, *, max_prompts: int = 10_000, max_bytes: int = _MAX_BYTES
+    data: bytes | str, *, max_prompts: int = 10_000, max_bytes: int = MAX_DATASET_BYTES
 ) -> tuple[str, ...]:
     """Prompts of a JSONL file, in file order; blank lines are skipped.
 

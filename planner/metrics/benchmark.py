@@ -1,7 +1,7 @@
 """Aggregate metrics of a load-test run, computed as ``vllm bench serve``'s ``calculate_metrics``.
 
-Source: vllm-project/vllm ``vllm/benchmarks/serve.py`` ``calculate_metrics`` (``shared/reference/
-benchmark_clients.md`` §1, §8). Per request the definitions of :mod:`planner.metrics.latency` apply (TTFT and E2EL
+Source: vllm-project/vllm ``vllm/benchmarks/serve.py`` ``calculate_metrics`` and ``BenchmarkMetrics`` (v0.24).
+Per request the definitions of :mod:`planner.metrics.latency` apply (TTFT and E2EL
 measured
 from the moment the request is sent to the first / last token-bearing chunk). Over the run:
 

@@ -1,7 +1,8 @@
 """Client-side latency metrics of one streamed request, with ``vllm bench serve`` semantics.
 
-Definitions (``shared/reference/benchmark_clients.md`` §1, §8, §10; vLLM ``vllm/benchmarks/serve.py``
-``calculate_metrics``), with ``sent`` = the moment the request is handed to the client (``time.perf_counter()``):
+Definitions (vLLM ``vllm/benchmarks/serve.py`` ``calculate_metrics`` and
+``vllm/benchmarks/lib/endpoint_request_func.py``, v0.24), with ``sent`` = the moment the request is handed to the
+client (``time.perf_counter()``):
 
 * TTFT = t(first token-bearing chunk) − sent. A token-bearing chunk carries content, reasoning or a tool call, so
   vLLM's empty role chunk does not count (vllm-project/vllm#3768).

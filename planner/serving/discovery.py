@@ -1,6 +1,7 @@
 """Ask an endpoint what it serves: health, model id, context limit, version.
 
-Routes per server kind (``shared/reference/protocols.md`` §1.3, §2.3, §4):
+Routes per server kind (vLLM ``vllm/entrypoints/openai/api_server.py``; TGI ``docs/openapi.json``; SGLang
+``python/sglang/srt/entrypoints/http_server.py``; llama-cpp-python ``llama_cpp/server/app.py``):
 
 * vLLM / SGLang: ``GET /health`` (200 empty body), ``GET /v1/models`` (``data[0].id``, ``max_model_len``),
   ``GET /version`` (``{"version": ...}``).

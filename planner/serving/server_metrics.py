@@ -10,7 +10,7 @@ What is read, per server kind (names confirmed in the engines' sources):
     the same size). It replaced ``vllm:gpu_cache_usage_perc``, which V0 and early V1 export: the old name was
     deprecated in 0.9 ("Deprecated in 0.9 - Renamed as vllm:kv_cache_usage_perc", loggers.py), hidden from 0.11
     unless ``--show-hidden-metrics-for-version=0.10``, and slated for removal in 0.12
-    (``shared/reference/protocols.md`` §1.5). The new name wins when both are present;
+    (``vllm/v1/metrics/loggers.py``, v0.9–v0.11). The new name wins when both are present;
   - counters ``vllm:num_preemptions_total`` (V1 counter ``vllm:num_preemptions``; prometheus_client appends
     ``_total``), ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``, ``vllm:prefix_cache_queries_total``
     and ``vllm:prefix_cache_hits_total`` (``vllm:gpu_prefix_cache_*`` before 0.9), summed over engines;
@@ -25,11 +25,11 @@ What is read, per server kind (names confirmed in the engines' sources):
   ``sglang:generation_tokens_total``, and ``sglang:max_total_num_tokens`` ("Maximum total number of tokens in the KV
   cache pool") for the capacity.
 
-* TGI (router ``/metrics``, docs/source/reference/metrics.md; ``protocols.md`` §2.3): ``tgi_batch_current_size``
+* TGI (router ``/metrics``, ``docs/source/reference/metrics.md``): ``tgi_batch_current_size``
   (requests in the running batch, also reported as ``running``), ``tgi_queue_size`` (also ``waiting``),
   ``tgi_batch_current_max_tokens``. TGI reports no KV-usage gauge. Its capacity, ``max_batch_total_tokens``, is in
   ``GET /info`` only up to the 2.x routers (struct ``Info`` in router/src/lib.rs); TGI 3.x's ``Info`` dropped it
-  (``shared/reference/tgi/openapi.json``), so :func:`fetch_measured_kv` returns None there.
+  (``docs/openapi.json`` of text-generation-inference 3.x), so :func:`fetch_measured_kv` returns None there.
 
 Series are filtered to one served model (``model_name``) before summing: the requested model when some series
 carries it, else the first ``model_name`` seen. Parsing uses prometheus_client's own text parser.

@@ -1,6 +1,8 @@
 """Normalization of streamed generation payloads and the per-request timeline recorder.
 
-This follows the normalization spec of ``shared/reference/protocols.md`` §5:
+It reads the streams of vLLM and SGLang (OpenAI chat and completions chunks, ``vllm/entrypoints/openai/protocol.py``),
+TGI (Messages API and ``/generate_stream``, ``docs/openapi.json``) and llama.cpp, per the SSE format of the WHATWG
+HTML standard (§9.2 "Server-sent events"):
 
 * :class:`SSEDecoder` splits a byte stream into ``data:`` payloads (with or without the space after the colon,
   ``:`` comments and ``event:``/``id:`` fields skipped, incremental UTF-8, ``[DONE]`` in any spacing ends it).
@@ -195,7 +197,7 @@ def _str(value: Any) -> str:
 
 
 def normalize_payload(payload: Mapping[str, Any]) -> Payload:
-    """Normalize one parsed stream payload (protocols.md §5.2).
+    """Normalize one parsed stream payload of any supported server into a :class:`Payload`.
 
     Args:
         payload: The JSON object of one ``data:`` event (or an SDK chunk dumped with its extra fields).

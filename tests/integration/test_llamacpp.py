@@ -66,3 +66,26 @@ def test_cli_compare_two_names_on_one_server(llama_url):
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:3]}
     assert [rows["first"][1], rows["second"][1]] == ["1/1", "1/1"]
     assert rows["first"][-1] == rows["second"][-1] == "8"  # 8 output tokens each (max_tokens=8, greedy)
+
+
+def test_the_llama_cpp_build_runs_on_any_x86_64_cpu():
+    """The tests' llama.cpp is built with portable CPU features (GGML_NATIVE off, see .ci/run): its CPU backend holds
+    no AVX-512 or AMX instruction, which a build host may have and a test machine may lack (the cause of
+    general-protection faults in ``libggml-cpu.so`` when a wheel built on one CPU ran on another)."""
+    import platform
+    import shutil
+
+    import pytest
+
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    if platform.machine() not in ("x86_64", "AMD64") or shutil.which("objdump") is None:
+        pytest.skip("needs x86-64 and objdump (binutils) to read the instructions")
+    libraries = sorted(Path(llama_cpp.__file__).parent.glob("lib/libggml-cpu*.so*"))
+    assert libraries, "llama-cpp-python has no libggml-cpu library"
+    code = subprocess.run(["objdump", "-d", str(libraries[0])], capture_output=True, text=True, check=True).stdout
+    wide = [line for line in code.splitlines() if "%zmm" in line or "tileloadd" in line or "tdpb" in line]
+    assert not wide, (
+        f"{libraries[0].name} was built for this host's CPU ({len(wide)} AVX-512/AMX instructions, e.g. "
+        f'{wide[0].split(chr(9))[-1].strip()!r}); rebuild: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install '
+        "--no-cache-dir --force-reinstall --no-deps llama-cpp-python==0.3.36"
+    )

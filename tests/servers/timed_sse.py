@@ -56,7 +56,7 @@ labelled ``engine="0"`` and ``model_name="timed-model"``:
   waiting for a slot under ``--max-num-seqs N`` (always 0 without it);
 * ``vllm:kv_cache_usage_perc`` = min(1, 64 · running / 2048): each running request holds 64 blocks (1,024 tokens)
   of a fixed pool of 2,048 blocks × 16 tokens = 32,768 tokens, so one request is 0.03125;
-* counters ``vllm:num_preemptions`` (always 0), ``vllm:prompt_tokens`` (12 per generation request),
+* counters ``vllm:num_preemptions`` (always 0), ``vllm:prompt_tokens`` (each request's prompt tokens, as in usage),
   ``vllm:generation_tokens`` (tokens sent), exposed with ``_total``;
 * ``vllm:cache_config_info{...} 1.0`` with the ``CacheConfig`` label set of a recent vLLM (as captured from a live
   server): ``block_size="16"``, ``num_gpu_blocks="2048"``, ``kv_cache_size_tokens="32768"``,

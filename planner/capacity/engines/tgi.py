@@ -1,7 +1,7 @@
 """TGI's token budget (``max_batch_total_tokens``) as its warm-up finds it, and its launcher checks.
 
 TGI (``server/text_generation_server/models/flash_causal_lm.py::warmup``, text-generation-inference
-v3.3.7, commit db931fc; ``shared/reference/capacity_accounting.md`` section 2) sizes its KV cache per
+v3.3.7, commit db931fc) sizes its KV cache per
 shard like this:
 
 1. allocate a KV cache for the warm-up batch and run one prefill of ``max_batch_prefill_tokens``

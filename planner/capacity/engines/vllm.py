@@ -1,8 +1,7 @@
 """vLLM's KV-cache budget, reproduced per GPU and per version.
 
 Per GPU (``vllm/v1/worker/gpu_worker.py::determine_available_memory``; V0
-``vllm/worker/worker.py::determine_num_available_blocks``; ``shared/reference/capacity_accounting.md``
-section 1)::
+``vllm/worker/worker.py::determine_num_available_blocks``)::
 
     kv_cache_memory = total_memory × gpu_memory_utilization
                       − weights − activation_peak − non_torch − cuda_graph_estimate
