@@ -14,11 +14,12 @@ Two modes:
 
 * **The tests' timed server** (``--timed-server``, no GPU): the peer is the server's own truth. It counts prompts
   byte-level (one token per UTF-8 byte, as the byte-level tokenizer the H200 runs used), exposes vLLM's
-  ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total`` counters, and streams on a fixed schedule
-  (first token after ``ttft_ms``, then one every ``itl_ms``), so the truth is: input tokens = the counter's growth,
-  output tokens = the counter's growth, TPOT = ``itl_ms``, request throughput = completed requests over the run
-  as scheduled: ``num_prompts / (ceil(num_prompts / c) × (ttft + itl × (output_len − 1)))`` for closed-loop
-  concurrency c.
+  ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total`` counters, records when it received and
+  finished each request, and streams on a fixed schedule (first token 150 ms after it read the request, then one
+  every 20 ms), so the truth is: input tokens = what was asked, ``num_prompts × (input_len + the chat template's 24
+  tokens)`` (the server's own counter is checked against it too), output tokens = ``num_prompts × output_len`` and
+  the counter, TPOT = 20 ms, request throughput = ``num_prompts`` over the server's own span (first request
+  received to last one finished).
 
 Usage::
 
@@ -97,16 +98,26 @@ def _counter(base_url: str, name: str) -> float:
     raise KeyError(name)
 
 
-def timed_truth(base_url: str, c: int, args: argparse.Namespace, out: Path, run_ours: dict) -> dict:
+def timed_truth(server: object, args: argparse.Namespace, counters: tuple[float, float]) -> dict:
     """The timed server's truth for the run just made (see the module docstring)."""
-    del out
-    schedule_s = (args.ttft_ms + args.itl_ms * (args.output_len - 1)) / 1000
-    rounds = math.ceil(args.num_prompts / c)
+    from tests.servers.timed_sse import chat_template
+
+    template = len(chat_template([{"role": "user", "content": ""}]).encode())
+    asked_input = args.num_prompts * (args.input_len + template)
+    asked_output = args.num_prompts * args.output_len
+    sent = args.num_prompts + args.num_warmups  # the counters count the warm-up requests too
+    grown = (sent * (args.input_len + template), sent * args.output_len)
+    if counters != grown:
+        raise SystemExit(f"the server's counters {counters} differ from what was asked {grown}")
+    # the measured requests are the last num_prompts the server received (warm-ups go first)
+    spans = sorted((r for r in server.recorded() if "finished_s" in r), key=lambda r: r["received_s"])
+    spans = spans[-args.num_prompts :]
+    span_s = max(r["finished_s"] for r in spans) - min(r["received_s"] for r in spans)
     return {
-        "total_input_tokens": run_ours["_server_input"],
-        "total_output_tokens": run_ours["_server_output"],
-        "request_throughput": args.num_prompts / (rounds * schedule_s),
-        "median_tpot_ms": float(args.itl_ms),
+        "total_input_tokens": asked_input,
+        "total_output_tokens": asked_output,
+        "request_throughput": args.num_prompts / span_s,
+        "median_tpot_ms": 20.0,
     }
 
 
@@ -127,14 +138,12 @@ def compare(args: argparse.Namespace) -> int:
             pairs = []
             for rnd in range(args.rounds):
                 if args.timed_server:
-                    before = (
-                        _counter(base_url, "vllm:prompt_tokens_total"),
-                        _counter(base_url, "vllm:generation_tokens_total"),
-                    )
+                    names = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total")
+                    before = [_counter(base_url, name) for name in names]
+                    server.clear_recorded()
                     mine = ours(base_url, c, args, out)
-                    mine["_server_input"] = _counter(base_url, "vllm:prompt_tokens_total") - before[0]
-                    mine["_server_output"] = _counter(base_url, "vllm:generation_tokens_total") - before[1]
-                    theirs = timed_truth(base_url, c, args, out, mine)
+                    grown = tuple(_counter(base_url, n) - b for n, b in zip(names, before, strict=True))
+                    theirs = timed_truth(server, args, grown)
                 elif rnd % 2 == 0:  # alternate who goes first, so neither always meets a warm server
                     mine = ours(base_url, c, args, out)
                     theirs = peer(base_url, c, args, out)
@@ -178,8 +187,6 @@ def main() -> int:
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--input-sizing", default="tokenize", choices=("tokenize", "token_ids"))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ttft-ms", type=float, default=150.0, help="timed server: first-token delay")
-    p.add_argument("--itl-ms", type=float, default=20.0, help="timed server: delay per token")
     p.add_argument("--out", help="folder for the result files and parity.json (default: a temporary one)")
     args = p.parse_args()
     if not args.timed_server and not (args.base_url and args.model and args.tokenizer):

@@ -203,6 +203,44 @@ async def _count(
     return None if ids is None else len(ids)
 
 
+def _cut(offset: int, chars: int) -> str:
+    """The first ``chars`` characters of the word list from word ``offset`` (a prompt sized by characters)."""
+    return synthetic_text(max(1, chars), offset)[: max(1, chars)]
+
+
+async def _refine(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    text: str,
+    counted: int,
+    target: int,
+    offset: int,
+    timeout_s: float,
+    secrets: Mapping[str, Any] | None,
+    rounds: int = 2,
+) -> tuple[str, int, int]:
+    """Move the end of ``text`` by characters until the server counts ``target`` tokens, at most ``rounds`` counts.
+
+    Words are too coarse where a word is several tokens (byte-level, CJK); the step is the miss times the prompt's
+    characters per token. Returns ``(text, its count, counts made)``; the closest text is kept.
+    """
+    used = 0
+    for _ in range(rounds if counted != target else 0):
+        step = round((target - counted) * len(text) / max(counted, 1)) or (1 if target > counted else -1)
+        candidate = _cut(offset, len(text) + step)
+        if not candidate.strip() or candidate == text:
+            break
+        found = await _count(endpoint, info, candidate, timeout_s, secrets)
+        used += 1
+        if found is None:
+            break
+        if abs(found - target) < abs(counted - target):
+            text, counted = candidate, found
+        if counted == target:
+            break
+    return text, counted, used
+
+
 async def calibrate_prompt(
     endpoint: Endpoint,
     info: EndpointInfo,
@@ -277,26 +315,10 @@ async def calibrate_prompt(
     else:
         per_word = counted / best_words
     per_word = per_word if per_word > 0 else 1.0
-    text = synthetic_text(best_words, offset)
-    used = len(history)
-    # Words are too coarse where a word is several tokens (byte-level, CJK): move the end by characters, at most
-    # twice, scaled by the prompt's characters per token.
-    longer = synthetic_text(best_words + 2, offset)
-    for _ in range(2 if counted != target_tokens else 0):
-        step = round((target_tokens - counted) * len(text) / max(counted, 1)) or (1 if target_tokens > counted else -1)
-        if not 1 <= len(text) + step <= len(longer):
-            break
-        candidate = longer[: len(text) + step]
-        if not candidate.strip():
-            break
-        found = await _count(endpoint, info, candidate, timeout_s, secrets)
-        used += 1
-        if found is None:
-            break
-        if abs(found - target_tokens) < abs(counted - target_tokens):
-            text, counted = candidate, found
-        if counted == target_tokens:
-            break
+    text, counted, extra = await _refine(
+        endpoint, info, synthetic_text(best_words, offset), counted, target_tokens, offset, timeout_s, secrets
+    )
+    used = len(history) + extra
     method = EXACT if counted == target_tokens else NEAREST
     return CalibratedPrompt(text, len(text.split()), target_tokens, counted, method, per_word, used)
 
@@ -357,10 +379,12 @@ async def calibrate_prompts(
 
     Cost is bounded so big runs stay fast: ONE prompt (the first target) is calibrated with
     :func:`calibrate_prompt`; that gives the tokens per word k, and every other prompt gets
-    ``words = words₀ + round((target − target₀) / k)``. Then at most ``max_counts`` tokenizer calls in all
-    (``concurrency`` at a time) count the prompts in order, and any counted miss is recalibrated while the
-    budget lasts. Runs of up to roughly ``max_counts − 6`` prompts are therefore exact prompt by prompt; beyond
-    that, the uncounted prompts rely on the calibration (method ``"calibrated"``).
+    ``words = words₀ + round((target − target₀) / k)`` words, or, where the second prompt shows that characters
+    keep the count better than words (a byte-level tokenizer), ``chars₀ × target / target₀`` characters. Then at
+    most ``max_counts`` tokenizer calls in all (``concurrency`` at a time) count the prompts in order, and any
+    counted miss has its end moved by characters while the budget lasts. Runs of up to roughly ``max_counts − 6``
+    prompts are therefore exact prompt by prompt; beyond that, the uncounted prompts rely on the calibration
+    (method ``"calibrated"``).
 
     Args:
         endpoint: The endpoint.
@@ -389,37 +413,45 @@ async def calibrate_prompts(
         texts = tuple(synthetic_text(t, off) for t, off in targets)
         return texts, tuple(t for t, _ in targets), InputCalibration("estimate", len(targets))
     budget = max(0, max_counts - 6)
-    words = [max(1, base.words + round((t - t0) / base.tokens_per_word)) for t, _ in targets]
-    texts = [synthetic_text(w, off) for w, (_, off) in zip(words, targets, strict=True)]
+
+    def by_words(t: int, off: int) -> str:
+        return synthetic_text(max(1, base.words + round((t - t0) / base.tokens_per_word)), off)
+
+    def by_chars(t: int, off: int) -> str:
+        return _cut(off, round(len(base.text) * t / t0))
+
+    texts = [by_words(t, off) for t, off in targets]
     texts[0] = base.text  # the calibrated prompt itself (its end may have been moved by characters)
     counts: list[int | None] = [None] * len(targets)
     counts[0] = base.counted_tokens
+    spent = 0
+    if len(targets) > 1 and budget >= 1:
+        # Words or characters? Where a word is one token, rotating the word list keeps the count; where a word
+        # is several (byte-level tokenizers), its characters do. The second prompt decides for the others.
+        (t1, off1), spent = targets[1], 1
+        counts[1] = await _count(endpoint, info, texts[1], timeout_s, secrets)
+        if counts[1] is not None and counts[1] != t1 and spent < budget:
+            alt, spent = by_chars(t1, off1), spent + 1
+            found = await _count(endpoint, info, alt, timeout_s, secrets)
+            if found is not None and abs(found - t1) < abs(counts[1] - t1):
+                texts[1], counts[1] = alt, found
+                texts[2:] = [by_chars(t, off) for t, off in targets[2:]]
     sem = asyncio.Semaphore(concurrency)
 
     async def check(i: int) -> None:
         async with sem:
             counts[i] = await _count(endpoint, info, texts[i], timeout_s, secrets)
 
-    to_check = list(range(1, len(targets)))[:budget]
+    to_check = list(range(2, len(targets)))[: max(0, budget - spent)]
     await asyncio.gather(*(check(i) for i in to_check))
-    spent = len(to_check)
-    for i in to_check:
+    spent += len(to_check)
+    for i in [1, *to_check] if len(targets) > 1 else []:
         target, offset = targets[i]
-        if counts[i] is None or counts[i] == target or spent + 4 > budget:
+        current = counts[i]
+        if current is None or current == target or spent + 2 > budget:
             continue
-        fixed = await calibrate_prompt(
-            endpoint,
-            info,
-            target,
-            offset=offset,
-            start_words=words[i],
-            max_rounds=2,
-            timeout_s=timeout_s,
-            secrets=secrets,
-        )
-        spent += fixed.counts
-        if fixed.counted_tokens is not None and abs(fixed.counted_tokens - target) < abs(counts[i] - target):
-            texts[i], counts[i] = fixed.text, fixed.counted_tokens
+        texts[i], counts[i], used = await _refine(endpoint, info, texts[i], current, target, offset, timeout_s, secrets)
+        spent += used
     counted = sum(c is not None for c in counts)
     exact = sum(c == t for c, (t, _) in zip(counts, targets, strict=True))
     if counted == exact == len(targets):

@@ -36,7 +36,8 @@ End of sequence: the "model" ends its answer after 12 tokens (``finish_reason: "
 smaller (``"length"``) or the request asks for ``ignore_eos`` where vLLM reads it, at the top level of the body; then
 it generates exactly ``max_tokens`` tokens (``"length"``). A ``tokens=N`` option overrides both.
 
-Recording: every request is kept (method, path, headers, the body's exact text) and ``GET /_recorded`` returns them
+Recording: every request is kept (method, path, headers, the body's exact text, and the server's wall-clock
+``received_s`` and, for generation requests, ``finished_s``) and ``GET /_recorded`` returns them
 as a JSON list, oldest first; ``DELETE /_recorded`` forgets them (:meth:`TimedServer.recorded`,
 :meth:`TimedServer.clear_recorded`). The last 10,000 are kept.
 
@@ -458,8 +459,10 @@ async def _one_request(conn: _Conn) -> None:
     length = int(headers.get("content-length", "0"))
     raw = await conn.reader.readexactly(length) if length else b""
     path = target.split("?", 1)[0].rstrip("/") or "/"
+    entry: dict[str, Any] = {}
     if path != "/_recorded":
         entry = {"method": method, "path": path, "headers": headers, "body": raw.decode("utf-8", "replace")}
+        entry["received_s"] = time.time()
         _STATE.recorded = [*_STATE.recorded[-(MAX_RECORDED - 1) :], entry]
     body = json.loads(raw) if raw else {}
     if path == "/_recorded":
@@ -502,6 +505,7 @@ async def _one_request(conn: _Conn) -> None:
                 await _generate_stream(conn, body, t0)
         finally:
             _STATE.running -= 1
+            entry["finished_s"] = time.time()
             if _STATE.slots is not None:
                 _STATE.slots.release()
     else:
