@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.settings import INPUT_SIZINGS, LoadSettings
 
@@ -283,20 +284,14 @@ def run(args: argparse.Namespace) -> int:
             where = exc.name.removeprefix("dataset").strip()
             shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
             what = args.dataset_path + (f" {where}" if where else "")
-            print(
-                f"{PROG}: error: --dataset-path {what}: {shown} is not valid: expected {exc.accepted}", file=sys.stderr
-            )
-            return 2
+            return error(PROG, f"--dataset-path {what}: {shown} is not valid: expected {exc.accepted}")
         flag = _BENCH_FLAGS.get(exc.name, "--" + exc.name.replace("_", "-"))
         value = exc.value
         if exc.name == "goodput_ms" and isinstance(value, tuple):  # the parsed pair: show the typed item
             value = typed_slo.get(value, value)
-        print(f"{PROG}: error: {flag} {value!r} is not valid: expected {_accepted(exc.accepted)}", file=sys.stderr)
-        return 2
+        return not_valid(PROG, flag, value, _accepted(exc.accepted))
     except PlannerError as exc:
-        for line in str(exc).splitlines():
-            print(f"{PROG}: error: {line}", file=sys.stderr)
-        return 2
+        return error(PROG, exc)
     results = [o.result for o in outcomes if o.result is not None]
     # One writer for vLLM-keyed results (planner.loadtest.results), so the page re-imports what the CLI saves.
     runs = [saved_run(o.result, o.job.label, started=started, sweep=o.job.sweep) for o in outcomes if o.result]
@@ -316,8 +311,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.save_result, "w", encoding="utf-8") as handle:
                 json.dump(document, handle, indent=2)
         except OSError as exc:
-            print(f"{PROG}: error: --save-result {args.save_result!r}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return error(PROG, f"--save-result {args.save_result!r}: {exc.strerror}")
     print(shown)
     for note in dict.fromkeys(n for r in results for n in r.notes):
         print(f"{PROG}: note: {note}", file=sys.stderr)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 
 if TYPE_CHECKING:
@@ -84,12 +84,9 @@ def run(args: argparse.Namespace) -> int:
         flag = {"max_tokens": "--max-tokens", "timeout_s": "--timeout", "endpoints": "--endpoint"}.get(
             exc.name, "--" + exc.name.replace("_", "-")
         )
-        print(f"{prog}: error: {flag} {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
-        return 2
+        return not_valid(prog, flag, exc.value, exc.accepted)
     except PlannerError as exc:
-        for line in str(exc).splitlines():
-            print(f"{prog}: error: {line}", file=sys.stderr)
-        return 2
+        return error(prog, exc)
     if args.json:
         print(to_json(result))
         return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from planner.catalog.hub import describe, resolve_model
+from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 
 __all__ = ["add_parser", "run"]
@@ -36,10 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         data = describe(resolve_model(args.model_id, refresh=args.refresh))
     except InvalidParameterError as exc:
-        print(f"python -m planner model: error: {exc.value!r} is not valid: expected {exc.accepted}", file=sys.stderr)
-        return 2
+        return not_valid("python -m planner model", "", exc.value, exc.accepted)
     except PlannerError as exc:
-        print(f"python -m planner model: error: {exc}", file=sys.stderr)
-        return 2
+        return error("python -m planner model", exc)
     print(json.dumps(data, indent=2) if args.json else _model_text(data))
     return 0

@@ -14,6 +14,7 @@ from planner.capacity.plan import plan
 from planner.capacity.result import Plan
 from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
 from planner.catalog.launch import launch_command
+from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.units import GIB
 
@@ -157,11 +158,9 @@ def run(args: argparse.Namespace) -> int:
         flag = "--" + exc.name.replace("_", "-")
         shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
         problem = "is required" if exc.value is None else f"{shown} is not valid"
-        print(f"python -m planner {args.command}: error: {flag} {problem}: expected {exc.accepted}", file=sys.stderr)
-        return 2
+        return error(f"python -m planner {args.command}", f"{flag} {problem}: expected {exc.accepted}")
     except PlannerError as exc:
-        print(f"python -m planner {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return error(f"python -m planner {args.command}", exc)
     for note in _ignored_flags(args):
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
     if args.json:

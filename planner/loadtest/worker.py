@@ -29,7 +29,7 @@ from planner.errors import PlannerError
 from planner.loadtest.results import SavedRun, saved_run
 from planner.loadtest.runner import LoadProgress, LoadResult, run_load
 from planner.loadtest.settings import LoadSettings
-from planner.loadtest.sweep import SweepSpec, sweep_levels
+from planner.loadtest.sweep import SweepSpec
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
@@ -103,9 +103,9 @@ def plan_jobs(
     jobs: list[Job] = []
     for endpoint in endpoints:
         if settings.mode == "sweep":
-            sweep = SweepSpec(
+            sweep = SweepSpec.doubling(
                 base,
-                sweep_levels(settings.sweep_max),
+                settings.sweep_max,
                 prompts_per_level=prompts_per_level,
                 level_duration_s=settings.duration_s or 120.0,
             )

@@ -50,7 +50,6 @@ TOKEN_SOURCES: tuple[str, ...] = (
     "tgi_events",
     "llamacpp_timings",
     "chunks_one_token_each",
-    "server_tokenizer",
     "estimate",
 )
 #: How each token source reads in a table.
@@ -61,7 +60,6 @@ TOKEN_SOURCE_LABELS: dict[str, str] = {
     "tgi_events": "TGI token events",
     "llamacpp_timings": "llama.cpp timings",
     "chunks_one_token_each": "1 per chunk",
-    "server_tokenizer": "server tokenizer",
     "estimate": "estimate",
 }
 
@@ -423,7 +421,6 @@ class StreamRecorder:
         self._done = False
         self._error: tuple[str, str, int | None] | None = None
         self._http_status: int | None = None
-        self._external_tokens: tuple[int, str] | None = None
         self._record: RequestRecord | None = None
 
     @staticmethod
@@ -559,12 +556,6 @@ class StreamRecorder:
         if self._end is None:
             self._end = self._rel(self._now(t))
 
-    def set_output_tokens(self, n: int, source: str) -> None:
-        """Use a token count measured outside the stream (e.g. ``source="server_tokenizer"``)."""
-        if source not in TOKEN_SOURCES:
-            raise ValueError(f"source={source!r} is not valid: expected one of {', '.join(TOKEN_SOURCES)}")
-        self._external_tokens = (n, source)
-
     @property
     def text(self) -> str:
         """Answer text received so far."""
@@ -586,16 +577,12 @@ class StreamRecorder:
             return self._tgi_events, "tgi_events"
         if self._predicted_n is not None:
             return self._predicted_n, "llamacpp_timings"
-        if self._external_tokens is not None and self._external_tokens[1] != "estimate":
-            return self._external_tokens
         if self._one_token and self._chunks:
             return len(self._chunks), "chunks_one_token_each"
         if not self._chunks and self._error is None and self.completed:
             # An empty answer (llama.cpp: finish_reason "stop", no content, no usage): zero token-bearing chunks
             # is exactly zero tokens whatever the chunking, so it is not an estimate.
             return 0, "chunks_one_token_each"
-        if self._external_tokens is not None:
-            return self._external_tokens
         if self._chunks:
             return len(self._chunks), "estimate"
         return None, None
