@@ -441,6 +441,10 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             "output_throughput": m.output_throughput if m.completed else None,
             "total_token_throughput": m.total_token_throughput if m.completed else None,
             "request_goodput": m.request_goodput,
+            # input tokens asked for (chat template included) against the server's usage.prompt_tokens
+            "input_tokens_method": run.input_tokens_method,
+            "requested_input_tokens": run.requested_input_tokens,
+            "total_input_tokens": m.total_input_tokens,
         }
         vllm = m.to_vllm_json()
         for name in METRIC_NAMES:
@@ -456,5 +460,6 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
         rows.append(row)
     frame = pd.DataFrame(rows)
     # counts stay whole numbers with gaps (pandas would make a column with a None float: "12.0")
-    counts = [c for c in frame.columns if c.endswith("_samples") or c in ("max_concurrency", "completed", "failed")]
+    whole = ("max_concurrency", "completed", "failed", "requested_input_tokens", "total_input_tokens")
+    counts = [c for c in frame.columns if c.endswith("_samples") or c in whole]
     return frame.astype({c: "Int64" for c in counts}) if len(frame) else frame
