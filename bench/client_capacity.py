@@ -1,5 +1,6 @@
 """How much load one client process can drive, and what it adds per chunk: a client self-test (benchmark_clients.md
-§10.9), for the openai SDK path (``planner.serving.clients``) and the lean path (``planner.serving.fast_stream``).
+§10.9), for the openai SDK backend (``planner.serving.backends.openai_sdk``) and the lean aiohttp backend
+(``planner.serving.backends.aiohttp_lean``), both through :func:`planner.serving.backends.stream_request`.
 
 Server: ``bench/zero_delay_server.py`` in its own process(es): answers pre-encoded in the vLLM chunk shape with
 ``continuous_usage_stats`` (role chunk, token chunks of 1, 2, 1, 3, ... tokens, usage chunk, ``[DONE]``; one HTTP
@@ -32,8 +33,8 @@ Targets (issue 5): 1,000 concurrent streams without errors; ≤ 50 µs added per
 
 Measured on this machine (2026-11-29, 2 cores shared with other jobs at load ~3–4, Python 3.11.7, one server
 process, default options; the columns printed, regrouped to fit here). ``openai``: openai 3.57.0 on httpx2 2.16.2
-(an earlier run the same day); ``lean``: :mod:`planner.serving.fast_stream` on aiohttp 3.14.5; ``hand``: the hand-rolled
-HTTP/1.1 client on asyncio streams that ``lean`` used before, run as ``--alt`` in the same run as ``lean``:
+(an earlier run the same day); ``lean``: :mod:`planner.serving.backends.aiohttp_lean` on aiohttp 3.14.5; ``hand``: the
+hand-rolled HTTP/1.1 client on asyncio streams that ``lean`` used before, run as ``--alt`` in the same run as ``lean``:
 
     zero-delay phase                                           | paced phase (200 ms ticks)
     path    streams  done/sent err chunks/s CPU µs/chunk gap med/p99 µs  srv | open ITL med/p99 ms  TTFT max  cli
@@ -67,8 +68,8 @@ TTFT max of the paced phase at 1,000 streams (1,000 connects at once): lean 0.8�
 higher in 5 of 7 paired runs (aiohttp spends more per new connection). aiohttp costs ~4–9 µs more per chunk than
 the hand-rolled client and meets both targets, so it replaced it (a kept library over own code outside the core).
 With ``trust_env=True`` aiohttp looked up proxies and read ``~/.netrc`` in a worker thread on every request, inside
-the TTFT clock (+0.8–1.1 ms median first byte over 200 keep-alive requests); ``planner.serving.fast_stream`` reads the
-proxy variables once per host instead.
+the TTFT clock (+0.8–1.1 ms median first byte over 200 keep-alive requests); ``planner.serving.backends.aiohttp_lean``
+reads the proxy variables once per host instead.
 
 Reading it: the SDK path spends ~320–400 µs per chunk, most of it building a pydantic chunk object per event
 (``openai._models.construct_type``, >50 % in cProfile); its ``httpx2`` pool (default 100 connections, 20 kept
@@ -81,15 +82,16 @@ in cProfile at 200 streams), not the HTTP client.
 
 Usage: ``python bench/client_capacity.py [--quick] [--levels 1 50 200 500 1000] [--min-requests 400]
 [--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]``; exits 0.
-``--quick`` runs levels 1, 200, 1000 only. ``--alt FILE`` adds path ``alt``: another version of
-``planner/fast_stream.py`` (e.g. ``git show <commit>:planner/fast_stream.py > /tmp/hand.py``), to compare two
-versions of the lean path in one run.
+``--quick`` runs levels 1, 200, 1000 only. ``--alt FILE`` adds path ``alt``: a module with ``make_client`` and
+``stream_chat`` functions of an older lean path (e.g. ``git show <commit>:planner/fast_stream.py > /tmp/hand.py``
+from before the backends existed), to compare it with the current one in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import importlib.util
 import math
@@ -107,13 +109,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.zero_delay_server import ZeroDelayServers  # noqa: E402
-from planner.serving import clients, fast_stream  # noqa: E402
+from planner.serving.backends import make_client, stream_request  # noqa: E402
 from planner.serving.endpoints import Endpoint  # noqa: E402
+from planner.serving.requests import ChatRequest  # noqa: E402
 from planner.serving.streaming import RequestRecord  # noqa: E402
 
 PATHS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    "openai": (clients.make_client, clients.stream_chat),
-    "lean": (fast_stream.make_client, fast_stream.stream_chat),
+    "openai": (
+        functools.partial(make_client, backend="openai"),
+        functools.partial(stream_request, backend="openai"),
+    ),
+    "lean": (
+        functools.partial(make_client, backend="aiohttp"),
+        functools.partial(stream_request, backend="aiohttp"),
+    ),
 }
 TARGET_STREAMS = 1000
 TARGET_LEVEL, TARGET_US = 200, 50.0
@@ -182,7 +191,7 @@ async def _run(
     make, stream = PATHS[path]
     endpoints = [Endpoint(f"zero{i}", "vllm", url, model="timed-model") for i, url in enumerate(urls)]
     pool = [make(ep, timeout_s=60) for ep in endpoints]
-    request = clients.ChatRequest(prompt, max_tokens=tokens)
+    request = ChatRequest(prompt, max_tokens=tokens)
     measured: list[RequestRecord] = []
 
     async def worker(i: int, n: int, out: list[RequestRecord]) -> None:
@@ -270,7 +279,7 @@ def main() -> int:
     parser.add_argument(
         "--alt",
         metavar="FILE",
-        help="another version of planner/fast_stream.py to measure as path 'alt', e.g. the hand-rolled HTTP/1.1 "
+        help="an older lean path (make_client, stream_chat) to measure as path 'alt', e.g. the hand-rolled HTTP/1.1 "
         "client: git show <commit>:planner/fast_stream.py > /tmp/old.py",
     )
     args = parser.parse_args()
