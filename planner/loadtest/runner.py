@@ -128,14 +128,17 @@ class Workload:
     Attributes:
         texts: Prompt text per request (the measured ones, then the warmups); a label for token-id prompts.
         token_ids: Token ids per request when the prompts are ids (completions route); None otherwise.
-        tokens: Input tokens asked for per request (the prompt text's tokens as the server counted them, or the
-            target where it did not count); None per request for dataset prompts.
+        tokens: Input tokens per request: the prompt text's tokens as the server's tokenizer counted them, or the
+            target where it did not count; None per request for dataset prompts.
+        targets: Input tokens asked for per request (drawn from ``input_len`` and ``range_ratio``); None per
+            request for dataset prompts.
         calibration: How synthetic prompts were sized; None for dataset prompts.
     """
 
     texts: tuple[str, ...]
     token_ids: tuple[tuple[int, ...], ...] | None = None
     tokens: tuple[int | None, ...] = ()
+    targets: tuple[int | None, ...] = ()
     calibration: InputCalibration | None = None
 
 
@@ -158,7 +161,7 @@ async def prepare_workload(
     count = settings.num_prompts + settings.num_warmups
     if settings.prompts:
         texts = tuple(settings.prompts[i % len(settings.prompts)] for i in range(count))
-        return Workload(texts, tokens=(None,) * count)
+        return Workload(texts, tokens=(None,) * count, targets=(None,) * count)
     draws = draw_lengths(settings, settings.num_prompts, 0) + draw_lengths(
         settings, settings.num_warmups, settings.num_prompts
     )
@@ -169,10 +172,11 @@ async def prepare_workload(
         if built is not None:
             ids, calibration = built
             labels = tuple(f"<{len(p)} token ids>" for p in ids)
-            return Workload(labels, ids, tuple(len(p) for p in ids), calibration)
+            return Workload(labels, ids, tuple(len(p) for p in ids), tuple(n for n, _ in targets), calibration)
     if settings.input_sizing == "words":
         texts = tuple(synthetic_text(n, offset) for n, offset in targets)
-        return Workload(texts, tokens=tuple(n for n, _ in targets), calibration=InputCalibration("estimate", count))
+        asked = tuple(n for n, _ in targets)
+        return Workload(texts, tokens=asked, targets=asked, calibration=InputCalibration("estimate", count))
     texts, tokens, calibration = await calibrate_prompts(endpoint, info, targets, timeout_s=timeout_s, secrets=secrets)
     if calibration.method != "estimate":
         template = await chat_template_tokens(endpoint, info, timeout_s=timeout_s, secrets=secrets)
@@ -184,7 +188,7 @@ async def prepare_workload(
             calibration.overhead_tokens,
             template,
         )
-    return Workload(texts, tokens=tokens, calibration=calibration)
+    return Workload(texts, tokens=tokens, targets=tuple(n for n, _ in targets), calibration=calibration)
 
 
 def build_requests(settings: LoadSettings, workload: Workload, *, warmups: bool = False) -> list[ChatRequest]:
@@ -212,17 +216,20 @@ class InputCheck:
             server's tokenizer route), ``words`` (one word per token: an estimate) or ``dataset`` (prompts given).
         requested_tokens: Σ over the requests of the tokens asked for plus the chat template's (when known); None
             for dataset prompts.
-        measured_tokens: Σ of the server's ``usage.prompt_tokens`` over the requests that report it; None when none
-            does.
+        measured_tokens: Σ of the server's ``usage.prompt_tokens`` over the requests that report it; where none
+            does (llama-cpp-python streams carry no usage), Σ of the server's tokenizer-route counts of the prompts
+            plus the chat template's; None when neither exists.
+        measured_by: ``usage``, ``tokenizer`` or None: where ``measured_tokens`` comes from.
         template_tokens: Tokens the chat template adds per request (measured by the server's tokenizer, or inferred
             as the smallest gap between measured and asked when it cannot say); None when unknown.
         warning: One line naming both figures when they differ by more than :data:`INPUT_TOLERANCE`, or when the
-            lengths could not be sized by the server; None when they agree.
+            lengths are estimates, or when the server gave no count at all; None when they agree.
     """
 
     input_tokens_method: str
     requested_tokens: int | None
     measured_tokens: int | None
+    measured_by: str | None = None
     template_tokens: int | None = None
     warning: str | None = None
 
@@ -246,27 +253,35 @@ def check_inputs(
     """
     calibration = workload.calibration
     method = "dataset" if calibration is None else calibration.input_tokens_method
-    asked = [workload.tokens[i] for i in indices]
-    measured = [r.prompt_tokens for r in records]
-    reported = [(a, m) for a, m in zip(asked, measured, strict=True) if m is not None]
+    asked = [workload.targets[i] for i in indices]
+    reported = [(a, r.prompt_tokens) for a, r in zip(asked, records, strict=True) if r.prompt_tokens is not None]
     measured_total = sum(m for _, m in reported) if reported else None
     if method == "dataset" or any(a is None for a in asked):
-        return InputCheck(method, None, measured_total)
+        return InputCheck(method, None, measured_total, "usage" if reported else None)
     template = calibration.template_tokens if calibration is not None else None
     if template is None and reported and method != "words":
         template = max(0, min(m - a for a, m in reported))  # the chat template adds the same tokens to every prompt
-    requested = sum(a for a, _ in reported) + (template or 0) * len(reported) if reported else sum(asked)
+    extra = template or 0
+    measured_by = "usage" if reported else None
+    if reported:
+        requested = sum(a for a, _ in reported) + extra * len(reported)
+    else:
+        requested = sum(asked) + extra * len(asked)
+        if method != "words" and asked:  # no usage: the tokenizer route's counts of the prompts are the measurement
+            counted = [workload.tokens[i] or 0 for i in indices]
+            measured_total, measured_by = sum(counted) + extra * len(counted), "tokenizer"
     problems = []
     if measured_total is not None and requested and abs(measured_total - requested) > INPUT_TOLERANCE * requested:
         gap = measured_total / requested - 1
-        problems.append(f"asked for {requested:,} input tokens, the server counted {measured_total:,} ({gap:+.1%})")
+        who = "the server counted" if measured_by == "usage" else "its tokenizer counted"
+        problems.append(f"asked for {requested:,} input tokens, {who} {measured_total:,} ({gap:+.1%})")
     if method == "words":
         why = ": the server has no tokenizer route" if sizing != "words" else ""
         problems.append(f"input lengths are estimates (one word per token){why}")
     if measured_total is None and records:
         problems.append("the server reported no usage.prompt_tokens")
     warning = f"{endpoint}: " + "; ".join(problems) if problems else None
-    return InputCheck(method, requested, measured_total, template, warning)
+    return InputCheck(method, requested, measured_total, measured_by, template, warning)
 
 
 @dataclass(frozen=True)
