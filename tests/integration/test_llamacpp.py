@@ -33,14 +33,27 @@ def test_discovery_finds_the_model(llama_url):
     assert info.max_model_len_tokens is None  # llama-cpp-python's /v1/models has no context limit
 
 
+def _same_cache_state(llama_url: str) -> None:
+    """One short unrelated request, so the next one starts from the same cached prefix whatever ran before.
+
+    llama-cpp-python reuses the longest prefix of the previous request's tokens (``Llama.generate``); a prompt
+    evaluated partly from that cache can come out differently, even greedy, from one evaluated whole, and the
+    session's server has served other tests' requests before this one.
+    """
+    body = {"messages": [{"role": "user", "content": "Reset."}], "max_tokens": 1, "temperature": 0.0}
+    httpx.post(llama_url + "/v1/chat/completions", json=body, timeout=60).raise_for_status()
+
+
 def test_streamed_chat_counts_tokens_like_the_server(llama_url):
     ep = Endpoint("llama", "llamacpp", llama_url)
+    _same_cache_state(llama_url)
     rec = asyncio.run(stream_openai(ep, REQUEST, timeout_s=60))
     m = compute_metrics(rec)
     assert rec.ok and rec.text and m.ttft_s > 0 and m.e2e_s >= m.ttft_s
     # llama-cpp-python sends no usage in streams and one token per chunk, so the count is the chunk count.
     assert rec.output_tokens_source == "chunks_one_token_each"
     body = {"messages": REQUEST.messages(), "max_tokens": REQUEST.max_tokens, "temperature": 0.0, "seed": 7}
+    _same_cache_state(llama_url)
     plain = httpx.post(llama_url + "/v1/chat/completions", json=body, timeout=60).json()
     # Same request, non-streamed, greedy: same text, and the server's own usage.completion_tokens is the reference.
     # (/extras/tokenize of the output text is NOT the server's accounting: it re-tokenizes with a BOS token added
