@@ -248,8 +248,7 @@ def get_gpu(name: str) -> GPU:
     close_keys = difflib.get_close_matches(key, list(table), n=10, cutoff=0.0)
     suggestions = list(dict.fromkeys(table[close_key].id for close_key in close_keys))[:3]
     raise UnknownGPUError(
-        f"unknown GPU {name!r}; closest catalog ids: {', '.join(suggestions)} "
-        "(planner.catalog.gpus.gpu_ids() lists all)"
+        f"unknown GPU {name!r}; closest catalog ids: {', '.join(suggestions)} (python -m planner gpus lists them all)"
     )
 
 

@@ -1,5 +1,6 @@
 """Command line: ``python -m planner plan --engine vllm --model ... --gpu ... [--json]``,
-``python -m planner model <repo id> [--json]`` and
+``python -m planner model <repo id> [--json]``, ``python -m planner gpus [--json]``, ``python -m planner models
+[--json]``,
 ``python -m planner compare --endpoint NAME=KIND:URL [--endpoint ...] --prompt TEXT [--json]`` and
 ``python -m planner bench --endpoint [NAME=]KIND:URL [--concurrency N | --sweep N] [--request-rate R]
 [--dataset-path FILE.jsonl] [--save-result FILE] ... [--json]``.
@@ -16,12 +17,20 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.cli import bench, compare, model
+from planner.cli import bench, catalog, compare, model
 from planner.cli import plan as plan_command
 
 __all__ = ["main"]
 
-_COMMANDS = {"plan": plan_command, "model": model, "compare": compare, "bench": bench}
+#: Each subcommand's entry: ``run(args) -> exit code``.
+_COMMANDS = {
+    "plan": plan_command.run,
+    "model": model.run,
+    "gpus": catalog.run_gpus,
+    "models": catalog.run_models,
+    "compare": compare.run,
+    "bench": bench.run,
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,8 +43,8 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in _COMMANDS.values():
-        command.add_parser(sub)
+    for module in (plan_command, model, catalog, compare, bench):
+        module.add_parser(sub)
     return parser
 
 
@@ -63,4 +72,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _build_parser().parse_args(argv)
-    return _COMMANDS[args.command].run(args)
+    return _COMMANDS[args.command](args)

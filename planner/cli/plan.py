@@ -25,36 +25,51 @@ _PRECISIONS = ("fp16", "fp8", "int8", "int4")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``plan`` subcommand to ``sub``."""
-    p = sub.add_parser("plan", help="plan a scenario: VRAM budget, KV cache, max concurrency")
-    p.add_argument("--engine", choices=ENGINES, default="vllm")
-    p.add_argument("--model", help="catalog model id or any Hugging Face repo id")
-    p.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, 'RTX 4090', a100-40gb")
-    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
-    p.add_argument("--dtype", choices=DTYPES, default="auto")
-    p.add_argument("--quantization", "-q", choices=[q for q in QUANTIZATION_CHOICES if q])
-    p.add_argument("--kv-cache-dtype", default="auto")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
-    p.add_argument("--max-model-len", type=int)
-    p.add_argument("--max-num-seqs", type=int)
-    p.add_argument("--max-num-batched-tokens", type=int)
-    p.add_argument("--block-size", type=int)
-    p.add_argument("--enforce-eager", action="store_true")
-    p.add_argument("--engine-version", help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI); default: newest known")
-    p.add_argument("--max-input-tokens", type=int, help="TGI")
-    p.add_argument("--max-total-tokens", type=int, help="TGI")
-    p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI")
-    p.add_argument("--cuda-memory-fraction", type=float, default=1.0, help="TGI")
-    p.add_argument("--target-context", type=int, help="also report concurrency at this context")
-    p.add_argument("--custom-gpu-memory-gib", type=float, help="memory of --gpu custom, GiB")
+    p = sub.add_parser(
+        "plan",
+        help="plan a scenario: VRAM budget, KV cache, max concurrency",
+        description="Plan a deployment in the engine's own terms: per-GPU memory, KV-cache tokens and blocks, "
+        "maximum concurrency, a verdict, the cheapest changes that make it fit, and the launch command. "
+        "Flags are spelled as vllm serve (or text-generation-launcher) spells them.",
+    )
+    p.add_argument("--engine", choices=ENGINES, default="vllm", help="engine to plan for (default: vllm)")
+    p.add_argument("--model", help="catalog model id (python -m planner models) or any Hugging Face repo id")
+    p.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, 'RTX 4090', a100-40gb (python -m planner gpus)")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs per pipeline stage (default: 1)")
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1, help="pipeline stages (default: 1)")
+    p.add_argument("--dtype", choices=DTYPES, default="auto", help="weight dtype (default: auto, the config's)")
+    p.add_argument(
+        "--quantization",
+        "-q",
+        choices=[q for q in QUANTIZATION_CHOICES if q],
+        help="online quantization or the checkpoint's method (default: the checkpoint's, none if unquantized)",
+    )
+    p.add_argument("--kv-cache-dtype", default="auto", help="KV-cache dtype, e.g. fp8 (default: auto, the model's)")
+    p.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory vLLM may use (default: 0.9)"
+    )
+    p.add_argument("--max-model-len", type=int, help="context length in tokens (default: the model's maximum)")
+    p.add_argument("--max-num-seqs", type=int, help="most sequences per batch (default: the engine's, by GPU)")
+    p.add_argument(
+        "--max-num-batched-tokens", type=int, help="tokens per scheduler step (default: the engine's, by GPU)"
+    )
+    p.add_argument("--block-size", type=int, help="KV-cache block size in tokens (default: the engine's, 16)")
+    p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (default: graphs captured)")
+    p.add_argument("--engine-version", help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI) (default: the newest known)")
+    p.add_argument("--max-input-tokens", type=int, help="TGI: longest prompt (default: TGI's)")
+    p.add_argument("--max-total-tokens", type=int, help="TGI: longest prompt + output (default: TGI's)")
+    p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI: tokens of one prefill batch (default: TGI's)")
+    p.add_argument("--cuda-memory-fraction", type=float, default=1.0, help="TGI: share of GPU memory (default: 1.0)")
+    p.add_argument("--target-context", type=int, help="also report concurrency at this context (default: none)")
+    p.add_argument("--custom-gpu-memory-gib", type=float, help="memory of --gpu custom, GiB (no default)")
     art = p.add_argument_group("article engine inputs (override --model/--gpu)")
     art.add_argument("--params-b", type=float, help="parameters in billions")
-    art.add_argument("--num-layers", type=int)
-    art.add_argument("--num-kv-heads", type=int)
-    art.add_argument("--head-dim", type=int)
-    art.add_argument("--gpu-memory-gb", type=float)
-    art.add_argument("--weight-quant", choices=_PRECISIONS)
-    art.add_argument("--kv-quant", choices=_PRECISIONS)
+    art.add_argument("--num-layers", type=int, help="decoder layers")
+    art.add_argument("--num-kv-heads", type=int, help="KV heads")
+    art.add_argument("--head-dim", type=int, help="head dimension")
+    art.add_argument("--gpu-memory-gb", type=float, help="GPU memory, GB (10^9 bytes)")
+    art.add_argument("--weight-quant", choices=_PRECISIONS, help="weight precision (default: fp16)")
+    art.add_argument("--kv-quant", choices=_PRECISIONS, help="KV-cache precision (default: fp16)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
