@@ -1,8 +1,12 @@
 """LLM Serving Planner: the router. Pages live in ``pages/``, logic in ``planner/``."""
 
+from pathlib import Path
+
 import streamlit as st
 
-st.set_page_config(page_title="LLM Serving Planner", page_icon=":material/memory:", layout="wide")
+# A local icon: a material-symbol page icon is fetched from fonts.gstatic.com, which fails offline.
+ICON = Path(__file__).parent / "docs" / "favicon.png"
+st.set_page_config(page_title="LLM Serving Planner", page_icon=str(ICON), layout="wide")
 
 st.sidebar.markdown("### LLM Serving Planner")
 st.sidebar.caption("How much GPU memory a model needs to serve, and how many requests fit.")

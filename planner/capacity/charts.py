@@ -341,7 +341,9 @@ def concurrency_figure(
             "ticktext": [context_label(t) for t in ticks],
             "range": [math.log10(min_context) - 0.05, math.log10(high) + 0.05],
         },
-        yaxis={"type": "log", "title": "max concurrent requests (log scale)"},
+        # one labelled tick per decade, written out in full ("500", "0.05"): plotly's default labels the minor
+        # ticks of a log axis with their first digit only ("5", "2")
+        yaxis={"type": "log", "title": "max concurrent requests (log scale)", "dtick": 1, "tickformat": ",~g"},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         hovermode="closest",
     )

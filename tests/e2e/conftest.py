@@ -27,10 +27,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, Request, sync_playwright
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 __all__ = ["ARTIFACTS", "CHROMIUM_FLAGS", "RUN_TIMEOUT_S", "StreamlitApp", "StreamlitPage"]
@@ -91,8 +92,16 @@ class StreamlitPage:
         self.page = page
         self.timeout_s = timeout_s
         self.runs = 0
+        #: URLs the page asked for off this machine (the app must work offline: fonts, icons and scripts are local)
+        self.external: list[str] = []
         page.set_default_timeout(timeout_s * 1000)
         page.on("websocket", lambda ws: ws.on("framereceived", self._on_frame))
+        page.on("request", self._on_request)
+
+    def _on_request(self, request: Request) -> None:
+        host = urlsplit(request.url).hostname
+        if request.url.split(":", 1)[0] in ("http", "https", "ws", "wss") and host not in ("127.0.0.1", "localhost"):
+            self.external.append(request.url)
 
     def _on_frame(self, payload: str | bytes) -> None:
         if isinstance(payload, str):

@@ -22,6 +22,7 @@ def test_page_loads_without_exception(open_page, path, title, shot):
     st = open_page(path)
     assert st.page.get_by_role("heading", level=1).first.inner_text() == title
     st.assert_no_exception()
+    assert st.external == []  # nothing fetched off this machine (a material page icon came from fonts.gstatic.com)
     st.screenshot(f"page-{shot}")
 
 
