@@ -30,14 +30,25 @@ PROG = "python -m planner bench"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``bench`` subcommand to ``sub``."""
-    b = sub.add_parser("bench", help="load-test one endpoint like vllm bench serve (TTFT/TPOT/ITL/E2EL, throughput)")
+    b = sub.add_parser(
+        "bench",
+        help="load-test one endpoint like vllm bench serve (TTFT/TPOT/ITL/E2EL, throughput)",
+        description="Load-test one endpoint and report what vllm bench serve reports, under its key names. Flags are "
+        "spelled as vllm bench serve spells them.",
+    )
     b.add_argument("--endpoint", required=True, metavar="[NAME=]KIND:URL", help="e.g. vllm:http://127.0.0.1:8000")
-    b.add_argument("--concurrency", "--max-concurrency", dest="concurrency", type=int, help="most requests in flight")
-    b.add_argument("--request-rate", type=float, default=float("inf"), help="requests/s (default inf = burst)")
-    b.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps (1 = Poisson)")
-    b.add_argument("--num-prompts", type=int, default=100)
-    b.add_argument("--num-warmups", type=int, default=0)
-    b.add_argument("--input-len", type=int, default=128, help="synthetic prompt length, tokens of the prompt text")
+    b.add_argument(
+        "--concurrency",
+        "--max-concurrency",
+        dest="concurrency",
+        type=int,
+        help="most requests in flight (default: no cap)",
+    )
+    b.add_argument("--request-rate", type=float, default=float("inf"), help="requests/s (default: inf, a burst)")
+    b.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps (default: 1, Poisson)")
+    b.add_argument("--num-prompts", type=int, default=100, help="measured requests (default: 100)")
+    b.add_argument("--num-warmups", type=int, default=0, help="requests before the measured ones (default: 0)")
+    b.add_argument("--input-len", type=int, default=128, help="synthetic prompt length, text tokens (default: 128)")
     b.add_argument(
         "--input-sizing",
         choices=INPUT_SIZINGS,
@@ -46,20 +57,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(vLLM, SGLang); words: one word per token, an estimate",
     )
     b.add_argument("--exact-input-len", action="store_true", help="(the default now: --input-sizing tokenize)")
-    b.add_argument("--output-len", type=int, default=128, help="max_tokens of each request")
-    b.add_argument("--range-ratio", type=float, default=0.0, help="lengths drawn from [L(1-r), L(1+r)]")
-    b.add_argument("--ignore-eos", action="store_true", help="generate exactly --output-len tokens (not sent to TGI)")
+    b.add_argument("--output-len", type=int, default=128, help="max_tokens of each request (default: 128)")
+    b.add_argument("--range-ratio", type=float, default=0.0, help="lengths from [L(1-r), L(1+r)] (default: 0)")
+    b.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="generate exactly --output-len tokens; sent to vLLM, SGLang and llama.cpp, not to TGI or openai",
+    )
     b.add_argument("--prompt", action="append", default=[], help="use this prompt instead of synthetic text")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--duration", type=float, help="wall-time cap of the run, seconds")
-    b.add_argument("--timeout", type=float, default=60.0, help="connect/read timeout per request, seconds")
-    b.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50")
+    b.add_argument("--seed", type=int, default=0, help="seed of the schedule and the lengths (default: 0)")
+    b.add_argument("--duration", type=float, help="wall-time cap of the run, seconds (default: no cap)")
+    b.add_argument("--timeout", type=float, default=60.0, help="connect/read timeout per request, s (default: 60)")
+    b.add_argument(
+        "--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50 (default: none)"
+    )
     b.add_argument("--dataset-path", metavar="FILE.jsonl", help='prompts file: {"prompt": ...} per line (vLLM custom)')
     b.add_argument("--sweep", type=int, metavar="N", help="concurrency sweep 1, 2, 4, ... N; prints a row per level")
     b.add_argument(
-        "--prompts-per-level", type=int, help="sweep: requests per level (default max(num-prompts, 4 x level))"
+        "--prompts-per-level", type=int, help="sweep: requests per level (default: max(num-prompts, 4 x level))"
     )
-    b.add_argument("--level-duration", type=float, default=120.0, help="sweep: wall-time cap per level, seconds")
+    b.add_argument("--level-duration", type=float, default=120.0, help="sweep: time cap per level, s (default: 120)")
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
     b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
@@ -273,7 +290,9 @@ def run(args: argparse.Namespace) -> int:
         except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
             raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
         settings, prompts = _settings(args, typed_slo)
-        jobs = plan_jobs([endpoint], settings, prompts, prompts_per_level=args.prompts_per_level)
+        # the start time in labels and sweep ids, as on the page: two saved runs of one endpoint import side by side
+        tag = started.strftime("%H:%M:%S")
+        jobs = plan_jobs([endpoint], settings, prompts, tag=tag, prompts_per_level=args.prompts_per_level)
         queue = JobQueue(jobs, started=started, scrape=settings.scrape_metrics)
         outcomes = asyncio.run(queue.run())
         failed_to_start = next((o.error for o in outcomes if o.error is not None), None)
@@ -313,8 +332,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return error(PROG, f"--save-result {args.save_result!r}: {exc.strerror}")
     print(shown)
-    for note in dict.fromkeys(n for r in results for n in r.notes):
-        print(f"{PROG}: note: {note}", file=sys.stderr)
+    for outcome in outcomes:  # each note named after its run (a sweep's levels differ)
+        for note in outcome.result.notes if outcome.result is not None else ():
+            print(f"{PROG}: note: {outcome.job.label}: {note.removeprefix(endpoint.name + ': ')}", file=sys.stderr)
     failure = _all_failed([rec for r in results for rec in r.records])
     if failure is not None:
         sys.stdout.flush()  # the results first, then the verdict as the last stderr line

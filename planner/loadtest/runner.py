@@ -46,6 +46,7 @@ from planner.serving.streaming import RequestRecord
 
 __all__ = [
     "INPUT_TOLERANCE",
+    "MAX_TEMPLATE_TOKENS",
     "InputCheck",
     "LoadProgress",
     "LoadResult",
@@ -62,6 +63,11 @@ __all__ = [
 
 #: Largest relative gap between the input tokens asked for and those the server counted before a run warns (2%).
 INPUT_TOLERANCE = 0.02
+#: Most tokens a chat template is taken to add to a one-message prompt when the server cannot say: the templates
+#: of the catalog's models add 8 (Gemma 3, measured on llama.cpp in the tests) to about 30 (Llama 3.1 Instruct's
+#: default system header with its "Cutting Knowledge Date"; Qwen2.5's default system prompt); a larger gap between
+#: what was asked and what the server counted is a mis-sized prompt, not a template.
+MAX_TEMPLATE_TOKENS = 64
 
 
 def estimate_tokens(text: str) -> int:
@@ -133,6 +139,7 @@ class Workload:
         targets: Input tokens asked for per request (drawn from ``input_len`` and ``range_ratio``); None per
             request for dataset prompts.
         calibration: How synthetic prompts were sized; None for dataset prompts.
+        note: Why the sizing asked for was not the one used (e.g. token ids on a kind that takes none); None.
     """
 
     texts: tuple[str, ...]
@@ -140,6 +147,7 @@ class Workload:
     tokens: tuple[int | None, ...] = ()
     targets: tuple[int | None, ...] = ()
     calibration: InputCalibration | None = None
+    note: str | None = None
 
 
 async def prepare_workload(
@@ -161,18 +169,25 @@ async def prepare_workload(
     count = settings.num_prompts + settings.num_warmups
     if settings.prompts:
         texts = tuple(settings.prompts[i % len(settings.prompts)] for i in range(count))
-        return Workload(texts, tokens=(None,) * count, targets=(None,) * count)
+        note = "the dataset's prompts are sent as they are: input_sizing applies to synthetic prompts only"
+        note = note if settings.input_sizing != "tokenize" else None
+        return Workload(texts, tokens=(None,) * count, targets=(None,) * count, note=note)
     draws = draw_lengths(settings, settings.num_prompts, 0) + draw_lengths(
         settings, settings.num_warmups, settings.num_prompts
     )
     targets = [(n_in, offset) for n_in, _, offset in draws]
     timeout_s = min(settings.timeout_s, 10.0)
-    if settings.input_sizing == "token_ids" and endpoint.kind in TOKEN_ID_KINDS:
-        built = await token_id_prompts(endpoint, info, targets, timeout_s=timeout_s, secrets=secrets)
-        if built is not None:
-            ids, calibration = built
-            labels = tuple(f"<{len(p)} token ids>" for p in ids)
-            return Workload(labels, ids, tuple(len(p) for p in ids), tuple(n for n, _ in targets), calibration)
+    note = None
+    if settings.input_sizing == "token_ids":
+        if endpoint.kind in TOKEN_ID_KINDS:
+            built = await token_id_prompts(endpoint, info, targets, timeout_s=timeout_s, secrets=secrets)
+            if built is not None:
+                ids, calibration = built
+                labels = tuple(f"<{len(p)} token ids>" for p in ids)
+                return Workload(labels, ids, tuple(len(p) for p in ids), tuple(n for n, _ in targets), calibration)
+            note = "token-id prompts need the server's /tokenize, which gave no ids: sized as text instead"
+        else:
+            note = f"{endpoint.kind} takes no token-id prompts (vLLM and SGLang do): sized as text instead"
     if settings.input_sizing == "words":
         texts = tuple(synthetic_text(n, offset) for n, offset in targets)
         asked = tuple(n for n, _ in targets)
@@ -188,7 +203,7 @@ async def prepare_workload(
             calibration.overhead_tokens,
             template,
         )
-    return Workload(texts, tokens=tokens, targets=tuple(n for n, _ in targets), calibration=calibration)
+    return Workload(texts, tokens=tokens, targets=tuple(n for n, _ in targets), calibration=calibration, note=note)
 
 
 def build_requests(settings: LoadSettings, workload: Workload, *, warmups: bool = False) -> list[ChatRequest]:
@@ -253,33 +268,47 @@ def check_inputs(
     """
     calibration = workload.calibration
     method = "dataset" if calibration is None else calibration.input_tokens_method
-    asked = [workload.targets[i] for i in indices]
-    reported = [(a, r.prompt_tokens) for a, r in zip(asked, records, strict=True) if r.prompt_tokens is not None]
+    done = [(i, r) for i, r in zip(indices, records, strict=True) if r.ok]  # failures are reported on their own
+    asked = [workload.targets[i] for i, _ in done]
+    reported = [(workload.targets[i], r.prompt_tokens) for i, r in done if r.prompt_tokens is not None]
     measured_total = sum(m for _, m in reported) if reported else None
-    if method == "dataset" or any(a is None for a in asked):
+    if method == "dataset" or not done or any(a is None for a in asked):
         return InputCheck(method, None, measured_total, "usage" if reported else None)
+    problems = []
+    counted = [workload.tokens[i] or 0 for i, _ in done]
+    if method == "server_tokenize" and abs(sum(counted) - sum(asked)) > INPUT_TOLERANCE * sum(asked):
+        problems.append(
+            f"the server's tokenizer route could not size the prompts: it counted {sum(counted):,} tokens for "
+            f"{sum(asked):,} asked"
+        )
     template = calibration.template_tokens if calibration is not None else None
     if template is None and reported and method != "words":
-        template = max(0, min(m - a for a, m in reported))  # the chat template adds the same tokens to every prompt
-    extra = template or 0
-    measured_by = "usage" if reported else None
+        # The chat template adds the same few tokens to every prompt; a larger gap is not a template.
+        smallest = min(m - a for a, m in reported)
+        template = smallest if 0 <= smallest <= MAX_TEMPLATE_TOKENS else None
     if reported:
-        requested = sum(a for a, _ in reported) + extra * len(reported)
+        measured_by = "usage"
+        requested = sum(a for a, _ in reported) + (template or 0) * len(reported)
+        with_template = f"with the chat template's {template} each" if template else "the chat template not included"
+    elif method != "words":  # no usage in the stream: the tokenizer route's counts are the measurement
+        measured_by, measured_total, requested = "tokenizer", sum(counted), sum(asked)
+        with_template = "the prompt text only"
+        problems.append(
+            "the server reported no usage.prompt_tokens: input tokens are its tokenizer's counts of the "
+            "prompt text, without the chat template"
+        )
     else:
-        requested = sum(asked) + extra * len(asked)
-        if method != "words" and asked:  # no usage: the tokenizer route's counts of the prompts are the measurement
-            counted = [workload.tokens[i] or 0 for i in indices]
-            measured_total, measured_by = sum(counted) + extra * len(counted), "tokenizer"
-    problems = []
+        measured_by, requested, with_template = None, sum(asked), "the chat template not included"
+        problems.append("the server reported no usage.prompt_tokens")
     if measured_total is not None and requested and abs(measured_total - requested) > INPUT_TOLERANCE * requested:
         gap = measured_total / requested - 1
         who = "the server counted" if measured_by == "usage" else "its tokenizer counted"
-        problems.append(f"asked for {requested:,} input tokens, {who} {measured_total:,} ({gap:+.1%})")
+        problems.insert(
+            0, f"asked for {requested:,} input tokens ({with_template}), {who} {measured_total:,} ({gap:+.1%})"
+        )
     if method == "words":
         why = ": the server has no tokenizer route" if sizing != "words" else ""
         problems.append(f"input lengths are estimates (one word per token){why}")
-    if measured_total is None and records:
-        problems.append("the server reported no usage.prompt_tokens")
     warning = f"{endpoint}: " + "; ".join(problems) if problems else None
     return InputCheck(method, requested, measured_total, measured_by, template, warning)
 
@@ -335,6 +364,7 @@ class LoadResult:
         input_check: Input tokens asked for against those the server counted.
         not_sent_fields: Request fields the endpoint's engine does not read, so they were not sent (e.g.
             ``("ignore_eos",)`` on TGI).
+        sizing_note: Why the prompts were not sized as ``input_sizing`` asked (:attr:`Workload.note`); None.
     """
 
     endpoint: str
@@ -352,6 +382,7 @@ class LoadResult:
     input_calibration: InputCalibration | None = None
     input_check: InputCheck | None = None
     not_sent_fields: tuple[str, ...] = ()
+    sizing_note: str | None = None
 
     @property
     def max_in_flight(self) -> int:
@@ -375,9 +406,8 @@ class LoadResult:
         if self.not_sent_fields:
             fields = ", ".join(self.not_sent_fields)
             out.append(f"{self.endpoint}: {fields} not sent: this endpoint's engine does not read it")
-        asked_ids = self.settings.input_sizing == "token_ids" and self.settings.synthetic
-        if asked_ids and (self.input_calibration is None or self.input_calibration.method != "token_ids"):
-            out.append(f"{self.endpoint}: no token-id prompts here (vLLM and SGLang only): sized by tokenizer instead")
+        if self.sizing_note:
+            out.append(f"{self.endpoint}: {self.sizing_note}")
         if self.input_check is not None and self.input_check.warning:
             out.append(self.input_check.warning)
         return tuple(out)
@@ -591,4 +621,5 @@ def _result(
         input_calibration=workload.calibration,
         input_check=check_inputs(workload, records, indices, endpoint=endpoint.name, sizing=settings.input_sizing),
         not_sent_fields=dropped,
+        sizing_note=workload.note,
     )

@@ -188,6 +188,6 @@ def test_word_estimates_on_a_byte_tokenizer_warn_with_both_figures(bytes_server)
     measured = check.measured_tokens
     assert check.requested_tokens == 200 and measured > 4 * 200  # ~5 bytes a word, plus the template
     assert check.warning == (
-        f"wire-vllm: asked for 200 input tokens, the server counted {measured:,} ({measured / 200 - 1:+.1%}); "
-        "input lengths are estimates (one word per token)"
+        f"wire-vllm: asked for 200 input tokens (the chat template not included), the server counted {measured:,} "
+        f"({measured / 200 - 1:+.1%}); input lengths are estimates (one word per token)"
     )

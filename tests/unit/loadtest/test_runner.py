@@ -15,6 +15,7 @@ from planner.loadtest.runner import (
     Workload,
     arrival_times,
     build_requests,
+    check_inputs,
     draw_lengths,
     prepare_workload,
     run_load,
@@ -22,8 +23,10 @@ from planner.loadtest.runner import (
 )
 from planner.loadtest.settings import LoadSettings
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
+from planner.loadtest.workload import InputCalibration
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
+from planner.serving.streaming import RequestRecord
 
 FAST = "load [ttft_ms=20] [itl_ms=5] [tokens=4]"
 STARTED = datetime(2026, 12, 1, 12, 0, 0)
@@ -231,8 +234,8 @@ def test_exact_input_lengths_fall_back_to_the_estimate(timed_server):
     assert result.input_calibration.label == "estimate (words)"
     # the timed server (fixed tokenizer) counts 12 prompt tokens for every 10-word prompt, and says it
     assert result.input_check.warning == (
-        "t: asked for 20 input tokens, the server counted 24 (+20.0%); input lengths are estimates (one word per "
-        "token): the server has no tokenizer route"
+        "t: asked for 20 input tokens (the chat template not included), the server counted 24 (+20.0%); input "
+        "lengths are estimates (one word per token): the server has no tokenizer route"
     )
     with_prompts = asyncio.run(
         run_load(_ep(timed_server.url), LoadSettings(num_prompts=1, prompts=(FAST,), output_len=4))
@@ -253,3 +256,20 @@ def test_cancel_during_warmups_returns_at_once(timed_server):
     result, waited = asyncio.run(run())
     assert waited < 2
     assert (result.stopped, result.not_sent, result.records, result.warmup_records) == ("cancelled", 3, (), ())
+
+
+def test_a_constant_excess_too_large_for_a_chat_template_is_reported():
+    # (the trial's case) a tokenizer route that counts every prompt the same whatever its length sizes nothing:
+    # 2 prompts of 50 tokens asked, the route counted 14 each, the server's usage says 226 each
+    workload = Workload(("p", "q"), tokens=(14, 14), targets=(50, 50), calibration=InputCalibration("nearest", 2, 2))
+    records = [RequestRecord("t", ok=True, prompt_tokens=226), RequestRecord("t", ok=True, prompt_tokens=226)]
+    check = check_inputs(workload, records, [0, 1], endpoint="t")
+    # 226 - 50 = 176 > MAX_TEMPLATE_TOKENS: not taken for a chat template, so the gap is reported
+    assert (check.template_tokens, check.requested_tokens, check.measured_tokens) == (None, 100, 452)
+    assert check.warning == (
+        "t: asked for 100 input tokens (the chat template not included), the server counted 452 (+352.0%); the "
+        "server's tokenizer route could not size the prompts: it counted 28 tokens for 100 asked"
+    )
+    # failed requests report no usage and say nothing about input lengths (their failure is reported instead)
+    failed = [RequestRecord("t", ok=False, error="x", error_kind="connect")] * 2
+    assert check_inputs(workload, failed, [0, 1], endpoint="t").warning is None

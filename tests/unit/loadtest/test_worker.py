@@ -133,8 +133,13 @@ def test_llamacpp_run_without_metrics_route(llama_url):
     assert saved.input_tokens_method == "server_tokenize" and saved.input_sizing.startswith("exact")
     # the prompt text was sized with the server's /extras/tokenize (llama-cpp-python streams carry no usage)
     assert [r.input_tokens for r in saved.requests] == [16, 16]
-    # no usage in the stream: the tokenizer route's counts are the measurement, and they agree with what was asked
-    assert (saved.requested_input_tokens, saved.measured_input_tokens, saved.notes) == (32, 32, ())
+    # no usage in the stream: the tokenizer route's counts are the measurement, they agree with what was asked, and
+    # the run says the chat template's tokens are not in them
+    assert (saved.requested_input_tokens, saved.measured_input_tokens) == (32, 32)
+    assert saved.notes == (
+        "llama: the server reported no usage.prompt_tokens: input tokens are its tokenizer's counts of the prompt "
+        "text, without the chat template",
+    )
     assert [r.output_tokens for r in saved.requests] == [8, 8]
     assert dict(snap.measured_kv)["llama"] is None  # llama.cpp reports no KV capacity
     assert snap.scrape_note is not None and snap.server == ()  # no /metrics here: said once, not retried
