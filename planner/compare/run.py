@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from planner.compare.background import BackgroundRun
 from planner.errors import InvalidParameterError
 from planner.metrics.latency import LatencyMetrics, Summary, compute_metrics, summarize
 from planner.serving.backends import make_client, stream_request
@@ -24,6 +24,7 @@ from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discove
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
+from planner.serving.worker_process import WorkerProcess
 
 __all__ = [
     "CompareResult",
@@ -205,18 +206,22 @@ class CompareSnapshot:
     result: CompareResult | None = field(default=None, repr=False)
 
 
-class CompareRun(BackgroundRun):
-    """Run :func:`run_compare` on a background thread; poll :meth:`snapshot`, stop with :meth:`cancel`.
+class CompareRun:
+    """Run :func:`run_compare` in a worker process; poll :meth:`snapshot`, stop with :meth:`cancel`.
+
+    The streams are read in ``python -m planner.compare.worker`` (:mod:`planner.serving.worker_process` says why: on a
+    thread of the Streamlit process, page renders held the GIL and a 12-token answer arrived in one burst); every
+    chunk comes back as a :class:`~planner.serving.streaming.StreamUpdate`. A cancelled run keeps what finished.
 
     Args:
         endpoints: Endpoints with unique names.
         request: The prompt and sampling parameters.
         repeat: Requests per endpoint.
         timeout_s: Timeout of each request, seconds.
-        secrets: Optional mapping holding API keys (read on the worker thread).
+        secrets: Optional mapping holding API keys (sent to the worker over its stdin).
 
     Raises:
-        InvalidParameterError: as :func:`run_compare`, checked before the thread starts.
+        InvalidParameterError: as :func:`run_compare`, checked before the worker starts.
 
     Example:
         >>> run = CompareRun(endpoints, ChatRequest("Hi")).start()  # doctest: +SKIP
@@ -236,15 +241,49 @@ class CompareRun(BackgroundRun):
         self._endpoints = tuple(endpoints)
         self._request = request
         self._repeat = repeat
-        self._timeout_s = timeout_s
-        self._secrets = dict(secrets) if secrets is not None else None
-        super().__init__("compare-run")
+        self._lock = threading.Lock()
+        self._error: str | None = None
+        self._result: CompareResult | None = None
         self._state: dict[str, dict[str, Any]] = {e.name: self._fresh() for e in self._endpoints}
-        self._task: asyncio.Task[Any] | None = None
+        payload = (self._endpoints, request, repeat, timeout_s, dict(secrets) if secrets is not None else None)
+        self._worker = WorkerProcess(
+            "planner.compare.worker", payload, apply=self._apply, on_error=self._on_error, name="live-compare"
+        )
+
+    def start(self) -> CompareRun:
+        """Start the worker process (once); returns self."""
+        self._worker.start()
+        return self
+
+    def cancel(self) -> None:
+        """Stop the run; streams in flight end as ``cancelled`` records. Safe from any thread, any number of times."""
+        self._worker.cancel()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the run is done (or ``timeout_s`` passes); True when done."""
+        return self._worker.wait(timeout_s)
+
+    @property
+    def done(self) -> bool:
+        """The run has finished (normally, cancelled or with an error)."""
+        return self._worker.done
 
     @staticmethod
     def _fresh() -> dict[str, Any]:
         return {"text": [], "reasoning": [], "times": [], "tokens": 0, "records": [], "error": None, "new": True}
+
+    def _on_error(self, line: str) -> None:
+        with self._lock:
+            self._error = self._error or line
+
+    def _apply(self, kind: str, payload: tuple[Any, ...]) -> None:
+        if kind == "event":
+            self._on_event(payload[0])
+        elif kind == "result":
+            with self._lock:
+                self._result = payload[0]
+        elif kind == "fatal":
+            self._on_error(payload[0])
 
     def _on_event(self, update: StreamUpdate) -> None:
         with self._lock:
@@ -262,33 +301,19 @@ class CompareRun(BackgroundRun):
             st["times"].append(update.t_s)
             st["tokens"] += 1 if update.n_tokens is None else update.n_tokens
 
-    async def _run(self) -> CompareResult:
-        self._task = asyncio.current_task()
-        if self._cancelled:
-            raise asyncio.CancelledError
-        return await run_compare(
-            self._endpoints,
-            self._request,
-            repeat=self._repeat,
-            timeout_s=self._timeout_s,
-            on_event=self._on_event,
-            secrets=self._secrets,
-        )
-
-    def _stop_in_loop(self) -> None:
-        # Streams in flight end as "cancelled" records; the run returns what finished (_partial).
-        if self._task is not None:
-            self._task.cancel()
-
     def _partial(self) -> CompareResult:
-        with self._lock:
-            records = tuple(r for e in self._endpoints for r in self._state[e.name]["records"])
+        """What a cancelled (or broken-off) run returns: the records that finished."""
+        records = tuple(r for e in self._endpoints for r in self._state[e.name]["records"])
         return CompareResult(request=self._request, infos=(), records=records, cancelled=True)
 
     def snapshot(self) -> CompareSnapshot:
-        """A frozen, consistent copy of the current state (thread-safe, cheap)."""
-        done = self._done.is_set()
+        """A frozen, consistent copy of the current state (thread-safe, cheap). Polling keeps the run alive."""
+        self._worker.poll()
+        done = self._worker.done
         with self._lock:
+            result = self._result
+            if done and result is None and self._error is None:
+                result = self._partial()
             progress = tuple(
                 EndpointProgress(
                     endpoint=e.name,
@@ -303,7 +328,7 @@ class CompareRun(BackgroundRun):
                 for e in self._endpoints
             )
         return CompareSnapshot(
-            endpoints=progress, done=done, cancelled=self._cancelled, error=self._error, result=self._result
+            endpoints=progress, done=done, cancelled=self._worker.cancelled, error=self._error, result=result
         )
 
 

@@ -13,16 +13,11 @@ polls :meth:`BenchmarkRun.snapshot`, so the Streamlit process never touches a st
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import pickle
-import subprocess
-import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
@@ -33,6 +28,7 @@ from planner.loadtest.sweep import SweepSpec
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
+from planner.serving.worker_process import ABANDONED_S, WorkerProcess, run_child
 
 __all__ = [
     "ABANDONED_S",
@@ -48,8 +44,6 @@ __all__ = [
 
 #: Seconds between two scrapes of a server's ``/metrics`` during a run.
 SCRAPE_INTERVAL_S = 1.0
-#: A run whose snapshot nobody has asked for this long (its page was closed) is cancelled, seconds.
-ABANDONED_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -196,13 +190,15 @@ class JobQueue:
         scrape: bool,
         secrets: Mapping[str, Any] | None = None,
         emit: Callable[..., None] = lambda *_: None,
+        stop: asyncio.Event | None = None,
     ) -> None:
         self._jobs = tuple(jobs)
         self._started = started
         self._scrape = scrape
         self._secrets = dict(secrets) if secrets is not None else None
         self._emit = emit
-        self.stop = asyncio.Event()
+        #: Set it to stop: the run in progress keeps what finished, later jobs do not start.
+        self.stop = stop or asyncio.Event()
         self._kv_asked: set[str] = set()
 
     async def run(self) -> tuple[JobOutcome, ...]:
@@ -260,41 +256,15 @@ class JobQueue:
         return JobOutcome(job, result, scrape_note=note)
 
 
+async def _work(payload: Any, emit: Callable[..., None], stop: asyncio.Event) -> None:
+    jobs, started, scrape, secrets = payload
+    await JobQueue(jobs, started=started, scrape=scrape, secrets=secrets, emit=emit, stop=stop).run()
+
+
 def worker_main() -> None:
-    """Entry of the worker process (``python -m planner.loadtest.worker``): read the pickled run from stdin, write one
-    pickled message per state change to stdout. One byte on stdin, or stdin closing (the app went away), stops it.
-    """
-    import threading
-
-    out = sys.stdout.buffer
-    stdin = sys.stdin.buffer
-    jobs, started, scrape, secrets = pickle.load(stdin)
-    lock = threading.Lock()
-
-    def emit(*message: Any) -> None:
-        with lock:
-            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
-
-    async def main() -> None:
-        engine = JobQueue(jobs, started=started, scrape=scrape, secrets=secrets, emit=emit)
-        loop = asyncio.get_running_loop()
-
-        def watch_stdin() -> None:
-            stdin.read(1)  # returns on a cancel byte or when the app closes the pipe
-            loop.call_soon_threadsafe(engine.stop.set)
-
-        threading.Thread(target=watch_stdin, daemon=True).start()
-        await engine.run()
-
-    try:
-        asyncio.run(main())
-    except Exception as exc:  # the run itself failed (not a request): one line for the page
-        emit("fatal", " ".join(str(exc).split()) or type(exc).__name__)
-    emit("done")
-    # The stdin watcher thread still blocks in a buffered read; a normal interpreter exit would abort on that
-    # reader's lock, so leave at once (everything is written and flushed).
-    os._exit(0)
+    """Entry of the worker process (``python -m planner.loadtest.worker``, see :mod:`planner.serving.worker_process`):
+    the jobs come pickled on stdin, one pickled message per state change goes out on stdout."""
+    run_child(_work)
 
 
 class BenchmarkRun:
@@ -322,17 +292,17 @@ class BenchmarkRun:
         scrape_metrics: bool = True,
         secrets: Mapping[str, Any] | None = None,
     ) -> None:
-        import threading
-
         self._jobs = tuple(jobs)
-        self._started = started
-        self._scrape = scrape_metrics
-        self._secrets = dict(secrets) if secrets is not None else None
         self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._cancelled = False
-        self._last_poll = time.monotonic()
+        payload = (self._jobs, started, scrape_metrics, dict(secrets) if secrets is not None else None)
+        self._worker = WorkerProcess(
+            "planner.loadtest.worker",
+            payload,
+            apply=self._apply,
+            on_error=self._error,
+            name="load-test",
+            abandoned_s=ABANDONED_S,
+        )
         self._jobs_done = 0
         self._current: Job | None = None
         self._progress: LoadProgress | None = None
@@ -348,54 +318,18 @@ class BenchmarkRun:
 
     def start(self) -> BenchmarkRun:
         """Start the worker process (once); returns self."""
-        import threading
-
-        if self._proc is not None:
-            return self
-        root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "planner.loadtest.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=root,
-            env=env,
-        )
-        assert self._proc.stdin is not None
-        pickle.dump((self._jobs, self._started, self._scrape, self._secrets), self._proc.stdin)
-        self._proc.stdin.flush()
-        threading.Thread(target=self._read, name="benchmark-reader", daemon=True).start()
-        threading.Thread(target=self._watchdog, name="benchmark-watchdog", daemon=True).start()
+        self._worker.start()
         return self
 
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        try:
-            while True:
-                try:
-                    message = pickle.load(self._proc.stdout)
-                except EOFError:
-                    break
-                if message[0] == "done":
-                    break
-                self._apply(message)
-        except Exception as exc:  # a broken pipe or a message that does not unpickle
-            with self._lock:
-                self._errors.append(f"lost contact with the load-test process: {exc}")
-        finally:
-            code = self._proc.wait()
-            for pipe in (self._proc.stdin, self._proc.stdout):
-                with contextlib.suppress(OSError, ValueError):
-                    pipe.close()
-            if code not in (0, None) and not self._cancelled:
-                with self._lock:
-                    self._errors.append(f"the load-test process ended unexpectedly (exit code {code})")
-            with self._lock:
-                self._current = None
-            self._done.set()
+    @property
+    def _cancelled(self) -> bool:
+        return self._worker.cancelled
 
-    def _apply(self, message: tuple[Any, ...]) -> None:
-        kind, *payload = message
+    def _error(self, line: str) -> None:
+        with self._lock:
+            self._errors.append(line)
+
+    def _apply(self, kind: str, payload: tuple[Any, ...]) -> None:
         with self._lock:
             if kind == "job":
                 index, job_start = payload
@@ -424,37 +358,24 @@ class BenchmarkRun:
             elif kind in ("error", "fatal"):
                 self._errors.append(payload[0])
 
-    def _watchdog(self) -> None:
-        while not self._done.wait(min(5.0, ABANDONED_S / 4)):
-            if time.monotonic() - self._last_poll > ABANDONED_S:
-                with self._lock:
-                    self._errors.append(f"cancelled: nobody watched this run for {ABANDONED_S:.0f} s")
-                self.cancel()
-                return
-
     def cancel(self) -> None:
         """Stop the run (safe from any thread, any number of times)."""
-        self._cancelled = True
-        proc = self._proc
-        if proc is not None and proc.stdin is not None:
-            with self._lock, contextlib.suppress(OSError, ValueError):  # ValueError: already closed (run over)
-                proc.stdin.write(b"c")
-                proc.stdin.flush()
+        self._worker.cancel()
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until the run is done (or ``timeout_s`` passes); True when done."""
-        return self._done.wait(timeout_s)
+        return self._worker.wait(timeout_s)
 
     @property
     def done(self) -> bool:
         """Every job has finished, or the run was cancelled and the worker has exited."""
-        return self._done.is_set()
+        return self._worker.done
 
     def snapshot(self) -> BenchmarkSnapshot:
         """A frozen copy of the current state (thread-safe, cheap: tuples of immutable records). Polling it keeps
         the run alive (see :data:`ABANDONED_S`)."""
-        self._last_poll = time.monotonic()
-        done = self._done.is_set()
+        self._worker.poll()
+        done = self._worker.done
         with self._lock:
             progress = self._progress
             run_start = None if progress is None else progress.start_s
@@ -463,7 +384,7 @@ class BenchmarkRun:
             return BenchmarkSnapshot(
                 jobs_total=len(self._jobs),
                 jobs_done=self._jobs_done,
-                current=self._current,
+                current=None if done else self._current,
                 progress=progress,
                 requests_total=sum(j.settings.num_prompts for j in self._jobs),
                 requests_done=self._requests_done,

@@ -139,3 +139,23 @@ def test_context_checked_before_sending_with_server_token_count(monkeypatch):
         assert not any(r["path"] == "/v1/chat/completions" for r in server.requests)
         short = asyncio.run(run_compare([endpoint], ChatRequest("hello there", max_tokens=8), timeout_s=5))
         assert short.records[0].ok
+
+
+def test_a_busy_app_process_does_not_delay_the_measurement(timed_server):
+    # The page's process renders charts while a run streams; C calls there hold the GIL for long stretches. Streams
+    # read on a thread of that process were timestamped late (a 12-token answer seen in one burst 0.5 s after a
+    # 150 ms first token); in the worker process they are not. Here a sort of 3 million floats (one C call, the GIL
+    # held throughout: ~1 s) runs while the server streams its 150 ms + 11 x 20 ms answer.
+    import random
+
+    data = [random.random() for _ in range(3_000_000)]
+    run = CompareRun([Endpoint("a", "vllm", timed_server.url)], ChatRequest("busy [tokens=12]"), timeout_s=10)
+    run.start()
+    deadline = time.monotonic() + 30
+    while not run.done and time.monotonic() < deadline:
+        sorted(data)
+    assert run.wait(10)
+    (record,) = run.snapshot().endpoints[0].records
+    m = record.first_token_s, (record.last_token_s - record.first_token_s) / 11
+    # halfway between the server's schedule and a delay by one sort: TTFT 150 ms, 20 ms per token
+    assert 0.145 <= m[0] < 0.5 and 0.015 <= m[1] < 0.05, m

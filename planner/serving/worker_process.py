@@ -1,0 +1,181 @@
+"""Measurements in a process of their own: the parent that starts and polls it, and the child's main loop.
+
+Why a process: a Streamlit server is one Python process; streams read on one of its threads share the GIL with
+every page render (the live charts redraw twice a second), which delayed chunk handling by 100–400 ms: the page
+reported worse latency than the CLI for the same load (Load Test), and Live Compare saw a 12-token answer arrive
+in one 15 ms burst 0.5 s after a 150 ms first token. So Live Compare and Load Test both run in a child process,
+``python -m <module>``, whose module calls :func:`run_child`.
+
+Protocol: the parent writes one pickled payload to the child's stdin (the work and any API keys: never argv or the
+environment); the child writes one pickled message tuple ``(kind, *payload)`` per state change to its stdout and
+ends with ``("done",)``. One byte on the child's stdin, or stdin closing (the app went away), asks it to stop. A
+run that nobody polled for ``abandoned_s`` seconds (its browser tab was closed) is stopped the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ABANDONED_S", "WorkerProcess", "run_child"]
+
+#: A run whose state nobody has asked for this long (its page was closed) is stopped, seconds.
+ABANDONED_S = 300.0
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+class WorkerProcess:
+    """The parent side: start ``python -m module`` with ``payload``, hand every message to ``apply``.
+
+    ``apply(kind, payload)`` runs on a reader thread, one message at a time. :meth:`poll` marks the run as watched.
+
+    Args:
+        module: The child's module, e.g. ``"planner.loadtest.worker"``.
+        payload: What the child reads first (picklable).
+        apply: Called with each message ``(kind, payload tuple)``, except ``done``.
+        on_error: Called with one line when the child cannot be heard (a broken pipe, a bad message) or exits
+            with an error, unless it was cancelled.
+        name: Thread names' prefix, and the process's name in error lines.
+        abandoned_s: Seconds without :meth:`poll` after which the run is stopped (None = never).
+    """
+
+    def __init__(
+        self,
+        module: str,
+        payload: Any,
+        *,
+        apply: Callable[[str, tuple[Any, ...]], None],
+        on_error: Callable[[str], None],
+        name: str,
+        abandoned_s: float | None = ABANDONED_S,
+    ) -> None:
+        self._module = module
+        self._payload = payload
+        self._apply = apply
+        self._on_error = on_error
+        self._name = name
+        self._abandoned_s = abandoned_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._done = threading.Event()
+        self._write_lock = threading.Lock()
+        self.cancelled = False
+        self._last_poll = time.monotonic()
+
+    def start(self) -> WorkerProcess:
+        """Start the child (once); returns self."""
+        if self._proc is not None:
+            return self
+        path = os.pathsep.join(filter(None, (str(_ROOT), os.environ.get("PYTHONPATH"))))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", self._module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=_ROOT,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        assert self._proc.stdin is not None
+        pickle.dump(self._payload, self._proc.stdin)
+        self._proc.stdin.flush()
+        threading.Thread(target=self._read, name=f"{self._name}-reader", daemon=True).start()
+        if self._abandoned_s is not None:
+            threading.Thread(target=self._watchdog, name=f"{self._name}-watchdog", daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            while True:
+                try:
+                    kind, *payload = pickle.load(self._proc.stdout)
+                except EOFError:
+                    break
+                if kind == "done":
+                    break
+                self._apply(kind, tuple(payload))
+        except Exception as exc:  # a broken pipe or a message that does not unpickle
+            self._on_error(f"lost contact with the {self._name} process: {exc}")
+        finally:
+            code = self._proc.wait()
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
+            if code not in (0, None) and not self.cancelled:
+                self._on_error(f"the {self._name} process ended unexpectedly (exit code {code})")
+            self._done.set()
+
+    def _watchdog(self) -> None:
+        assert self._abandoned_s is not None
+        while not self._done.wait(min(5.0, self._abandoned_s / 4)):
+            if time.monotonic() - self._last_poll > self._abandoned_s:
+                self._on_error(f"cancelled: nobody watched this run for {self._abandoned_s:.0f} s")
+                self.cancel()
+                return
+
+    def poll(self) -> None:
+        """Mark the run as watched (a page asked for its state)."""
+        self._last_poll = time.monotonic()
+
+    def cancel(self) -> None:
+        """Ask the child to stop (safe from any thread, any number of times)."""
+        self.cancelled = True
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            with self._write_lock, contextlib.suppress(OSError, ValueError):  # ValueError: already closed
+                proc.stdin.write(b"c")
+                proc.stdin.flush()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the child has exited (or ``timeout_s`` passes); True when it has."""
+        return self._done.wait(timeout_s)
+
+    @property
+    def done(self) -> bool:
+        """The child has exited and every message was applied."""
+        return self._done.is_set()
+
+
+def run_child(work: Callable[[Any, Callable[..., None], asyncio.Event], Awaitable[None]]) -> None:
+    """The child's main: read the payload, run ``work(payload, emit, stop)`` in an event loop, then exit.
+
+    ``emit(kind, *payload)`` writes one message (thread-safe); ``stop`` is set when the parent asks to stop or
+    goes away. An exception from ``work`` is reported as ``("fatal", one line)``; ``("done",)`` always ends the
+    stream. Never returns.
+    """
+    out = sys.stdout.buffer
+    stdin = sys.stdin.buffer
+    payload = pickle.load(stdin)
+    lock = threading.Lock()
+
+    def emit(*message: Any) -> None:
+        with lock:
+            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def watch_stdin() -> None:
+            stdin.read(1)  # returns on a cancel byte or when the parent closes the pipe
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
+        await work(payload, emit, stop)
+
+    try:
+        asyncio.run(main())
+    except Exception as exc:  # the run itself failed (not a request): one line for the page
+        emit("fatal", " ".join(str(exc).split()) or type(exc).__name__)
+    emit("done")
+    # The stdin watcher thread still blocks in a buffered read; a normal interpreter exit would abort on that
+    # reader's lock, so leave at once (everything is written and flushed).
+    os._exit(0)
