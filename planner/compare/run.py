@@ -24,7 +24,7 @@ from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discove
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
-from planner.serving.worker_process import WorkerProcess
+from planner.serving.worker_process import ProcessRun, WorkerProcess
 
 __all__ = [
     "CompareResult",
@@ -206,7 +206,7 @@ class CompareSnapshot:
     result: CompareResult | None = field(default=None, repr=False)
 
 
-class CompareRun:
+class CompareRun(ProcessRun):
     """Run :func:`run_compare` in a worker process; poll :meth:`snapshot`, stop with :meth:`cancel`.
 
     The streams are read in ``python -m planner.compare.worker`` (:mod:`planner.serving.worker_process` says why: on a
@@ -249,24 +249,6 @@ class CompareRun:
         self._worker = WorkerProcess(
             "planner.compare.worker", payload, apply=self._apply, on_error=self._on_error, name="live-compare"
         )
-
-    def start(self) -> CompareRun:
-        """Start the worker process (once); returns self."""
-        self._worker.start()
-        return self
-
-    def cancel(self) -> None:
-        """Stop the run; streams in flight end as ``cancelled`` records. Safe from any thread, any number of times."""
-        self._worker.cancel()
-
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Block until the run is done (or ``timeout_s`` passes); True when done."""
-        return self._worker.wait(timeout_s)
-
-    @property
-    def done(self) -> bool:
-        """The run has finished (normally, cancelled or with an error)."""
-        return self._worker.done
 
     @staticmethod
     def _fresh() -> dict[str, Any]:

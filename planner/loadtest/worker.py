@@ -28,7 +28,7 @@ from planner.loadtest.sweep import SweepSpec
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
-from planner.serving.worker_process import ABANDONED_S, WorkerProcess, run_child
+from planner.serving.worker_process import ABANDONED_S, ProcessRun, WorkerProcess, run_child
 
 __all__ = [
     "ABANDONED_S",
@@ -267,7 +267,7 @@ def worker_main() -> None:
     run_child(_work)
 
 
-class BenchmarkRun:
+class BenchmarkRun(ProcessRun):
     """Run :class:`Job` s one after another in a worker PROCESS; poll :meth:`snapshot`, stop with :meth:`cancel`
     (the run in progress keeps what finished; later runs are not started).
 
@@ -316,11 +316,6 @@ class BenchmarkRun:
         self._kv: dict[str, MeasuredKV | None] = {}
         self._errors: list[str] = []
 
-    def start(self) -> BenchmarkRun:
-        """Start the worker process (once); returns self."""
-        self._worker.start()
-        return self
-
     @property
     def _cancelled(self) -> bool:
         return self._worker.cancelled
@@ -357,19 +352,6 @@ class BenchmarkRun:
                 self._kv[payload[0]] = payload[1]
             elif kind in ("error", "fatal"):
                 self._errors.append(payload[0])
-
-    def cancel(self) -> None:
-        """Stop the run (safe from any thread, any number of times)."""
-        self._worker.cancel()
-
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Block until the run is done (or ``timeout_s`` passes); True when done."""
-        return self._worker.wait(timeout_s)
-
-    @property
-    def done(self) -> bool:
-        """Every job has finished, or the run was cancelled and the worker has exited."""
-        return self._worker.done
 
     def snapshot(self) -> BenchmarkSnapshot:
         """A frozen copy of the current state (thread-safe, cheap: tuples of immutable records). Polling it keeps

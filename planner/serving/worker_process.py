@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ABANDONED_S", "WorkerProcess", "run_child"]
+__all__ = ["ABANDONED_S", "ProcessRun", "WorkerProcess", "run_child"]
 
 #: A run whose state nobody has asked for this long (its page was closed) is stopped, seconds.
 ABANDONED_S = 300.0
@@ -141,6 +141,30 @@ class WorkerProcess:
     def done(self) -> bool:
         """The child has exited and every message was applied."""
         return self._done.is_set()
+
+
+class ProcessRun:
+    """What a page holds of a run in a worker process: start, cancel, wait, done; subclasses set ``_worker``."""
+
+    _worker: WorkerProcess
+
+    def start(self) -> ProcessRun:
+        """Start the worker process (once); returns self."""
+        self._worker.start()
+        return self
+
+    def cancel(self) -> None:
+        """Stop the run; what finished is kept. Safe from any thread, any number of times."""
+        self._worker.cancel()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the run is done (or ``timeout_s`` passes); True when done."""
+        return self._worker.wait(timeout_s)
+
+    @property
+    def done(self) -> bool:
+        """The run has finished (normally, cancelled or with an error) and every message was applied."""
+        return self._worker.done
 
 
 def run_child(work: Callable[[Any, Callable[..., None], asyncio.Event], Awaitable[None]]) -> None:
