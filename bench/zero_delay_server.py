@@ -1,6 +1,6 @@
 """A minimal zero-delay OpenAI/vLLM streaming server, so a client self-test measures the CLIENT, not the server.
 
-The timed server (``tests/servers/timed_sse.py``) builds and JSON-encodes every chunk, awaits ``drain()`` per chunk
+The timed server (``planner/serving/demo_server.py``) builds and JSON-encodes every chunk, awaits ``drain()`` per chunk
 and spins to hit its timeline: at zero delay one such process writes a few thousand chunks per second, which is
 below what one client process parses. This one answers a streamed chat request with one pre-encoded response
 (built once per ``(tokens, continuous_usage_stats, include_usage)`` from the timed server's own chunk builder, so
@@ -37,7 +37,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.servers.timed_sse import MAX_MODEL_LEN, MODEL_ID, _chunk, _usage, chunk_sizes, token_text  # noqa: E402
+from planner.serving.demo_server import (  # noqa: E402
+    MAX_MODEL_LEN,
+    MODEL_ID,
+    chat_chunk,
+    chunk_sizes,
+    token_text,
+    usage_of,
+)
 
 __all__ = ["ZeroDelayServers", "stream_body", "stream_pieces"]
 
@@ -59,18 +66,18 @@ def stream_pieces(n_tokens: int, continuous: bool, include_usage: bool) -> tuple
     """
     key = (n_tokens, continuous, include_usage)
     if key not in _PIECES:
-        role = _chunk({"role": "assistant", "content": ""}, None, _usage(0) if continuous else None)
+        role = chat_chunk({"role": "assistant", "content": ""}, None, usage_of(0) if continuous else None)
         head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         pieces = [head + _http_chunk(f"data: {json.dumps(role)}\n\n")]
         sent = 0
         for size in chunk_sizes(n_tokens):
             text = "".join(token_text(k) for k in range(sent + 1, sent + size + 1))
             sent += size
-            event = _chunk(
-                {"content": text}, "length" if sent == n_tokens else None, _usage(sent) if continuous else None
+            event = chat_chunk(
+                {"content": text}, "length" if sent == n_tokens else None, usage_of(sent) if continuous else None
             )
             pieces.append(_http_chunk(f"data: {json.dumps(event)}\n\n"))
-        tail = _http_chunk(f"data: {json.dumps({**_chunk({}, None, _usage(n_tokens)), 'choices': []})}\n\n")
+        tail = _http_chunk(f"data: {json.dumps({**chat_chunk({}, None, usage_of(n_tokens)), 'choices': []})}\n\n")
         pieces[-1] += (tail if include_usage else b"") + _http_chunk("data: [DONE]\n\n") + b"0\r\n\r\n"
         _PIECES[key] = tuple(pieces)
     return _PIECES[key]

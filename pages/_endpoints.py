@@ -27,12 +27,13 @@ model = "Qwen/Qwen3-0.6B"           # optional: discovered when absent
 api_key_env = "VLLM_API_KEY"        # optional: the NAME of the env var / secret holding the key"""
 
 
-def available_endpoints(prefix: str, selection_key: str) -> dict[str, Endpoint]:
-    """The endpoints this page may use, by name; stops the page with an explanation when there are none.
+def available_endpoints(prefix: str, selection_key: str, *, required: bool = True) -> dict[str, Endpoint]:
+    """The endpoints this page may use, by name; explains how to add one when there are none.
 
     Args:
         prefix: Widget-key prefix of the calling page (``"cmp"``, ``"lt"``).
         selection_key: Widget key of the page's endpoint multiselect (a newly added endpoint is selected).
+        required: Stop the page when there is none (Live Compare); Load Test goes on, to show imported runs.
     """
     path, explicit = state.endpoints_path()
     file_endpoints: tuple[Endpoint, ...] = ()
@@ -52,8 +53,10 @@ def available_endpoints(prefix: str, selection_key: str) -> dict[str, Endpoint]:
         _add_form(prefix, selection_key, available, custom, file_names, path.name)
     if not available:
         st.info(
-            "No endpoint is configured. Put an `endpoints.toml` at the repository root (or point "
-            "`LLM_PLANNER_ENDPOINTS` at one) with one table per server:\n\n"
+            "No endpoint is configured. To try the page without a GPU, start the demo server "
+            "(`python -m planner demo-server`) and add it above as `http://127.0.0.1:8000`. Or put an "
+            "`endpoints.toml` at the repository root (or point `LLM_PLANNER_ENDPOINTS` at one) with one table per "
+            "server:\n\n"
             f"```toml\n{EXAMPLE_TOML}\n```\n\n"
             + (
                 "or add one above for this session."
@@ -61,7 +64,8 @@ def available_endpoints(prefix: str, selection_key: str) -> dict[str, Endpoint]:
                 else "Adding endpoints in the page is turned off on this deployment."
             )
         )
-        st.stop()
+        if required:
+            st.stop()
     return available
 
 

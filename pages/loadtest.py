@@ -50,7 +50,7 @@ st.caption(
     "endpoint, one after the other, live. Measured from this machine, so network time to each server is included."
 )
 
-available = endpoints_ui.available_endpoints("lt", W["endpoints"])
+available = endpoints_ui.available_endpoints("lt", W["endpoints"], required=False)  # imports need none
 endpoints_ui.restore_from_link(
     loadtest_state.decode,
     load_settings.DEFAULT,

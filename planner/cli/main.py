@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.cli import bench, catalog, compare, model
+from planner.cli import bench, catalog, compare, demo, model
 from planner.cli import plan as plan_command
 
 __all__ = ["main"]
@@ -30,6 +30,7 @@ _COMMANDS = {
     "models": catalog.run_models,
     "compare": compare.run,
     "bench": bench.run,
+    "demo-server": demo.run,
 }
 
 
@@ -43,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (plan_command, model, catalog, compare, bench):
+    for module in (plan_command, model, catalog, compare, bench, demo):
         module.add_parser(sub)
     return parser
 

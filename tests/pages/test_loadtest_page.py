@@ -110,3 +110,14 @@ def test_sweep_draws_its_curve():
     assert list(table["max_concurrency"]) == [1, 2, 4]
     charts = [c for c in at.get("plotly_chart")]
     assert any("Concurrency sweep" in c.proto.spec for c in charts)
+
+
+def test_saved_runs_can_be_viewed_with_no_endpoint_configured(monkeypatch, tmp_path):
+    # a vllm bench serve --save-result file is worth a look before any server exists
+    monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(tmp_path / "none.toml"))
+    monkeypatch.chdir(tmp_path)
+    at = _app()
+    assert not at.exception
+    assert "python -m planner demo-server" in at.info[0].value  # how to get a server without a GPU
+    assert at.button(key="lt.run").disabled  # nothing to run
+    assert any(e.label.startswith("Add earlier runs") for e in at.expander)  # the import stays reachable

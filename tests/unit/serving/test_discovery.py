@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from planner.serving.demo_server import MAX_MODEL_LEN, MODEL_ID
 from planner.serving.discovery import discover, discover_sync
 from planner.serving.endpoints import Endpoint
-from tests.servers.timed_sse import MAX_MODEL_LEN, MODEL_ID
 
 
 def test_vllm_discovery(timed_server):

@@ -1,6 +1,6 @@
 """The lean streaming path against the SDK path, on the timed server's modes and a real llama.cpp server.
 
-Truth (tests/servers/timed_sse.py): first token 150 ms after the request arrives, then 20 ms per token, 12 tokens in
+Truth (planner/serving/demo_server.py): first token 150 ms after the request arrives, then 20 ms per token, 12 tokens in
 chunks of 1, 2, 1, 3, 1, 2, 1, 1 tokens with continuous usage; texts "t1 " ... "t12 ". Both paths must build the
 same record from the same stream (times aside, which differ by scheduling only).
 """
@@ -18,10 +18,10 @@ from planner.errors import InvalidParameterError
 from planner.serving.backends import stream_request
 from planner.serving.backends.aiohttp_lean import fast_client
 from planner.serving.backends.openai_sdk import openai_client
+from planner.serving.demo_server import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
-from tests.servers.timed_sse import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 
 stream_openai = functools.partial(stream_request, backend="openai")
 stream_openai_fast = functools.partial(stream_request, backend="aiohttp")

@@ -1,0 +1,596 @@
+"""The demo server: an OpenAI/vLLM/TGI-compatible streaming server with KNOWN token timing.
+
+``python -m planner demo-server`` starts it for trying Live Compare, Load Test and the CLI without a GPU; the tests
+run it as their timed server (``tests/servers/timed_sse.py`` starts it on an ephemeral port) to check what the
+clients measure and what they send. It runs as its own process, so its timers do not share a GIL with the client
+being measured::
+
+    python -m planner.serving.demo_server --port 0      # prints "PORT <n>" once listening
+
+Timeline of a streamed chat request (``t0`` = request parsed by the server):
+
+* role chunk ``delta: {"role": "assistant", "content": ""}`` at once (vLLM shape; with ``continuous_usage_stats``
+  it carries ``usage.completion_tokens = 0``);
+* token ``k`` (1-based) is ready at ``t0 + ttft_ms + (k − 1) · itl_ms``; defaults 150 ms and 20 ms (``--ttft-ms``,
+  ``--itl-ms``); with ``--itl-per-running-ms x`` each gap grows by ``x`` per other request running at the time
+  (a batch's decode step takes longer with more sequences), so latency rises with concurrency as on a real server;
+* tokens are grouped into chunks of 1, 2, 1, 3, 1, 2, 1, 3, ... tokens (the first chunk always holds 1); a chunk is
+  sent when its last token is ready, so every token's share of its chunk gap is exactly ``itl_ms``;
+* with ``continuous_usage_stats`` every chunk carries cumulative usage (exact tokens per chunk);
+* the last token chunk has its ``finish_reason`` (see "End of sequence" below); then the usage chunk
+  (``choices: []``) when ``include_usage``; then ``data: [DONE]``.
+
+The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut] [tokens=8]"``:
+
+* ``tokens=N`` (default: the end of sequence below), ``ttft_ms=X``, ``itl_ms=Y`` (the server's defaults);
+* ``mode=ok`` (default); ``error`` (vLLM in-stream error payload after 2 chunks, then ``[DONE]``, on HTTP 200);
+  ``tgi_error`` (TGI chat in-stream error ``{"error": {"message", "http_status_code": 422}}``); ``cut`` (the
+  connection is dropped after 3 chunks, mid chunked body); ``http400`` (vLLM nested context-length error body);
+  ``http400_flat`` (old flat vLLM error body); ``http500``; ``hang`` (never answers);
+  ``reject_continuous`` (400 naming ``continuous_usage_stats`` when it is sent, else normal).
+
+Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``/metrics``
+(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not), ``POST /v1/completions`` (streamed,
+``choices[0].text``; the prompt may be text or token ids), ``POST /`` and ``/generate_stream`` (TGI native stream:
+one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+
+End of sequence: the "model" ends its answer after 12 tokens (``finish_reason: "stop"``) unless ``max_tokens`` is
+smaller (``"length"``) or the request asks for ``ignore_eos`` where vLLM reads it, at the top level of the body; then
+it generates exactly ``max_tokens`` tokens (``"length"``). A ``tokens=N`` option overrides both.
+
+Recording: every request is kept (method, path, headers, the body's exact text, and the server's wall-clock
+``received_s`` and, for generation requests, ``finished_s``) and ``GET /_recorded`` returns them
+as a JSON list, oldest first; ``DELETE /_recorded`` forgets them (:meth:`TimedServer.recorded`,
+:meth:`TimedServer.clear_recorded`). The last 10,000 are kept.
+
+Tokenizer: by default every prompt is ``PROMPT_TOKENS`` (12) tokens and there is no ``/tokenize``. With
+``--tokenizer bytes`` (``TimedServer(tokenizer="bytes")``) the server counts as a byte-level tokenizer does (one
+token per UTF-8 byte, like the tokenizer ``shared/device/vllm/make_tokenizer.py`` builds for a real vLLM), chat
+messages rendered by :func:`chat_template` first: ``usage.prompt_tokens`` is that count, a token-id prompt counts
+its ids, and vLLM's ``POST /tokenize`` (``{"model", "messages"}`` or ``{"model", "prompt"}`` → ``{"count",
+"max_model_len", "tokens"}``) answers with the same count.
+
+``GET /metrics`` renders with prometheus_client, as vLLM does (``# HELP``/``# TYPE`` lines, sorted labels, a
+``_created`` gauge beside each counter), the names and label sets of vllm/v1/metrics/loggers.py, every series
+labelled ``engine="0"`` and ``model_name="timed-model"``:
+
+* ``vllm:num_requests_running``: generation requests (``POST /v1/chat/completions``, ``/``, ``/generate_stream``,
+  streamed or not, every mode) admitted and not yet finished, counted live; ``vllm:num_requests_waiting``: those
+  waiting for a slot under ``--max-num-seqs N`` (always 0 without it);
+* ``vllm:kv_cache_usage_perc`` = min(1, 64 · running / 2048): each running request holds 64 blocks (1,024 tokens)
+  of a fixed pool of 2,048 blocks × 16 tokens = 32,768 tokens, so one request is 0.03125;
+* counters ``vllm:num_preemptions`` (always 0), ``vllm:prompt_tokens`` (each request's prompt tokens, as in usage),
+  ``vllm:generation_tokens`` (tokens sent), exposed with ``_total``;
+* ``vllm:cache_config_info{...} 1.0`` with the ``CacheConfig`` label set of a recent vLLM (as captured from a live
+  server): ``block_size="16"``, ``num_gpu_blocks="2048"``, ``kv_cache_size_tokens="32768"``,
+  ``kv_cache_max_concurrency="8.0"`` (32,768 / 4,096), ``gpu_memory_utilization="0.9"``, ``cache_dtype="auto"``, ...
+
+``python -m tests.servers.timed_sse --legacy-metrics`` (``TimedServer(legacy_metrics=True)``) serves the names of
+vLLM releases before 0.9 instead: ``vllm:gpu_cache_usage_perc`` in place of ``vllm:kv_cache_usage_perc``, and the
+older ``cache_config_info`` label set (``swap_space_bytes``, ``cpu_offload_gb``, no ``kv_cache_size_tokens``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+
+__all__ = [
+    "DEMO_DEFAULTS",
+    "KV_BLOCKS_PER_REQUEST",
+    "KV_BLOCK_SIZE",
+    "KV_NUM_GPU_BLOCKS",
+    "MAX_MODEL_LEN",
+    "MODEL_ID",
+    "TEST_DEFAULTS",
+    "add_arguments",
+    "chat_chunk",
+    "chat_template",
+    "chunk_sizes",
+    "serve",
+    "token_text",
+    "usage_of",
+]
+
+MODEL_ID = "timed-model"
+MAX_MODEL_LEN = 4096
+PROMPT_TOKENS = 12
+CONTEXT_ERROR = (
+    "This model's maximum context length is 4096 tokens. However, you requested 5000 output tokens and your prompt "
+    "contains at least 12 input tokens, for a total of at least 5012 tokens."
+)
+IN_STREAM_ERROR = "Engine core hit an error: CUDA out of memory"
+SERVER_ERROR = "Internal server error: engine crashed"
+TGI_STREAM_ERROR = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096"
+_PATTERN = (1, 2, 1, 3)
+KV_BLOCK_SIZE = 16
+KV_NUM_GPU_BLOCKS = 2048
+KV_BLOCKS_PER_REQUEST = 64
+
+
+class _State:
+    """Live counts behind ``GET /metrics`` (one event loop, so no lock)."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.slots: asyncio.Semaphore | None = None
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.legacy_metrics = False
+        self.tokenizer = "fixed"
+        self.recorded: list[dict[str, Any]] = []
+        self.ttft_ms = 150.0
+        self.itl_ms = 20.0
+        self.itl_per_running_ms = 0.0
+
+
+_STATE = _State()
+#: Most requests :data:`_State.recorded` keeps.
+MAX_RECORDED = 10_000
+#: End-of-sequence position of every answer (tokens) when the request does not ask for ``ignore_eos``.
+EOS_TOKENS = 12
+
+
+def chat_template(messages: list[dict[str, Any]]) -> str:
+    """The prompt text a chat request becomes (``<|role|>`` headers, then the assistant's header), for counting."""
+    parts = [f"<|{m.get('role', 'user')}|>\n{m.get('content', '')}\n" for m in messages]
+    return "".join(parts) + "<|assistant|>\n"
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """Prompt tokens of a chat or completions body under the server's tokenizer (see the module docstring)."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        return len(prompt)
+    if _STATE.tokenizer != "bytes":
+        return PROMPT_TOKENS
+    text = prompt if isinstance(prompt, str) else chat_template(body.get("messages") or [])
+    return len(text.encode("utf-8"))
+
+
+def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None) -> tuple[int, str]:
+    """``(tokens, finish_reason)`` of an answer: ``tokens=N`` option, else EOS at 12 unless ``ignore_eos``."""
+    if "tokens" in opts:
+        return int(opts["tokens"]), "length"
+    limit = int(max_tokens or EOS_TOKENS)
+    if body.get("ignore_eos") is True:
+        return limit, "length"
+    return (EOS_TOKENS, "stop") if limit > EOS_TOKENS else (limit, "length")
+
+
+# CacheConfig.metrics_info() labels (vllm/config/cache.py: every field as str), as a recent vLLM V1 exposes them
+_CACHE_CONFIG_LABELS = {
+    "_block_size_resolved": "True",
+    "block_size": str(KV_BLOCK_SIZE),
+    "cache_dtype": "auto",
+    "calculate_kv_scales": "False",
+    "enable_prefix_caching": "True",
+    "gpu_memory_utilization": "0.9",
+    "is_attention_free": "False",
+    "kv_cache_dtype_skip_layers": "[]",
+    "kv_cache_max_concurrency": str(KV_NUM_GPU_BLOCKS * KV_BLOCK_SIZE / MAX_MODEL_LEN),
+    "kv_cache_memory_bytes": "None",
+    "kv_cache_size_tokens": str(KV_NUM_GPU_BLOCKS * KV_BLOCK_SIZE),
+    "kv_offloading_backend": "native",
+    "kv_offloading_size": "None",
+    "kv_sharing_fast_prefill": "False",
+    "mamba_block_size": "None",
+    "mamba_cache_dtype": "auto",
+    "mamba_cache_mode": "none",
+    "mamba_page_size_padded": "None",
+    "mamba_ssm_cache_dtype": "auto",
+    "num_cpu_blocks": "None",
+    "num_gpu_blocks": str(KV_NUM_GPU_BLOCKS),
+    "num_gpu_blocks_override": "None",
+    "prefix_caching_hash_algo": "sha256",
+    "prefix_match_unit": "None",
+    "skip_page_size_padded": "None",
+    "sliding_window": "None",
+    "user_specified_block_size": "False",
+    "user_specified_mamba_block_size": "False",
+}
+# the label set of releases before 0.9 (vLLM docs/design/metrics.md "Cache Config Info" and a V0 capture)
+_LEGACY_CACHE_CONFIG_LABELS = {
+    "block_size": str(KV_BLOCK_SIZE),
+    "cache_dtype": "auto",
+    "calculate_kv_scales": "False",
+    "cpu_offload_gb": "0",
+    "enable_prefix_caching": "False",
+    "gpu_memory_utilization": "0.9",
+    "is_attention_free": "False",
+    "num_cpu_blocks": "2048",
+    "num_gpu_blocks": str(KV_NUM_GPU_BLOCKS),
+    "num_gpu_blocks_override": "None",
+    "sliding_window": "None",
+    "swap_space_bytes": "4294967296",
+}
+
+
+def _metrics_text() -> bytes:
+    """The vLLM V1 ``/metrics`` body for the current state (a fresh registry each time: values are set, not kept)."""
+    registry = CollectorRegistry()
+    labels = {"model_name": MODEL_ID, "engine": "0"}
+    names = ["model_name", "engine"]
+
+    def gauge(name: str, doc: str, value: float) -> None:
+        Gauge(name, doc, labelnames=names, registry=registry).labels(**labels).set(value)
+
+    def counter(name: str, doc: str, value: float) -> None:
+        Counter(name, doc, labelnames=names, registry=registry).labels(**labels).inc(value)
+
+    gauge("vllm:num_requests_running", "Number of requests in model execution batches.", _STATE.running)
+    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", _STATE.waiting)
+    usage = min(1.0, KV_BLOCKS_PER_REQUEST * _STATE.running / KV_NUM_GPU_BLOCKS)
+    if _STATE.legacy_metrics:
+        gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", usage)
+    else:
+        gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", usage)
+    counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0)
+    counter("vllm:prompt_tokens", "Number of prefill tokens processed.", _STATE.prompt_tokens)
+    counter("vllm:generation_tokens", "Number of generation tokens processed.", _STATE.generation_tokens)
+    info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
+    config = Gauge(
+        "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labelnames=list(info), registry=registry
+    )
+    config.labels(**info).set(1)
+    return generate_latest(registry)
+
+
+def chunk_sizes(n_tokens: int) -> list[int]:
+    """Tokens per chunk for an answer of ``n_tokens`` tokens: 1, 2, 1, 3, ... cut to sum to ``n_tokens``."""
+    sizes: list[int] = []
+    i = 0
+    while sum(sizes) < n_tokens:
+        sizes.append(min(_PATTERN[i % len(_PATTERN)], n_tokens - sum(sizes)))
+        i += 1
+    return sizes
+
+
+def token_text(k: int) -> str:
+    """Text of token ``k`` (1-based)."""
+    return f"t{k} "
+
+
+def _options(prompt: str) -> dict[str, str]:
+    return dict(re.findall(r"\[(\w+)=([\w.]+)\]", prompt))
+
+
+def _gap(itl_s: float) -> float:
+    """Seconds to the next token: ``itl`` plus ``itl_per_running_ms`` for each other request running now."""
+    return itl_s + _STATE.itl_per_running_ms / 1000 * max(0, _STATE.running - 1)
+
+
+async def _sleep_until(target: float) -> None:
+    """Sleep until perf_counter() ≥ target: asyncio sleep to 1 ms before, then spin (sub-ms accuracy)."""
+    remaining = target - time.perf_counter()
+    if remaining > 0.0015:
+        await asyncio.sleep(remaining - 0.001)
+    while time.perf_counter() < target:
+        pass
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def head(self, status: int, headers: dict[str, str]) -> None:
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 422: "Unprocessable Entity", 500: "Error"}
+        lines = [f"HTTP/1.1 {status} {reason.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        await self.writer.drain()
+
+    async def json(self, status: int, body: Any) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        await self.head(status, {"Content-Type": "application/json", "Content-Length": str(len(data))})
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def chunk(self, text: str) -> None:
+        data = text.encode()
+        self.writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await self.writer.drain()
+
+    async def event(self, payload: Any) -> None:
+        await self.chunk(f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n")
+
+    async def end(self) -> None:
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+
+def chat_chunk(delta: dict, finish: str | None, usage: dict | None) -> dict:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-timed",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def usage_of(n: int, n_prompt: int = PROMPT_TOKENS) -> dict:
+    return {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}
+
+
+async def _chat(conn: _Conn, body: dict, t0: float) -> None:
+    if "prompt" in body:  # /v1/completions
+        prompt = body["prompt"] if isinstance(body["prompt"], str) else ""
+    else:
+        prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    opts = _options(prompt)
+    mode = opts.get("mode", "ok")
+    n, last_finish = answer_tokens(body, opts, body.get("max_tokens"))
+    completions = "prompt" in body
+    ttft = float(opts.get("ttft_ms", _STATE.ttft_ms)) / 1000
+    itl = float(opts.get("itl_ms", _STATE.itl_ms)) / 1000
+    stream_options = body.get("stream_options") or {}
+    continuous = bool(stream_options.get("continuous_usage_stats"))
+    include_usage = bool(stream_options.get("include_usage"))
+    if mode == "hang":
+        with contextlib.suppress(Exception):
+            await conn.reader.read()  # until the client gives up and closes
+        conn.writer.close()
+        return
+    if mode == "http400":
+        await conn.json(
+            400, {"error": {"message": CONTEXT_ERROR, "type": "BadRequestError", "param": None, "code": 400}}
+        )
+        return
+    if mode == "http400_flat":
+        body400 = {"object": "error", "message": CONTEXT_ERROR, "type": "BadRequestError", "param": None, "code": 400}
+        await conn.json(400, body400)
+        return
+    if mode == "http500":
+        await conn.json(500, {"error": {"message": SERVER_ERROR, "type": "InternalServerError", "code": 500}})
+        return
+    if mode == "reject_continuous" and continuous:
+        msg = "stream_options.continuous_usage_stats is not supported"
+        await conn.json(400, {"error": {"message": msg, "type": "BadRequestError", "code": 400}})
+        return
+    if not body.get("stream"):
+        await _sleep_until(t0 + ttft + itl * (n - 1))
+        _STATE.generation_tokens += n
+        text = "".join(token_text(k) for k in range(1, n + 1))
+        await conn.json(
+            200,
+            {
+                "id": "chatcmpl-timed",
+                "object": "chat.completion",
+                "model": MODEL_ID,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
+                ],
+                "usage": usage_of(n, prompt_tokens(body)),
+            },
+        )
+        return
+    n_prompt = prompt_tokens(body)
+    due = t0 + ttft
+    await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+    if not completions:
+        await conn.event(
+            chat_chunk({"role": "assistant", "content": ""}, None, usage_of(0, n_prompt) if continuous else None)
+        )
+    sent = 0
+    for j, size in enumerate(chunk_sizes(n)):
+        if mode in ("error", "tgi_error") and j == 2:
+            if mode == "error":
+                err = {"error": {"message": IN_STREAM_ERROR, "type": "InternalServerError", "param": None, "code": 500}}
+            else:
+                err = {"error": {"message": TGI_STREAM_ERROR, "http_status_code": 422}}
+            await conn.event(err)
+            await conn.event("[DONE]")
+            await conn.end()
+            return
+        if mode == "cut" and j == 3:
+            conn.writer.transport.abort()
+            return
+        for _ in range(size - 1 if sent == 0 else size):  # the first token is due at t0 + ttft
+            due += _gap(itl)
+        await _sleep_until(due)
+        text = "".join(token_text(k) for k in range(sent + 1, sent + size + 1))
+        sent += size
+        _STATE.generation_tokens += size
+        finish = last_finish if sent == n else None
+        usage = usage_of(sent, n_prompt) if continuous else None
+        if completions:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            await conn.event(
+                {"id": "cmpl-timed", "object": "text_completion", "model": MODEL_ID, "choices": [choice]}
+                | ({"usage": usage} if usage else {})
+            )
+        else:
+            await conn.event(chat_chunk({"content": text}, finish, usage))
+    if include_usage:
+        await conn.event({**chat_chunk({}, None, usage_of(n, n_prompt)), "choices": []})
+    await conn.event("[DONE]")
+    await conn.end()
+
+
+async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
+    """TGI ``/generate_stream``: one token per event, the last with ``generated_text`` and ``details``."""
+    opts = _options(str(body.get("inputs", "")))
+    params = body.get("parameters") or {}
+    n, _ = answer_tokens({}, opts, params.get("max_new_tokens"))
+    ttft = float(opts.get("ttft_ms", _STATE.ttft_ms)) / 1000
+    itl = float(opts.get("itl_ms", _STATE.itl_ms)) / 1000
+    await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+    if opts.get("mode") == "error":
+        await conn.chunk('data:{"error":"Model is overloaded","error_type":"overloaded"}\n\n')
+        await conn.end()
+        return
+    due = t0 + ttft
+    for k in range(1, n + 1):
+        if k > 1:
+            due += _gap(itl)
+        await _sleep_until(due)
+        _STATE.generation_tokens += 1
+        last = k == n
+        event = {
+            "index": k,
+            "token": {"id": k, "text": token_text(k), "logprob": -0.5, "special": False},
+            "generated_text": "".join(token_text(i) for i in range(1, n + 1)) if last else None,
+            "details": {"finish_reason": "length", "generated_tokens": n, "seed": None, "input_length": PROMPT_TOKENS}
+            if last and params.get("details")
+            else None,
+        }
+        await conn.chunk("data:" + json.dumps(event) + "\n\n")  # old TGI framing: no space after "data:"
+    await conn.end()
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Serve requests on one keep-alive connection until the client closes it."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = _Conn(reader, writer)
+    try:
+        while not writer.is_closing():
+            await _one_request(conn)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+async def _one_request(conn: _Conn) -> None:
+    head = await conn.reader.readuntil(b"\r\n\r\n")
+    t0 = time.perf_counter()
+    request_line, *header_lines = head.decode("latin-1").split("\r\n")
+    method, target, _ = request_line.split(" ", 2)
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
+    length = int(headers.get("content-length", "0"))
+    raw = await conn.reader.readexactly(length) if length else b""
+    path = target.split("?", 1)[0].rstrip("/") or "/"
+    entry: dict[str, Any] = {}
+    if path != "/_recorded":
+        entry = {"method": method, "path": path, "headers": headers, "body": raw.decode("utf-8", "replace")}
+        entry["received_s"] = time.time()
+        _STATE.recorded = [*_STATE.recorded[-(MAX_RECORDED - 1) :], entry]
+    body = json.loads(raw) if raw else {}
+    if path == "/_recorded":
+        if method == "DELETE":
+            _STATE.recorded = []
+        await conn.json(200, _STATE.recorded)
+    elif method == "POST" and path == "/tokenize" and _STATE.tokenizer == "bytes":
+        count = prompt_tokens(body)
+        await conn.json(200, {"count": count, "max_model_len": MAX_MODEL_LEN, "tokens": list(range(count))})
+    elif method == "GET" and path == "/health":
+        await conn.json(200, None)
+    elif method == "GET" and path == "/v1/models":
+        model = {"id": MODEL_ID, "object": "model", "owned_by": "vllm", "root": MODEL_ID, "max_model_len": 4096}
+        await conn.json(200, {"object": "list", "data": [model]})
+    elif method == "GET" and path == "/version":
+        await conn.json(200, {"version": "0.0.0-timed"})
+    elif method == "GET" and path == "/info":
+        info = {"model_id": MODEL_ID, "max_input_tokens": 4095, "max_total_tokens": 4096, "version": "3.3.6-timed"}
+        await conn.json(200, info)
+    elif method == "GET" and path == "/metrics":
+        data = _metrics_text()
+        await conn.head(200, {"Content-Type": CONTENT_TYPE_LATEST, "Content-Length": str(len(data))})
+        conn.writer.write(data)
+        await conn.writer.drain()
+    elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions", "/", "/generate_stream"):
+        if _STATE.slots is not None:
+            # A scheduler with max_num_seqs slots: a request waits for one, and its timeline starts when admitted.
+            _STATE.waiting += 1
+            try:
+                await _STATE.slots.acquire()
+            finally:
+                _STATE.waiting -= 1
+            t0 = time.perf_counter()
+        _STATE.running += 1
+        _STATE.prompt_tokens += prompt_tokens(body) if path.startswith("/v1/") else PROMPT_TOKENS
+        try:
+            if path in ("/v1/chat/completions", "/v1/completions"):
+                await _chat(conn, body, t0)
+            else:
+                await _generate_stream(conn, body, t0)
+        finally:
+            _STATE.running -= 1
+            entry["finished_s"] = time.time()
+            if _STATE.slots is not None:
+                _STATE.slots.release()
+    else:
+        await conn.json(404, {"error": {"message": f"no route {method} {path}", "type": "NotFoundError"}})
+
+
+async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> None:
+    _STATE.legacy_metrics = args.legacy_metrics
+    _STATE.tokenizer = args.tokenizer
+    _STATE.slots = asyncio.Semaphore(args.max_num_seqs) if args.max_num_seqs else None
+    _STATE.ttft_ms, _STATE.itl_ms, _STATE.itl_per_running_ms = args.ttft_ms, args.itl_ms, args.itl_per_running_ms
+    server = await asyncio.start_server(_handle, args.host, args.port)
+    print(announce(server.sockets[0].getsockname()[1]), flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+#: The flags' defaults for the tests' timed server (``python -m planner.serving.demo_server``): no load effects.
+TEST_DEFAULTS = {"port": 0, "tokenizer": "fixed", "itl_per_running_ms": 0.0, "max_num_seqs": None}
+#: The defaults of ``python -m planner demo-server``: vLLM's port, a byte-level tokenizer with ``/tokenize``, and a
+#: decode step that grows with the batch (0.1 ms per other running request, at most 64 at once).
+DEMO_DEFAULTS = {"port": 8000, "tokenizer": "bytes", "itl_per_running_ms": 0.1, "max_num_seqs": 64}
+
+
+def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    """The server's flags, with ``defaults`` (:data:`TEST_DEFAULTS` or :data:`DEMO_DEFAULTS`)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=defaults["port"], help=f"port (default: {defaults['port']})")
+    parser.add_argument("--ttft-ms", type=float, default=150.0, help="first token after the request, ms (default: 150)")
+    parser.add_argument("--itl-ms", type=float, default=20.0, help="gap between tokens, ms (default: 20)")
+    parser.add_argument(
+        "--itl-per-running-ms",
+        type=float,
+        default=defaults["itl_per_running_ms"],
+        help=f"more gap per other running request, ms (default: {defaults['itl_per_running_ms']:g})",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=defaults["max_num_seqs"],
+        help=f"requests generating at once; the rest wait (default: {defaults['max_num_seqs'] or 'no limit'})",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        choices=("fixed", "bytes"),
+        default=defaults["tokenizer"],
+        help="fixed: every prompt 12 tokens; bytes: one token per byte, with /tokenize "
+        f"(default: {defaults['tokenizer']})",
+    )
+    parser.add_argument(
+        "--legacy-metrics", action="store_true", help="serve /metrics with vLLM's pre-0.9 names (gpu_cache_usage_perc)"
+    )
+
+
+def serve(args: argparse.Namespace, announce: Callable[[int], str]) -> None:
+    """Run the server until Ctrl-C; ``announce(port)`` is printed once it listens."""
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args, announce))
+
+
+def main() -> None:
+    """``python -m planner.serving.demo_server``: the tests' defaults; prints ``PORT <n>`` once listening."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser, TEST_DEFAULTS)
+    serve(parser.parse_args(), lambda port: f"PORT {port}")
+
+
+if __name__ == "__main__":
+    main()

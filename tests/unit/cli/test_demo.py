@@ -1,0 +1,51 @@
+"""``python -m planner demo-server``: the README's way to try the endpoint pages and the CLI without a GPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from planner.serving import demo_server
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_demo_server_serves_a_bench_run():
+    server = subprocess.Popen(
+        [sys.executable, "-m", "planner", "demo-server", "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        first = server.stdout.readline()
+        assert first.startswith("demo server on http://127.0.0.1:") and "Ctrl-C stops it" in first
+        url = first.split()[3]
+        bench = subprocess.run(
+            [
+                *(sys.executable, "-m", "planner", "bench", "--endpoint", f"vllm:{url}"),
+                *("--num-prompts", "4", "--max-concurrency", "2", "--input-len", "64", "--output-len", "4"),
+                *("--ignore-eos", "--json"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert bench.returncode == 0, bench.stderr
+        result = json.loads(bench.stdout)
+        assert result["completed"] == 4 and result["total_output_tokens"] == 16
+        # byte-level /tokenize by default: each prompt text is 64 tokens, plus the template's 24 in usage
+        assert result["total_input_tokens"] == 4 * (64 + 24) and result["input_tokens_method"] == "server_tokenize"
+    finally:
+        server.terminate()
+        server.wait(10)
+        server.stdout.close()
+
+
+def test_the_decode_gap_grows_with_the_requests_running(monkeypatch):
+    # --itl-per-running-ms: each token gap grows by that much per other request running at the time
+    monkeypatch.setattr(demo_server._STATE, "itl_per_running_ms", 0.5)
+    monkeypatch.setattr(demo_server._STATE, "running", 9)
+    assert demo_server._gap(0.020) == 0.020 + 0.0005 * 8
+    monkeypatch.setattr(demo_server._STATE, "running", 1)
+    assert demo_server._gap(0.020) == 0.020
