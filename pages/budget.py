@@ -9,7 +9,7 @@ import streamlit as st
 from pages import _editor as editor
 from pages import _state as state
 from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
-from planner.catalog.launch import launch_command
+from planner.catalog.launch import launch
 from planner.catalog.presets import presets, scenario_from_advice
 from planner.errors import PlannerError
 from planner.links.budget import MAX_SCENARIOS
@@ -77,9 +77,11 @@ for index, (column, result) in enumerate(zip(st.columns(count), results, strict=
             continue
         if result.fits:
             st.success(f"Fits — {result.engine_label}")
+        elif result.refused:
+            st.error(f"Refused: {result.reason}")
         else:
             st.error(f"Does not fit: {result.reason}")
-        if not compact:
+        if not compact and not result.refused:  # a refused configuration has no start-up to describe
             terms = result.per_gpu.as_gib()
             m1, m2 = st.columns(2)
             m1.metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
@@ -138,7 +140,13 @@ if planned:
     for tab, (index, _, result) in zip(st.tabs([label for _, label, _ in planned]), planned, strict=True):
         with tab:
             st.markdown("**Launch command**")
-            st.code(launch_command(result), language="bash", wrap_lines=True)
+            command = launch(result)
+            st.code(command.command, language="bash", wrap_lines=True)
+            if command.warning:
+                st.warning(command.warning)
+            if command.corrected:
+                st.markdown(f"**Launch command that fits** ({command.change})")
+                st.code(command.corrected, language="bash", wrap_lines=True)
             if models[index].source == "upload":
                 st.caption(
                     f"{result.scenario.model} stands for the pasted config.json: put the checkpoint's path or "

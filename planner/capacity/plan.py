@@ -94,9 +94,11 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
         if s.kv_cache_dtype not in ("fp8", "fp8_e4m3", "fp8_e5m2"):
             out.append(("kv", "--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
         tp = s.tensor_parallel_size
-        for bigger in (2, 4, 8):
+        # a TP the heads do not divide is refused outright: the nearest smaller valid TPs are candidates too
+        smaller = (1, 2, 4) if spec.num_attention_heads % tp else ()
+        for bigger in (*smaller, 2, 4, 8):
             fits_node = bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
-            if bigger > tp and spec.num_attention_heads % bigger == 0 and fits_node:
+            if bigger != tp and (bigger > tp or smaller) and spec.num_attention_heads % bigger == 0 and fits_node:
                 flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
                 out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
         if s.engine == "vllm" and s.gpu_memory_utilization < _HIGH_UTILIZATION:

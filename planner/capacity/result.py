@@ -94,6 +94,8 @@ class Plan:
         estimated_max_model_len: the longest context one request could have (vLLM's estimate).
         fits: whether the engine would start and serve one full-length request.
         reason: why not, in plain words (``None`` when it fits).
+        refused: the engine refuses the configuration itself (e.g. tensor parallelism that does not divide the
+            attention heads) before any memory is accounted: the memory figures describe no real start-up.
         kv_needed_for_max_len_bytes: KV memory one request of ``max_model_len`` needs on the limiting
             GPU (vLLM's "X GiB KV cache is needed" start-up check).
         model_max_position_embeddings: the longest context the model itself supports, tokens (``None``
@@ -134,6 +136,7 @@ class Plan:
     formulas: tuple[Formula, ...] = ()
     notes: tuple[str, ...] = ()
     pool: KVPool | None = field(default=None, compare=False)
+    refused: bool = False
 
     def concurrency_at(self, context_tokens: int) -> float:
         """Concurrent requests of ``context_tokens`` each that fit in the KV cache.
@@ -183,6 +186,7 @@ class Plan:
                 None if self.kv_needed_for_max_len_bytes is None else self.kv_needed_for_max_len_bytes / GIB
             ),
             "fits": self.fits,
+            "refused": self.refused,
             "reason": self.reason,
             "advice": [
                 {"change": a.change, "max_concurrency": a.max_concurrency, "num_gpus": a.num_gpus} for a in self.advice

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from planner.capacity.result import Plan
 from planner.catalog.models import get_model
 from planner.errors import PlannerError
 
-__all__ = ["UPLOADED_PREFIX", "launch_command", "tgi_command", "vllm_command"]
+__all__ = ["UPLOADED_PREFIX", "Launch", "launch", "launch_command", "tgi_command", "vllm_command"]
 
 #: Model ids the pages give pasted or uploaded configs (``uploaded-config/<name>-<hash>``).
 UPLOADED_PREFIX = "uploaded-config/"
@@ -124,3 +125,44 @@ def tgi_command(plan: Plan) -> str:
 def launch_command(plan: Plan) -> str:
     """The launch command of the plan's own engine (``vllm serve`` for the article engine too)."""
     return tgi_command(plan) if plan.scenario.engine == "tgi" else vllm_command(plan)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The launch command of a plan, and whether it will start.
+
+    Attributes:
+        command: The plan's own launch command.
+        warning: One line when the command will not start (the plan's reason); None when it fits.
+        corrected: The launch command of the cheapest change that fits (the plan's first advice, re-planned);
+            None when it fits or no change does.
+        change: That change in words, e.g. ``"--kv-cache-dtype fp8"``; None with ``corrected``.
+    """
+
+    command: str
+    warning: str | None = None
+    corrected: str | None = None
+    change: str | None = None
+
+
+def launch(plan: Plan) -> Launch:
+    """The plan's launch command, with a warning and the corrected command when the plan does not fit.
+
+    The corrected command is the first (cheapest) :attr:`~planner.capacity.result.Plan.advice` entry, planned again
+    without advice so its command is built from a plan that fits.
+    """
+    command = launch_command(plan)
+    if plan.fits:
+        return Launch(command)
+    what = "vLLM refuses this configuration" if plan.refused else "this command will not start"
+    warning = f"{what}: {plan.reason}"
+    if not plan.advice:
+        return Launch(command, warning)
+    from planner.capacity.plan import plan as replan  # the planner imports this module's catalog peers
+
+    advice = plan.advice[0]
+    try:
+        fixed = replan(advice.scenario, advise=False)
+    except PlannerError:
+        return Launch(command, warning)
+    return Launch(command, warning, launch_command(fixed), advice.change) if fixed.fits else Launch(command, warning)

@@ -13,7 +13,7 @@ import sys
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
 from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
-from planner.catalog.launch import launch_command
+from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.units import GIB
@@ -121,8 +121,14 @@ def _gib(value: float | None) -> str:
 
 def _text(result: Plan) -> str:
     t = result.per_gpu
+    head = f"{result.engine_label}: {result.model_id} on {result.num_gpus} x {result.gpu_name}"
+    if result.refused:  # no start-up to describe: the refusal, its fix and the changes that do start
+        lines = [head, f"  refused: {result.reason}"]
+        lines += [f"  fix: {a.change} -> {a.max_concurrency:.2f}x on {a.num_gpus} GPU(s)" for a in result.advice]
+        lines.extend(f"  note: {note}" for note in result.notes)
+        return "\n".join(lines)
     lines = [
-        f"{result.engine_label}: {result.model_id} on {result.num_gpus} x {result.gpu_name}",
+        head,
         f"  total memory per GPU      {_gib(t.total_bytes / GIB)}",
         f"  budget (x utilization)    {_gib(t.budget_bytes / GIB)}",
         f"  weights                   {_gib(t.weights_bytes / GIB)}",
@@ -143,7 +149,12 @@ def _text(result: Plan) -> str:
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
     lines.extend(f"  note: {note}" for note in result.notes)
-    lines.append(f"  launch: {launch_command(result)}")
+    command = launch(result)
+    lines.append(f"  launch: {command.command}")
+    if command.warning:
+        lines.append(f"  warning: {command.warning}")
+    if command.corrected:
+        lines.append(f"  launch that fits ({command.change}): {command.corrected}")
     return "\n".join(lines)
 
 
@@ -180,7 +191,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
     if args.json:
         payload = result.to_json()
-        payload["launch_command"] = launch_command(result)
+        command = launch(result)
+        payload["launch_command"] = command.command
+        payload["launch_warning"] = command.warning
+        payload["launch_command_that_fits"] = command.corrected
         print(json.dumps(payload, indent=2))
     else:
         print(_text(result))

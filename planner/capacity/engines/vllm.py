@@ -321,25 +321,10 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         per_request_blocks = pool.blocks_per_request(max_len)
     estimated = min(_estimate_max_len(pool, profile, max_len), spec.max_position_embeddings) if pool.num_blocks else 0
 
-    reason = None
-    kv_split_ok = spec.is_mla or (
-        spec.num_kv_heads % tp == 0 if tp <= spec.num_kv_heads else tp % spec.num_kv_heads == 0
-    )
-    if spec.num_attention_heads % tp == 0 and not kv_split_ok:
-        reason = (
-            f"{spec.num_kv_heads} KV heads cannot be split over tensor_parallel_size {tp} (vLLM needs one to divide "
-            "the other); vLLM refuses to start"
-        )
-    elif spec.num_attention_heads % tp:
-        reason = (
-            f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
-            "vLLM refuses to start"
-        )
-    elif max_len > spec.max_position_embeddings:
-        reason = (
-            f"max_model_len {max_len:,} exceeds the model's max_position_embeddings "
-            f"{spec.max_position_embeddings:,}; vLLM refuses it"
-        )
+    reason = _refusal(spec, tp, max_len)
+    refused = reason is not None
+    if refused:
+        pass  # the memory checks below do not apply to a configuration vLLM rejects before loading
     elif limiting.weights > budget:
         reason = (
             f"the weights alone ({fmt_gib(limiting.weights)} per GPU) exceed the "
@@ -414,7 +399,45 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         formulas=formulas,
         notes=tuple(notes),
         pool=pool,
+        refused=refused,
     )
+
+
+def _refusal(spec: ModelSpec, tp: int, max_len: int) -> str | None:
+    """Why vLLM rejects the configuration before it loads anything, with the fix; None when it accepts it.
+
+    Checks of ``vllm/config/parallel.py`` and ``vllm/config/model.py`` (v0.10–v0.24): the attention heads must be
+    divisible by ``tensor_parallel_size``, the KV heads split over it (or replicated), and ``max_model_len`` within
+    the model's ``max_position_embeddings``.
+    """
+    valid = ", ".join(str(n) for n in (1, 2, 4, 8, 16, 32, 64) if _tp_ok(spec, n))
+    if spec.num_attention_heads % tp:
+        return (
+            f"{spec.num_attention_heads} attention heads are not divisible by tensor_parallel_size {tp}; "
+            f"vLLM refuses to start: use --tensor-parallel-size {valid}"
+        )
+    if not _tp_ok(spec, tp):
+        return (
+            f"{spec.num_kv_heads} KV heads cannot be split over tensor_parallel_size {tp} (vLLM needs one to divide "
+            f"the other); vLLM refuses to start: use --tensor-parallel-size {valid}"
+        )
+    if max_len > spec.max_position_embeddings:
+        return (
+            f"max_model_len {max_len:,} exceeds the model's max_position_embeddings "
+            f"{spec.max_position_embeddings:,}; vLLM refuses it: use --max-model-len {spec.max_position_embeddings} "
+            "or less"
+        )
+    return None
+
+
+def _tp_ok(spec: ModelSpec, tp: int) -> bool:
+    """vLLM accepts ``tp``: it divides the attention heads, and the KV heads divide it or it divides them (MLA has one
+    latent KV head, replicated)."""
+    if spec.num_attention_heads % tp:
+        return False
+    if spec.is_mla:
+        return True
+    return spec.num_kv_heads % tp == 0 if tp <= spec.num_kv_heads else tp % spec.num_kv_heads == 0
 
 
 def _estimate_max_len(pool: KVPool, profile: VLLMProfile, max_len: int) -> int:

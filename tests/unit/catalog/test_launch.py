@@ -251,3 +251,17 @@ def test_uploaded_config_gets_a_placeholder_path() -> None:
     tgi = tgi_command(plan(Scenario(engine="tgi", model=label, gpu="h100"), spec=spec))
     assert label not in vllm and "/path/to/your/checkpoint" in vllm
     assert label not in tgi and "/data/your-checkpoint" in tgi
+
+
+def test_a_command_that_will_not_start_says_so_and_comes_with_one_that_fits():
+    from planner.capacity.plan import plan
+    from planner.catalog.launch import launch
+
+    # Llama-3.1-70B in bf16 on one H100: ~131 GiB of weights against a 71.27 GiB budget (0.9 x 79.19 GiB)
+    result = plan(Scenario(model="meta-llama/Llama-3.1-70B-Instruct", gpu="h100"))
+    command = launch(result)
+    assert command.command.startswith("vllm serve meta-llama/Llama-3.1-70B-Instruct")
+    assert command.warning.startswith("this command will not start: the weights alone (131.42 GiB per GPU) exceed")
+    assert command.change == result.advice[0].change and command.corrected is not None
+    assert plan(result.advice[0].scenario, advise=False).fits  # the corrected command is from a plan that fits
+    assert launch(plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100"))).warning is None

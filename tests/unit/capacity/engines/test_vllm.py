@@ -320,3 +320,19 @@ def test_kv_heads_must_split_over_tp() -> None:
     assert plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=3), spec).fits
     refused = plan_vllm(Scenario(model="x/y", gpu=H100, tensor_parallel_size=4), spec)
     assert not refused.fits and "KV heads" in refused.reason
+
+
+def test_a_tensor_parallelism_vllm_refuses_is_reported_as_refused_with_the_fix():
+    # Llama-3.1-8B: 32 attention heads, 8 KV heads (config.json). vLLM needs tp | 32, and 8 | tp or tp | 8:
+    # 1, 2, 4, 8 divide both; 16 and 32 divide 32 and are multiples of 8 (KV heads replicated); 3 divides nothing.
+    from planner.capacity.plan import plan
+
+    result = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", tensor_parallel_size=3))
+    assert not result.fits and result.refused
+    assert result.reason == (
+        "32 attention heads are not divisible by tensor_parallel_size 3; vLLM refuses to start: "
+        "use --tensor-parallel-size 1, 2, 4, 8, 16, 32"
+    )
+    assert result.advice[0].change == "--tensor-parallel-size 1" and result.advice[0].num_gpus == 1
+    fits = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", tensor_parallel_size=2))
+    assert fits.fits and not fits.refused
