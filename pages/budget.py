@@ -26,12 +26,15 @@ for line in warnings:
     st.warning(f"URL parameter — {line}")
 
 PRESETS = {p.key: p for p in presets()}
+# The answer comes first on the page; it is filled once the scenario editors below have been read.
+answer = st.container()
 
 
 def _load_preset() -> None:
     state.set_scenarios(PRESETS[st.session_state["w.preset"]].scenarios)
 
 
+st.header("Scenarios")
 with st.expander("Presets: the article's scenarios and deployment recipes", expanded=False):
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     with c1:
@@ -64,78 +67,95 @@ def _apply_advice(index: int, advice_index: int) -> None:
     state.set_scenarios(new)
 
 
-st.header("Verdict")
-compact = count >= 3  # four metric grids side by side truncate their values: one table instead
-for index, (column, result) in enumerate(zip(st.columns(count), results, strict=True)):
-    with column:
-        st.markdown(f"**{labels[index]}**")
-        if isinstance(result, PlannerError):
-            st.error(f"Cannot plan this scenario: {result}")
-            if not isinstance(models[index], PlannerError):
-                with st.expander("Model details"):
-                    editor.model_details(models[index])
-            continue
-        if result.fits:
-            st.success(f"Fits — {result.engine_label}")
-        elif result.refused:
-            st.error(f"Refused: {result.reason}")
-        else:
-            st.error(f"Does not fit: {result.reason}")
-        if not compact and not result.refused:  # a refused configuration has no start-up to describe
-            terms = result.per_gpu.as_gib()
-            m1, m2 = st.columns(2)
-            m1.metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
-            m2.metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
-            m1.metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
-            m2.metric("KV blocks per GPU", "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}")
-            m1.metric(
-                f"Concurrency @ {result.max_model_len:,}",
-                f"{result.max_concurrency:,.2f}",
-                help="Requests of max_model_len tokens that fit in the KV cache at once.",
-            )
-            target = result.scenario.target_context
-            m2.metric(
-                f"Concurrency @ {target:,}" if target else "Concurrency @ target",
-                "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
-                help="Set a target context to see concurrency at it.",
-            )
-            m1.metric("KV bytes per token", f"{result.kv_bytes_per_token:,.0f} B")
-        with st.expander("Model details"):
-            editor.model_details(models[index])
-        if result.advice:
-            st.markdown("**What would make it fit** (each re-planned):")
-            for a_index, advice in enumerate(result.advice):
-                # The change as wrapping text and a short button: long button labels get cut off.
-                text, button = st.columns([3, 2], vertical_alignment="center")
-                text.markdown(
-                    f"{advice.change} → **{advice.max_concurrency:,.1f}** req. on {advice.num_gpus} GPU"
-                    f"{'s' if advice.num_gpus > 1 else ''}"
+with answer:
+    st.header("Verdict")
+    compact = count >= 3  # four metric grids side by side truncate their values: one table instead
+    for index, (column, result) in enumerate(zip(st.columns(count), results, strict=True)):
+        with column:
+            st.markdown(f"**{labels[index]}**")
+            if isinstance(result, PlannerError):
+                st.error(f"Cannot plan this scenario: {result}")
+                if not isinstance(models[index], PlannerError):
+                    with st.expander("Model details"):
+                        editor.model_details(models[index])
+                continue
+            if result.fits:
+                st.success(f"Fits — {result.engine_label}")
+            elif result.refused:
+                st.error(f"Refused: {result.reason}")
+            else:
+                st.error(f"Does not fit: {result.reason}")
+            if not compact and not result.refused:  # a refused configuration has no start-up to describe
+                terms = result.per_gpu.as_gib()
+                target = result.scenario.target_context
+                # the answer first (concurrency, KV tokens), then where the memory went; 4 a row for one scenario
+                wide = count == 1
+                row = st.columns(4) if wide else st.columns(2)
+                row[0].metric(
+                    f"Concurrency @ {result.max_model_len:,}",
+                    f"{result.max_concurrency:,.2f}",
+                    help="Requests of max_model_len tokens that fit in the KV cache at once.",
                 )
-                button.button(
-                    "Apply",
-                    key=f"w{index}.advice{a_index}",
-                    on_click=_apply_advice,
-                    args=(index, a_index),
-                    help=f"Load this change into scenario {index + 1}.",
-                    width="stretch",
+                row[1].metric(
+                    f"Concurrency @ {target:,}" if target else "Concurrency @ target",
+                    "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
+                    help="Set a target context to see concurrency at it.",
                 )
+                row = row[2:] if wide else st.columns(2)
+                row[0].metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
+                blocks = "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}"
+                row[1].metric("KV blocks per GPU", blocks)
+                row = st.columns(4) if wide else st.columns(2)
+                row[0].metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
+                row[1].metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
+                (row[2] if wide else st).metric("KV bytes per token (per GPU)", f"{result.kv_bytes_per_token:,.0f} B")
+            with st.expander("Model details"):
+                editor.model_details(models[index])
+            if result.advice:
+                st.markdown("**What would make it fit** (each re-planned):")
+                for a_index, advice in enumerate(result.advice):
+                    # The change as wrapping text and a short button: long button labels get cut off.
+                    text, button = st.columns([3, 2], vertical_alignment="center")
+                    text.markdown(
+                        f"{advice.change} → **{advice.max_concurrency:,.1f}** req. on {advice.num_gpus} GPU"
+                        f"{'s' if advice.num_gpus > 1 else ''}"
+                    )
+                    button.button(
+                        "Apply",
+                        key=f"w{index}.advice{a_index}",
+                        on_click=_apply_advice,
+                        args=(index, a_index),
+                        help=f"Load this change into scenario {index + 1}.",
+                        width="stretch",
+                    )
 
 planned = [
     (i, label, r) for i, (label, r) in enumerate(zip(labels, results, strict=True)) if not isinstance(r, PlannerError)
 ]
-if planned and compact:
-    st.table(key_figures_table([r for *_, r in planned], [f"Scenario {i + 1}" for i, *_ in planned]).rename_axis(None))
-    st.caption("Concurrency: requests of that many tokens each that fit in the KV cache at once.")
+with answer:
+    if planned and compact:
+        st.table(
+            key_figures_table([r for *_, r in planned], [f"Scenario {i + 1}" for i, *_ in planned]).rename_axis(None)
+        )
+        st.caption("Concurrency: requests of that many tokens each that fit in the KV cache at once.")
+    if len(planned) == 1:  # one scenario: its launch command belongs to the answer
+        command = launch(planned[0][2])
+        st.code(command.command, language="bash", wrap_lines=True)
+        if command.warning:
+            st.warning(command.warning)
+        if command.corrected:
+            st.caption(f"Launch command that fits ({command.change}):")
+            st.code(command.corrected, language="bash", wrap_lines=True)
+    if planned:
+        st.plotly_chart(
+            memory_breakdown_figure([r for *_, r in planned], [label for _, label, _ in planned]), key="memory_chart"
+        )
+        st.caption(
+            "Memory per GPU: the limiting GPU of each scenario; terms an engine does not model are left out. The "
+            "black line (labelled) is the device's total memory, the dashed one the engine's budget (total × "
+            "utilization); anything past the total is the red hatched over-budget segment."
+        )
 if planned:
-    st.header("Memory per GPU")
-    st.plotly_chart(
-        memory_breakdown_figure([r for *_, r in planned], [label for _, label, _ in planned]), key="memory_chart"
-    )
-    st.caption(
-        "The limiting GPU of each scenario; terms an engine does not model are left out. The black line "
-        "(labelled) is the device's total memory, the dashed one the engine's budget (total × utilization); "
-        "anything past the total is the red hatched over-budget segment."
-    )
     st.header("Details")
     for tab, (index, _, result) in zip(st.tabs([label for _, label, _ in planned]), planned, strict=True):
         with tab:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.conftest import ARTIFACTS
+
 pytestmark = pytest.mark.e2e
 
 # (url path, title, screenshot name) of every page app.py routes.
@@ -61,3 +63,26 @@ def test_a_deep_link_as_first_visit_goes_through_the_router(app):
     assert app.first_visit["nav"] == ["VRAM Budget", "Concurrency vs Context", "Live Compare", "Load Test"]
     assert app.first_visit["num_prompts"] == "5"
     assert "/loadtest?" in str(app.first_visit["url"]) and "num_prompts=5" in str(app.first_visit["url"])
+
+
+def test_the_answer_is_on_the_first_screen(open_page):
+    # 1400 x 900 (VIEWPORT), one scenario: the verdict, concurrency, KV tokens, the launch command and the top of the
+    # memory chart are visible without scrolling; the editors come after them
+    st = open_page()
+    st.page.locator(PLOTLY).first.wait_for()
+    height = st.page.viewport_size["height"]
+
+    def top_and_bottom(locator):
+        box = locator.bounding_box()
+        return box["y"], box["y"] + box["height"]
+
+    verdict = st.page.get_by_test_id("stAlert").filter(has_text="Fits — ").first
+    concurrency = st.page.get_by_test_id("stMetric").filter(has_text="Concurrency @ 131,072").first
+    tokens = st.page.get_by_test_id("stMetric").filter(has_text="KV cache tokens").first
+    command = st.page.get_by_test_id("stCode").filter(has_text="vllm serve").first
+    for element in (verdict, concurrency, tokens, command):
+        assert top_and_bottom(element)[1] <= height, element
+    assert top_and_bottom(st.page.locator(PLOTLY).first)[0] < height  # the memory chart starts on screen
+    assert top_and_bottom(st.page.get_by_role("heading", name="Scenarios"))[0] > top_and_bottom(command)[1]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    st.page.screenshot(path=str(ARTIFACTS / "budget-first-screen.png"))  # the first screen only, 1400 x 900
