@@ -51,6 +51,7 @@ if not plans:
     )
     st.stop()
 
+chart_area = st.container()  # the chart first; the range slider that shapes it comes below it
 saved_low, saved_high = st.session_state.get(state.VIEW_KEY, (None, None))
 longest = max(model_context_limit(p) for p in plans)
 options = sorted({*context_points(128, max(longest, 256)), *(v for v in (saved_low, saved_high) if v)})
@@ -71,19 +72,20 @@ if low >= high:
 state.save(scenarios, view=(low, high))
 
 table = concurrency_table(plans, labels, context_points(low, high))
-if is_empty_concurrency(table):
-    st.info(
-        f"Nothing to chart from {context_label(low)} to {context_label(high)} tokens: no scenario holds even "
-        "part of one request there (its KV cache is empty, or the range is beyond the model's context "
-        "limit, n/a). See the lines above for why; change the scenarios on the VRAM Budget page or the range."
-    )
-else:
-    st.plotly_chart(concurrency_figure(plans, labels, min_context=low, max_context=high), key="concurrency_chart")
-    st.caption(
-        "Solid: up to the scenario's max_model_len (diamond). Dotted: longer contexts the model supports, if "
-        '--max-model-len were raised with the same KV memory. Grey dotted, "(does not fit)": a scenario the '
-        "engine rejects. n/a beyond a model's own limit (max_position_embeddings)."
-    )
+with chart_area:
+    if is_empty_concurrency(table):
+        st.info(
+            f"Nothing to chart from {context_label(low)} to {context_label(high)} tokens: no scenario holds even "
+            "part of one request there (its KV cache is empty, or the range is beyond the model's context "
+            "limit, n/a). See the lines above for why; change the scenarios on the VRAM Budget page or the range."
+        )
+    else:
+        st.plotly_chart(concurrency_figure(plans, labels, min_context=low, max_context=high), key="concurrency_chart")
+        st.caption(
+            "Solid: up to the scenario's max_model_len (diamond). Dotted: longer contexts the model supports, if "
+            '--max-model-len were raised with the same KV memory. Grey dotted, "(does not fit)": a scenario the '
+            "engine rejects. n/a beyond a model's own limit (max_position_embeddings)."
+        )
 shown = table.astype(object).map(lambda v: "n/a" if pd.isna(v) else v)
 shown["context_tokens"] = table["context_tokens"].map(context_label)
 st.table(
