@@ -35,7 +35,7 @@ from planner.errors import InvalidParameterError
 from planner.metrics.latency import compute_metrics, summarize
 from planner.serving.streaming import RequestRecord
 
-__all__ = ["METRIC_NAMES", "BenchmarkMetrics", "Distribution", "compute_benchmark_metrics"]
+__all__ = ["METRIC_NAMES", "BenchmarkMetrics", "Distribution", "compute_benchmark_metrics", "metrics_from_samples"]
 
 #: Latency distributions of a run, in vLLM's naming.
 METRIC_NAMES: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
@@ -246,32 +246,74 @@ def compute_benchmark_metrics(
         if not (isinstance(value, int | float) and value > 0):
             raise InvalidParameterError("slo_ms", {name: value}, "a limit in milliseconds > 0")
     ttfts: list[float] = []
-    tpots: list[float] = []
-    itls: list[float] = []
     e2els: list[float] = []
-    good = 0
-    completed = 0
-    total_in = 0
-    total_out = 0
+    outputs: list[int] = []
+    inputs: list[int] = []
+    itls: list[float] = []
     failures: Counter[str] = Counter()
     for record, n_in in zip(records, input_tokens, strict=True):
         m = compute_metrics(record)
         if not m.ok or m.ttft_s is None or m.e2e_s is None:
             failures[record.error_kind or "no_output"] += 1
             continue
-        completed += 1
-        n_out = record.output_tokens if record.output_tokens is not None else len(record.chunks)
-        total_in += n_in
-        total_out += n_out
-        tpot = (m.e2e_s - m.ttft_s) / (n_out - 1) if n_out > 1 else None
         ttfts.append(m.ttft_s)
         e2els.append(m.e2e_s)
+        outputs.append(record.output_tokens if record.output_tokens is not None else len(record.chunks))
+        inputs.append(n_in)
         itls.extend(m.itl_chunk_s)
-        if tpot is not None:
-            tpots.append(tpot)
-        values = {"ttft": m.ttft_s, "tpot": tpot or 0.0, "e2el": m.e2e_s}  # vLLM: TPOT 0 for one-token requests
-        if slos and all(values[k] * _MS <= v for k, v in slos.items()):
-            good += 1
+    return metrics_from_samples(
+        ttft_s=ttfts,
+        e2e_s=e2els,
+        output_tokens=outputs,
+        input_tokens=inputs,
+        itl_s=itls,
+        duration_s=duration_s,
+        failures=failures,
+        slo_ms=slos,
+    )
+
+
+def metrics_from_samples(
+    *,
+    ttft_s: Sequence[float],
+    e2e_s: Sequence[float],
+    output_tokens: Sequence[int],
+    input_tokens: Sequence[int],
+    itl_s: Sequence[float],
+    duration_s: float,
+    failures: Mapping[str, int] | None = None,
+    slo_ms: Mapping[str, float] | None = None,
+) -> BenchmarkMetrics:
+    """The run's aggregates from per-request samples of its COMPLETED requests (formulas in the module docstring).
+
+    Measured runs (:func:`compute_benchmark_metrics`) and predicted ones (:mod:`planner.predict`) both end here, so
+    every key has one definition.
+
+    Args:
+        ttft_s, e2e_s, output_tokens, input_tokens: One entry per completed request, aligned (seconds, tokens).
+        itl_s: Every inter-token (inter-chunk) gap of the completed requests, pooled, seconds (a sequence or a
+            numpy array).
+        duration_s: Wall time of the run, seconds (> 0).
+        failures: Failed requests by ``error_kind``.
+        slo_ms: Validated goodput SLOs in milliseconds by metric name; None or empty = no goodput.
+
+    Returns:
+        The metrics.
+    """
+    slos = dict(slo_ms or {})
+    failures = Counter(failures or {})
+    tpots: list[float | None] = [
+        (e2e - ttft) / (n - 1) if n > 1 else None for ttft, e2e, n in zip(ttft_s, e2e_s, output_tokens, strict=True)
+    ]
+    good = 0
+    if slos:
+        for ttft, tpot, e2e in zip(ttft_s, tpots, e2e_s, strict=True):
+            values = {"ttft": ttft, "tpot": tpot or 0.0, "e2el": e2e}  # vLLM: TPOT 0 for one-token requests
+            if all(values[k] * _MS <= v for k, v in slos.items()):
+                good += 1
+    completed = len(ttft_s)
+    total_in = int(sum(input_tokens))
+    total_out = int(sum(output_tokens))
     return BenchmarkMetrics(
         duration_s=duration_s,
         completed=completed,
@@ -283,9 +325,9 @@ def compute_benchmark_metrics(
         request_goodput=good / duration_s if slos else None,
         output_throughput=total_out / duration_s,
         total_token_throughput=(total_in + total_out) / duration_s,
-        ttft=Distribution.of(ttfts),
-        tpot=Distribution.of(tpots),
-        itl=Distribution.of(itls),
-        e2el=Distribution.of(e2els),
+        ttft=Distribution.of(ttft_s),
+        tpot=Distribution.of([t for t in tpots if t is not None]),
+        itl=Distribution.of(itl_s),
+        e2el=Distribution.of(e2e_s),
         slo_ms=tuple(sorted((k, float(v)) for k, v in slos.items())),
     )

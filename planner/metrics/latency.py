@@ -22,6 +22,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.serving.streaming import RequestRecord
 
 __all__ = ["LatencyMetrics", "Summary", "compute_metrics", "percentile", "summarize"]
@@ -152,17 +154,21 @@ def summarize(values: Iterable[float | None]) -> Summary | None:
         >>> summarize([1.0, 2.0, 3.0, 4.0]).p90
         3.7
     """
-    xs = sorted(v for v in values if v is not None)
-    if not xs:
+    # numpy gives the same definitions (np.percentile linear, np.std population) at C speed: a predicted run pools
+    # millions of inter-token gaps.
+    xs = np.sort(
+        np.fromiter((v for v in values if v is not None), dtype=float)
+        if not isinstance(values, np.ndarray)
+        else values[~np.isnan(values)]
+    )
+    if xs.size == 0:
         return None
-    n = len(xs)
-    mean = math.fsum(xs) / n
-    std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
+    p50, p90, p99 = np.percentile(xs, [50, 90, 99])
     return Summary(
-        count=n,
-        mean=mean,
-        median=percentile(xs, 50),
-        std=std,
-        p90=percentile(xs, 90),
-        p99=percentile(xs, 99),
+        count=int(xs.size),
+        mean=float(math.fsum(xs) / xs.size),
+        median=float(p50),
+        std=float(np.std(xs)),
+        p90=float(p90),
+        p99=float(p99),
     )
