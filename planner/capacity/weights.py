@@ -84,6 +84,8 @@ class WeightsSplit:
         rank_layers: (first, last+1) decoder layers this pipeline stage holds.
         embedding_bytes / lm_head_bytes / layers_bytes / other_bytes: by component.
         total_bytes: their sum.
+        experts_bytes: the routed experts' share of ``layers_bytes`` (0 for dense models); a decode step reads
+            only the experts its tokens are routed to (:mod:`planner.predict`).
     """
 
     rank_layers: tuple[int, int]
@@ -92,6 +94,7 @@ class WeightsSplit:
     layers_bytes: float
     other_bytes: float
     total_bytes: float
+    experts_bytes: float = 0.0
 
 
 def linear_bytes_per_param(
@@ -199,6 +202,7 @@ def weights_bytes_per_rank(spec: ModelSpec, *, method: str, dtype: str, tp: int,
         split.layers_bytes * factor,
         split.other_bytes * factor,
         split.total_bytes * factor,
+        split.experts_bytes * factor,
     )
 
 
@@ -216,6 +220,7 @@ def _split(
     kv_per_rank = max(1, spec.num_kv_heads // tp)
     first, last = pp_layer_ranges(spec.num_layers, pp)[stage]
     layers_bytes = 0.0
+    experts_total = 0.0
     other = 0.0
     for i in range(first, last):
         p = layer_params(spec, i)
@@ -230,6 +235,7 @@ def _split(
         layers_bytes += kv * dense_bytes
         layers_bytes += (p.mlp + p.shared_experts) / tp * dense_bytes
         layers_bytes += experts / tp * expert_bytes
+        experts_total += experts / tp * expert_bytes
         other += p.small * dbytes
     vocab_rank = ceil_div(spec.vocab_size, _VOCAB_PAD * tp) * _VOCAB_PAD
     table_bytes = vocab_rank * h * dbytes
@@ -242,4 +248,4 @@ def _split(
     if stage == 0:
         other += spec.vision_params * dbytes
     total = embedding + lm_head + layers_bytes + other
-    return WeightsSplit((first, last), embedding, lm_head, layers_bytes, other, total)
+    return WeightsSplit((first, last), embedding, lm_head, layers_bytes, other, total, experts_total)

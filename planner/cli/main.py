@@ -3,7 +3,10 @@
 [--json]``,
 ``python -m planner compare --endpoint NAME=KIND:URL [--endpoint ...] --prompt TEXT [--json]`` and
 ``python -m planner bench --endpoint [NAME=]KIND:URL [--concurrency N | --sweep N] [--request-rate R]
-[--dataset-path FILE.jsonl] [--save-result FILE] ... [--json]``.
+[--dataset-path FILE.jsonl] [--save-result FILE] ... [--json]``,
+``python -m planner predict --model ... --gpu ... --input-len N --output-len N (--max-concurrency C |
+--request-rate R) [--sweep N] [--calibration FILE] [--json]`` and
+``python -m planner calibrate RUN.json [RUN.json ...] --out PROFILE.json --model ... --gpu ...``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -17,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.cli import bench, catalog, compare, demo, model
+from planner.cli import bench, calibrate, catalog, compare, demo, model, predict
 from planner.cli import plan as plan_command
 
 __all__ = ["main"]
@@ -31,6 +34,8 @@ _COMMANDS = {
     "compare": compare.run,
     "bench": bench.run,
     "demo-server": demo.run,
+    "predict": predict.run,
+    "calibrate": calibrate.run,
 }
 
 
@@ -44,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (plan_command, model, catalog, compare, bench, demo):
+    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate):
         module.add_parser(sub)
     return parser
 

@@ -18,7 +18,7 @@ from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.units import GIB
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "add_scenario_arguments", "run", "scenario_from_args", "usage_error"]
 
 _PRECISIONS = ("fp16", "fp8", "int8", "int4")
 
@@ -32,6 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "maximum concurrency, a verdict, the cheapest changes that make it fit, and the launch command. "
         "Flags are spelled as vllm serve (or text-generation-launcher) spells them.",
     )
+    add_scenario_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that describe a deployment (``plan``, ``predict``, ``calibrate``), spelled as ``vllm serve``."""
     p.add_argument("--engine", choices=ENGINES, default="vllm", help="engine to plan for (default: vllm)")
     p.add_argument("--model", help="catalog model id (python -m planner models) or any Hugging Face repo id")
     p.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, 'RTX 4090', a100-40gb (python -m planner gpus)")
@@ -70,10 +76,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     art.add_argument("--gpu-memory-gb", type=float, help="GPU memory, GB (10^9 bytes)")
     art.add_argument("--weight-quant", choices=_PRECISIONS, help="weight precision (default: fp16)")
     art.add_argument("--kv-quant", choices=_PRECISIONS, help="KV-cache precision (default: fp16)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _scenario(args: argparse.Namespace) -> Scenario:
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """The :class:`~planner.capacity.scenario.Scenario` of :func:`add_scenario_arguments`' flags.
+
+    Raises:
+        PlannerError: ``--model`` or ``--gpu`` missing or empty.
+    """
     article_inputs = None not in (args.params_b, args.num_layers, args.num_kv_heads, args.head_dim, args.gpu_memory_gb)
     for flag, value in (("--model", args.model), ("--gpu", args.gpu)):
         if value is not None and not value.strip():
@@ -176,17 +186,22 @@ def _ignored_flags(args: argparse.Namespace) -> list[str]:
     return notes
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``plan``; returns the exit code (0, or 2 for bad input)."""
-    try:
-        result = plan(_scenario(args))
-    except InvalidParameterError as exc:
+def usage_error(command: str, exc: PlannerError) -> int:
+    """Print a planner error as one line naming the flag (``InvalidParameterError``) and return exit code 2."""
+    if isinstance(exc, InvalidParameterError):
         flag = "--" + exc.name.replace("_", "-")
         shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
         problem = "is required" if exc.value is None else f"{shown} is not valid"
-        return error(f"python -m planner {args.command}", f"{flag} {problem}: expected {exc.accepted}")
+        return error(f"python -m planner {command}", f"{flag} {problem}: expected {exc.accepted}")
+    return error(f"python -m planner {command}", exc)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``plan``; returns the exit code (0, or 2 for bad input)."""
+    try:
+        result = plan(scenario_from_args(args))
     except PlannerError as exc:
-        return error(f"python -m planner {args.command}", exc)
+        return usage_error(args.command, exc)
     for note in _ignored_flags(args):
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
     if args.json:

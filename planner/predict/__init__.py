@@ -1,0 +1,16 @@
+"""Predicted latency and throughput: a step-time model, a continuous-batching simulator and its calibration.
+
+* :mod:`planner.predict.shape`: what one engine step touches on one GPU of a planned deployment (weight bytes,
+  KV bytes per token by attention group, FLOPs per token, experts, the TP all-reduce), from the capacity plan.
+* :mod:`planner.predict.step_time`: the time of one engine step as a sum of named terms, each a physical quantity
+  over a catalog rate times a coefficient (:class:`~planner.predict.step_time.StepCoefficients`).
+* :mod:`planner.predict.simulator`: vLLM V1's scheduler (chunked prefill, ``max_num_seqs``, KV-block admission,
+  preemption) driven by the step model, over the load test's own schedule; static batching for comparison.
+* :mod:`planner.predict.calibration`: least-squares fit of the coefficients to measured runs; profiles as JSON.
+* :mod:`planner.predict.curves`: predicted sweeps, their knee and the load at which the KV cache saturates.
+* :mod:`planner.predict.api`: :func:`~planner.predict.api.predict`, the one call pages and the CLI make.
+
+May import :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.metrics`, :mod:`planner.loadtest`'s
+settings, schedule, results and sweep modules, :mod:`planner.errors` and :mod:`planner.units`; never streamlit,
+never the serving clients.
+"""

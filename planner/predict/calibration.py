@@ -1,0 +1,350 @@
+"""Fit the step-time coefficients to measured runs, score them, and keep them as a calibration profile (JSON).
+
+**The fit.** A client-side run gives no step times, but its mean TPOT and mean TTFT are linear in the
+coefficients once the step compositions are known: a request's TPOT is the sum of the steps between its first and
+last token over ``output_tokens − 1``, each step's time is ``features · coefficients``
+(:mod:`planner.predict.step_time`), and its TTFT adds the request overhead to the steps from its arrival to its
+first token. So each run contributes two linear equations (mean TPOT, mean TTFT) whose left sides come from a
+simulation of that run (:attr:`~planner.predict.simulator.SimulatedRun.tpot_features`), and a third when the run
+reports its median ITL: the time of the step whose duration is the simulated median gap (it separates the
+decode steps from the prefill stalls that the means mix). The fit alternates:
+simulate every run with the current coefficients, solve the least-squares problem of relative errors, repeat
+(3 rounds; compositions barely move after the first). A ridge term pulls each coefficient towards its default by
+``prior_weight`` (relative), so terms a run set cannot see (e.g. the all-reduce at TP 1) keep their defaults;
+negative solutions are fixed at 0 and the rest re-solved (active set). Only measured means and the median ITL
+are fitted; other medians, p99 and throughput are predictions of the fitted model and scored as such.
+
+**Scoring.** :func:`score` simulates each run and reports the relative error of median TPOT, median TTFT, median
+ITL and output throughput against the measurement. ``bench/prediction_accuracy.py`` fits on some runs and scores
+on the others.
+
+**Profile.** :class:`CalibrationProfile` is what ``python -m planner calibrate`` writes and ``--calibration``
+reads: the GPU, the engine and version, the models, the coefficients, the fit error and the runs used.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import InvalidParameterError
+from planner.loadtest.results import SavedRun
+from planner.loadtest.settings import LoadSettings
+from planner.predict.shape import StepShape
+from planner.predict.simulator import SimulatedRun, simulate
+from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients
+
+__all__ = [
+    "PROFILE_VERSION",
+    "CalibrationProfile",
+    "CalibrationRun",
+    "Fit",
+    "RunScore",
+    "calibration_run",
+    "fit",
+    "load_profile",
+    "score",
+]
+
+#: Format version of a profile file.
+PROFILE_VERSION = 1
+#: Largest profile file read, bytes.
+MAX_PROFILE_BYTES = 1_000_000
+#: Metrics :func:`score` compares, with the measured value's key in ``BenchmarkMetrics``.
+SCORED: tuple[str, ...] = ("median_tpot", "median_ttft", "median_itl", "output_throughput")
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """One measured run to fit or score: its deployment, its workload and what was measured.
+
+    Attributes:
+        label: a name for tables.
+        shape: the deployment (:func:`planner.predict.shape.step_shape` of the run's plan).
+        settings: the workload the run used (lengths are the measured means).
+        measured: ``{metric: value}`` in seconds and tokens/s: ``mean_tpot``, ``mean_ttft``, ``median_tpot``,
+            ``median_ttft``, ``median_itl``, ``output_throughput`` (a key is missing when the run lacks it).
+    """
+
+    label: str
+    shape: StepShape
+    settings: LoadSettings
+    measured: dict[str, float] = field(default_factory=dict)
+
+
+def calibration_run(saved: SavedRun, shape: StepShape, *, label: str | None = None) -> CalibrationRun:
+    """A :class:`CalibrationRun` of a measured or imported run (a ``vllm bench serve --save-result`` file).
+
+    The workload: ``num_prompts`` (else the completed count), ``max_concurrency``, ``request_rate`` and
+    ``burstiness`` as recorded; input and output lengths are the run's means per completed request.
+
+    Raises:
+        InvalidParameterError: the run completed no request, or lacks TPOT and TTFT.
+    """
+    m = saved.metrics
+    if m.completed == 0 or m.tpot is None or m.ttft is None:
+        raise InvalidParameterError("run", saved.label, "a run with completed requests and TPOT/TTFT figures")
+    rate = saved.request_rate if saved.request_rate and saved.request_rate > 0 else math.inf
+    settings = LoadSettings(
+        num_prompts=saved.num_prompts or m.completed,
+        max_concurrency=saved.max_concurrency,
+        request_rate=rate,
+        burstiness=saved.burstiness or 1.0,
+        input_len=max(1, round(m.total_input_tokens / m.completed)),
+        output_len=max(1, round(m.total_output_tokens / m.completed)),
+        duration_s=None,
+    )
+    measured = {
+        "mean_tpot": m.tpot.mean_s,
+        "mean_ttft": m.ttft.mean_s,
+        "median_tpot": m.tpot.median_s,
+        "median_ttft": m.ttft.median_s,
+        "median_itl": m.itl.median_s if m.itl is not None else None,
+        "output_throughput": m.output_throughput,
+    }
+    return CalibrationRun(label or saved.label, shape, settings, {k: v for k, v in measured.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class RunScore:
+    """Predicted against measured for one run.
+
+    Attributes:
+        label: the run.
+        predicted / measured: ``{metric: value}`` over :data:`SCORED` (seconds, tokens/s); None where unknown.
+        errors: ``{metric: predicted / measured − 1}``; None where either is unknown.
+    """
+
+    label: str
+    predicted: dict[str, float | None]
+    measured: dict[str, float | None]
+    errors: dict[str, float | None]
+
+
+def _predicted(sim: SimulatedRun) -> dict[str, float | None]:
+    m = sim.metrics
+    return {
+        "median_tpot": m.tpot.median_s if m.tpot else None,
+        "median_ttft": m.ttft.median_s if m.ttft else None,
+        "median_itl": m.itl.median_s if m.itl else None,
+        "output_throughput": m.output_throughput,
+    }
+
+
+def score(
+    runs: Sequence[CalibrationRun], coefficients: StepCoefficients = DEFAULT_COEFFICIENTS
+) -> tuple[RunScore, ...]:
+    """Simulate each run with ``coefficients`` and compare with what was measured (:data:`SCORED`)."""
+    out = []
+    for run in runs:
+        predicted = _predicted(simulate(run.shape, run.settings, coefficients))
+        measured = {k: run.measured.get(k) for k in SCORED}
+        errors = {
+            k: (predicted[k] / measured[k] - 1.0) if predicted[k] is not None and measured[k] else None for k in SCORED
+        }
+        out.append(RunScore(run.label, predicted, measured, errors))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The result of :func:`fit`.
+
+    Attributes:
+        coefficients: the fitted coefficients.
+        scores: predicted against measured for every run fitted on (the fit error).
+        rounds: simulate-and-solve rounds made.
+    """
+
+    coefficients: StepCoefficients
+    scores: tuple[RunScore, ...]
+    rounds: int
+
+    def median_abs_error(self, metric: str) -> float | None:
+        """Median |error| of ``metric`` over the fitted runs; None without a value."""
+        values = [abs(s.errors[metric]) for s in self.scores if s.errors.get(metric) is not None]
+        return float(np.median(values)) if values else None
+
+
+def fit(
+    runs: Sequence[CalibrationRun],
+    *,
+    base: StepCoefficients = DEFAULT_COEFFICIENTS,
+    rounds: int = 3,
+    prior_weight: float = 0.05,
+) -> Fit:
+    """Least-squares fit of the step coefficients and the request overhead to ``runs`` (module docstring).
+
+    Args:
+        runs: measured runs, each with ``mean_tpot`` and ``mean_ttft``; any mix of models on one GPU kind.
+        base: the starting point and the prior.
+        rounds: simulate-and-solve rounds.
+        prior_weight: weight of each coefficient's relative distance from ``base`` against the runs' relative
+            errors.
+
+    Returns:
+        The fit and its error on the runs.
+
+    Raises:
+        InvalidParameterError: no run, or a run without mean TPOT/TTFT.
+    """
+    if not runs:
+        raise InvalidParameterError("runs", 0, "at least one measured run")
+    for run in runs:
+        if "mean_tpot" not in run.measured or "mean_ttft" not in run.measured:
+            raise InvalidParameterError("run", run.label, "a run with mean TPOT and mean TTFT")
+    prior = np.append(base.vector(), base.request_overhead_s)
+    scale = np.where(prior > 0, prior, 1e-6)
+    current = base
+    for _ in range(rounds):
+        rows, targets = [], []
+        for run in runs:
+            sim = simulate(run.shape, run.settings, current)
+            tpot = np.append(sim.tpot_features[sim.output_tokens > 1].mean(axis=0), 0.0)
+            ttft = np.append(sim.ttft_features.mean(axis=0), 1.0)
+            pairs = [(tpot, run.measured["mean_tpot"]), (ttft, run.measured["mean_ttft"])]
+            if run.measured.get("median_itl"):
+                pairs.append((np.append(sim.median_itl_features, 0.0), run.measured["median_itl"]))
+            for row, target in pairs:
+                rows.append(row / target)
+                targets.append(1.0)
+        a = np.array(rows)
+        b = np.array(targets)
+        # ridge towards the prior, in units of each coefficient's own size
+        reg = np.diag(prior_weight / scale)
+        a_all = np.vstack([a, reg])
+        b_all = np.concatenate([b, prior_weight * prior / scale])
+        free = np.ones(a.shape[1], dtype=bool)
+        x = np.zeros(a.shape[1])
+        for _ in range(a.shape[1]):
+            sol, *_ = np.linalg.lstsq(a_all[:, free], b_all, rcond=None)
+            if (sol >= 0).all():
+                x[:] = 0.0
+                x[free] = sol
+                break
+            idx = np.flatnonzero(free)
+            free[idx[sol < 0]] = False
+        current = StepCoefficients.from_vector(x[: len(TERMS)], base=base, request_overhead_s=float(x[-1]))
+    return Fit(current, score(runs, current), rounds)
+
+
+class _ProfileFile(BaseModel):
+    """Schema of a profile file (the JSON boundary)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planner_profile_version: int = Field(PROFILE_VERSION, ge=1, le=PROFILE_VERSION)
+    gpu: str
+    engine: str = "vllm"
+    engine_version: str | None = None
+    models: list[str] = Field(default_factory=list)
+    coefficients: dict[str, float]
+    fit_error: dict[str, float | None] = Field(default_factory=dict)
+    runs: list[dict[str, Any]] = Field(default_factory=list)
+    created: str | None = None
+
+
+@dataclass(frozen=True)
+class CalibrationProfile:
+    """A fitted set of coefficients and where it came from.
+
+    Attributes:
+        gpu: catalog id of the GPU the runs were measured on.
+        engine / engine_version: the serving engine the runs measured (``vllm``, e.g. ``0.24.0``).
+        models: the models of the runs.
+        coefficients: the fitted coefficients.
+        fit_error: median |relative error| per :data:`SCORED` metric on the fitted runs.
+        runs: one entry per run used: label, workload, measured values.
+        created: when it was fitted, ISO 8601 UTC.
+    """
+
+    gpu: str
+    engine: str
+    engine_version: str | None
+    models: tuple[str, ...]
+    coefficients: StepCoefficients
+    fit_error: dict[str, float | None]
+    runs: tuple[dict[str, Any], ...] = ()
+    created: str | None = None
+
+    @classmethod
+    def from_fit(
+        cls, result: Fit, runs: Sequence[CalibrationRun], *, engine_version: str | None = None
+    ) -> CalibrationProfile:
+        """The profile of a :func:`fit` over ``runs``."""
+        return cls(
+            gpu=runs[0].shape.gpu_id,
+            engine="vllm",
+            engine_version=engine_version,
+            models=tuple(dict.fromkeys(r.shape.model_id for r in runs)),
+            coefficients=result.coefficients,
+            fit_error={k: result.median_abs_error(k) for k in SCORED},
+            runs=tuple(
+                {
+                    "label": r.label,
+                    "model": r.shape.model_id,
+                    "max_concurrency": r.settings.max_concurrency,
+                    "request_rate": None if math.isinf(r.settings.request_rate) else r.settings.request_rate,
+                    "num_prompts": r.settings.num_prompts,
+                    "input_len": r.settings.input_len,
+                    "output_len": r.settings.output_len,
+                    "measured": r.measured,
+                }
+                for r in runs
+            ),
+            created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+
+    def to_json(self) -> str:
+        """The profile file's text."""
+        data = _ProfileFile(
+            gpu=self.gpu,
+            engine=self.engine,
+            engine_version=self.engine_version,
+            models=list(self.models),
+            coefficients=asdict(self.coefficients),
+            fit_error=self.fit_error,
+            runs=list(self.runs),
+            created=self.created,
+        )
+        return data.model_dump_json(indent=1)
+
+
+def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProfile:
+    """Read a profile file written by :meth:`CalibrationProfile.to_json`.
+
+    Raises:
+        InvalidParameterError: not JSON, too large, or a field outside what is accepted (named in the message).
+    """
+    if len(text) > MAX_PROFILE_BYTES:
+        raise InvalidParameterError(name, f"{len(text):,} bytes", f"a profile of at most {MAX_PROFILE_BYTES:,} bytes")
+    try:
+        data = _ProfileFile.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise InvalidParameterError(name, f"line {exc.lineno}", "a JSON calibration profile") from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "file"
+        raise InvalidParameterError(f"{name}: {where}", err.get("input"), err["msg"]) from exc
+    known = {f for f in StepCoefficients.__dataclass_fields__}
+    unknown = sorted(set(data.coefficients) - known)
+    if unknown:
+        raise InvalidParameterError(f"{name}: coefficients", unknown[0], ", ".join(sorted(known)))
+    coefficients = StepCoefficients(**data.coefficients)
+    return CalibrationProfile(
+        gpu=data.gpu,
+        engine=data.engine,
+        engine_version=data.engine_version,
+        models=tuple(data.models),
+        coefficients=coefficients,
+        fit_error=data.fit_error,
+        runs=tuple(data.runs),
+        created=data.created,
+    )
