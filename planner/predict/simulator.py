@@ -528,7 +528,17 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
         duration_s=max(duration, 1e-9),
         slo_ms=dict(settings.goodput_ms),
     )
-    ttft_feat = cum[first_step + 1] - cum[np.array(engine.arrive_step)]
+    arrive = np.array(engine.arrive_step)
+    ttft_feat = cum[first_step + 1] - cum[arrive]
+    # The step that was running when a request arrived: the part of it still to go is part of its TTFT.
+    prev = arrive - 1
+    arrival = sent + engine.overhead_s
+    busy = (prev >= 0) & (arrival < ends[np.maximum(prev, 0)]) if ends.size else np.zeros(engine.n, dtype=bool)
+    if busy.any():
+        durations = feats @ engine.coef
+        k = prev[busy]
+        frac = (ends[k] - arrival[busy]) / np.where(durations[k] > 0, durations[k], 1.0)
+        ttft_feat[busy] += frac[:, None] * feats[k]
     tpot_feat = (cum[finish_step + 1] - cum[first_step + 1]) / np.maximum(out_len - 1, 1)[:, None]
     steps = len(engine.step_end)
     return SimulatedRun(
