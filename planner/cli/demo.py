@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from planner.cli.plan import usage_error
+from planner.errors import PlannerError
 from planner.serving.demo_server import DEMO_DEFAULTS, MODEL_ID, add_arguments, serve
+
+#: Requests generating at once in the fixed-timing mode when --max-num-seqs is not given.
+FIXED_MAX_NUM_SEQS = 64
 
 __all__ = ["add_parser", "run"]
 
@@ -19,19 +24,80 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and gap between tokens that grows with the requests running at once. Its answers are placeholder text.",
     )
     add_arguments(p, DEMO_DEFAULTS)
+    plan = p.add_argument_group(
+        "play a planned deployment (chat and completions timed by the predicted vLLM engine instead of the fixed "
+        "delays)"
+    )
+    plan.add_argument("--model", help="catalog model id to play, e.g. meta-llama/Llama-3.1-8B-Instruct")
+    plan.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, h200 (python -m planner gpus)")
+    plan.add_argument("--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs (default: 1)")
+    plan.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
+    plan.add_argument("--max-num-batched-tokens", type=int, help="tokens per step (default: the engine's)")
+    plan.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory (default: 0.9)")
+    plan.add_argument("--kv-cache-dtype", default="auto", help="KV-cache dtype, e.g. fp8 (default: auto)")
+    plan.add_argument("--quantization", "-q", help="weight quantization (default: the checkpoint's)")
+    plan.add_argument("--calibration", metavar="PROFILE.json", help="coefficients from python -m planner calibrate")
+
+
+def _planned(args: argparse.Namespace) -> tuple[object, str, int]:
+    """The engine that plays ``--model`` on ``--gpu``, its model id and max_model_len.
+
+    Raises:
+        PlannerError: the deployment cannot be planned or does not fit.
+    """
+    from planner.capacity.plan import plan
+    from planner.capacity.scenario import Scenario
+    from planner.cli.predict import read_profile
+    from planner.predict.shape import step_shape
+    from planner.predict.simulator import OnlineScheduler
+    from planner.predict.step_time import DEFAULT_COEFFICIENTS
+
+    if not args.model or not args.gpu:
+        raise PlannerError(
+            "--model and --gpu go together: the deployment to play, e.g. --model "
+            "meta-llama/Llama-3.1-8B-Instruct --gpu h100"
+        )
+    scenario = Scenario(
+        model=args.model,
+        gpu=args.gpu,
+        tensor_parallel_size=args.tensor_parallel_size,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        kv_cache_dtype=args.kv_cache_dtype,
+        quantization=args.quantization,
+    )
+    result = plan(scenario, advise=False)
+    profile = read_profile(args.calibration)
+    engine = OnlineScheduler(step_shape(result), profile.coefficients if profile else DEFAULT_COEFFICIENTS)
+    return engine, result.model_id, result.max_model_len
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until Ctrl-C; exit code 0."""
+    """Serve until Ctrl-C; exit code 0 (2 for a deployment that cannot be played)."""
+    engine = None
+    model_id = max_model_len = None
+    if args.model or args.gpu:
+        try:
+            engine, model_id, max_model_len = _planned(args)
+        except PlannerError as exc:
+            return usage_error(args.command, exc)
+    elif args.max_num_seqs is None:
+        args.max_num_seqs = FIXED_MAX_NUM_SEQS
 
     def announce(port: int) -> str:
         url = f"http://{args.host}:{port}"
+        timing = (
+            f"playing {model_id} on {args.gpu}, timed by the predicted vLLM engine"
+            if engine
+            else f"model {MODEL_ID}; first token after {args.ttft_ms:g} ms, then {args.itl_ms:g} ms a token"
+        )
         return (
-            f"demo server on {url} (model {MODEL_ID}; first token after {args.ttft_ms:g} ms, then {args.itl_ms:g} ms a "
-            f"token); Ctrl-C stops it\n"
+            f"demo server on {url} ({timing}); Ctrl-C stops it\n"
             f'  endpoints.toml: [[endpoint]] name = "demo", kind = "vllm", base_url = "{url}"\n'
             f"  or: python -m planner bench --endpoint vllm:{url} --max-concurrency 8 --num-prompts 64"
         )
 
-    serve(args, announce)
+    serve(args, announce, engine=engine, model_id=model_id, max_model_len=max_model_len)
     return 0

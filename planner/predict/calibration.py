@@ -8,8 +8,9 @@ first token. So each run contributes two linear equations (mean TPOT, mean TTFT)
 simulation of that run (:attr:`~planner.predict.simulator.SimulatedRun.tpot_features`), and a third when the run
 reports its median ITL: the time of the step whose duration is the simulated median gap (it separates the
 decode steps from the prefill stalls that the means mix). The fit alternates:
-simulate every run with the current coefficients, solve the least-squares problem of relative errors, repeat
-(3 rounds; compositions barely move after the first). A ridge term pulls each coefficient towards its default by
+simulate every run with the current coefficients, solve the least-squares problem of relative errors (Huber
+weights, so one run the model cannot explain does not move the rest; Huber 1964), repeat (3 rounds; compositions
+barely move after the first). A ridge term pulls each coefficient towards its default by
 ``prior_weight`` (relative), so terms a run set cannot see (e.g. the all-reduce at TP 1) keep their defaults;
 negative solutions are fixed at 0 and the rest re-solved (active set). Only measured means and the median ITL
 are fitted; other medians, p99 and throughput are predictions of the fitted model and scored as such.
@@ -57,6 +58,8 @@ __all__ = [
 PROFILE_VERSION = 1
 #: Largest profile file read, bytes.
 MAX_PROFILE_BYTES = 1_000_000
+#: Reweighting passes of the Huber fit per simulate-and-solve round.
+_HUBER_ROUNDS = 4
 #: Metrics :func:`score` compares, with the measured value's key in ``BenchmarkMetrics``.
 SCORED: tuple[str, ...] = ("median_tpot", "median_ttft", "median_itl", "output_throughput")
 
@@ -179,6 +182,7 @@ def fit(
     base: StepCoefficients = DEFAULT_COEFFICIENTS,
     rounds: int = 3,
     prior_weight: float = 0.05,
+    huber: float = 0.10,
 ) -> Fit:
     """Least-squares fit of the step coefficients and the request overhead to ``runs`` (module docstring).
 
@@ -188,6 +192,9 @@ def fit(
         rounds: simulate-and-solve rounds.
         prior_weight: weight of each coefficient's relative distance from ``base`` against the runs' relative
             errors.
+        huber: relative error beyond which a measurement's weight falls off (Huber loss, by iteratively
+            reweighted least squares): a run dominated by something the model leaves out (a client or API server
+            out of CPU at 256 streams) does not drag the coefficients every other run depends on.
 
     Returns:
         The fit and its error on the runs.
@@ -217,22 +224,31 @@ def fit(
                 targets.append(1.0)
         a = np.array(rows)
         b = np.array(targets)
-        # ridge towards the prior, in units of each coefficient's own size
-        reg = np.diag(prior_weight / scale)
-        a_all = np.vstack([a, reg])
-        b_all = np.concatenate([b, prior_weight * prior / scale])
-        free = np.ones(a.shape[1], dtype=bool)
-        x = np.zeros(a.shape[1])
-        for _ in range(a.shape[1]):
-            sol, *_ = np.linalg.lstsq(a_all[:, free], b_all, rcond=None)
-            if (sol >= 0).all():
-                x[:] = 0.0
-                x[free] = sol
-                break
-            idx = np.flatnonzero(free)
-            free[idx[sol < 0]] = False
+        x = prior.copy()
+        weights = np.ones(len(b))
+        for _ in range(_HUBER_ROUNDS):
+            x = _solve(a * weights[:, None], b * weights, prior, scale, prior_weight)
+            residual = np.abs(a @ x - b)
+            weights = np.sqrt(np.where(residual <= huber, 1.0, huber / np.maximum(residual, 1e-12)))
         current = StepCoefficients.from_vector(x[: len(TERMS)], base=base, request_overhead_s=float(x[-1]))
     return Fit(current, score(runs, current), rounds)
+
+
+def _solve(a: np.ndarray, b: np.ndarray, prior: np.ndarray, scale: np.ndarray, prior_weight: float) -> np.ndarray:
+    """Least squares ``a·x ≈ b`` with a ridge towards ``prior`` (relative to ``scale``), ``x ≥ 0`` (active set)."""
+    reg = np.diag(prior_weight / scale)
+    a_all = np.vstack([a, reg])
+    b_all = np.concatenate([b, prior_weight * prior / scale])
+    free = np.ones(a.shape[1], dtype=bool)
+    x = np.zeros(a.shape[1])
+    for _ in range(a.shape[1]):
+        sol, *_ = np.linalg.lstsq(a_all[:, free], b_all, rcond=None)
+        if (sol >= 0).all():
+            x[free] = sol
+            break
+        idx = np.flatnonzero(free)
+        free[idx[sol < 0]] = False
+    return x
 
 
 class _ProfileFile(BaseModel):

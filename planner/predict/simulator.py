@@ -26,7 +26,11 @@ at most ``ceil((window − 1) / block_size) + 1`` (blocks wholly outside the win
 
 Client side, as ``vllm bench serve``: request ``j`` is due at its scheduled offset; with ``max_concurrency`` it is
 sent when a slot is free; TTFT and E2E are measured from sending, and include
-:attr:`~planner.predict.step_time.StepCoefficients.request_overhead_s` before the engine sees the request.
+:attr:`~planner.predict.step_time.StepCoefficients.request_overhead_s` before the engine sees the request. The
+server's frontend hands requests over one at a time, at least
+:attr:`~planner.predict.step_time.StepCoefficients.frontend_gap_s` apart, and an idle engine starts a step as soon
+as one arrives (vLLM's ``EngineCore`` busy loop, ``vllm/v1/engine/core.py``): requests sent at the same instant do
+not all land in the same first step, so closed-loop waves drift apart as on a real server.
 
 Static batching (``mode="static"``): batches of ``max_concurrency`` requests (all, without a cap) in arrival
 order; a batch starts when its last request has arrived and the previous batch is done, prefills all its prompts
@@ -53,7 +57,7 @@ from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
 from planner.predict.shape import StepShape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients, step_features
 
-__all__ = ["MODES", "SimulatedRun", "simulate"]
+__all__ = ["MODES", "OnlineScheduler", "SimulatedRun", "simulate"]
 
 #: Batching modes.
 MODES: tuple[str, ...] = ("continuous", "static")
@@ -134,13 +138,17 @@ class _Engine:
     def __init__(
         self,
         shape: StepShape,
-        settings: LoadSettings,
         coef: np.ndarray,
         overhead_s: float,
         ar_latency_s: float,
-        lengths: list[tuple[int, int]] | None = None,
+        lengths: Sequence[tuple[int, int]],
+        due: Sequence[float],
+        cap: int,
+        frontend_gap_s: float = 0.0,
     ) -> None:
         self.shape = shape
+        self.frontend_gap_s = frontend_gap_s
+        self.last_arrival = -math.inf
         self.coef = coef
         self.overhead_s = overhead_s
         self.ar_latency_s = ar_latency_s
@@ -151,15 +159,15 @@ class _Engine:
         self.groups = len(shape.groups)
         self.budget = shape.max_num_batched_tokens
         self.max_seqs = shape.max_num_seqs
-        n = settings.num_prompts
-        draws = lengths if lengths is not None else [(a, b) for a, b, _ in draw_lengths(settings, n, 0)]
-        self.prompt = [d[0] for d in draws]
-        self.out_len = [d[1] for d in draws]
-        self.due = list(arrival_times(settings))
-        self.cap = settings.max_concurrency or n
+        n = len(lengths)
+        self.prompt = [a for a, _ in lengths]
+        self.out_len = [b for _, b in lengths]
+        self.due = list(due)
+        self.cap = cap
         self.n = n
         nan = math.nan
         self.sent = [nan] * n
+        self.arrival = [nan] * n
         self.first = [nan] * n
         self.finish = [nan] * n
         self.first_step = [0] * n
@@ -178,21 +186,59 @@ class _Engine:
         self.running: list[int] = []
         self.waiting: deque[int] = deque()
         self.pending: deque[int] = deque()
+        self.emitted: list[tuple[int, int, bool]] = []
         self.next_send = 0
         self.done = 0
         for _ in range(min(self.cap, n)):
             self._send(self.due[self.next_send])
 
+    def add(self, prompt_tokens: int, output_tokens: int) -> int:
+        """A request that reaches the engine now (online use); returns its index."""
+        for values, value in (
+            (self.prompt, prompt_tokens),
+            (self.out_len, output_tokens),
+            (self.due, self.now),
+            (self.sent, self.now),
+            (self.first, math.nan),
+            (self.finish, math.nan),
+            (self.first_step, 0),
+            (self.finish_step, 0),
+            (self.arrive_step, len(self.step_end)),
+            (self.computed, 0),
+            (self.generated, 0),
+            (self.held, 0),
+        ):
+            values.append(value)
+        self.n += 1
+        self.next_send = self.n
+        self.waiting.append(self.n - 1)
+        return self.n - 1
+
+    def drop(self, j: int) -> None:
+        """Forget request ``j`` (its client went away): its blocks are freed (online use)."""
+        if j in self.running:
+            self.running.remove(j)
+        elif j in self.waiting:
+            self.waiting.remove(j)
+        else:
+            return
+        self.free += self.held[j]
+        self.held[j] = 0
+        self.done += 1
+
     # client side ---------------------------------------------------------------------------------------------
     def _send(self, slot_free_s: float) -> None:
         j = self.next_send
         self.sent[j] = max(self.due[j], slot_free_s)
+        # The API server hands requests to the engine one at a time: requests sent together arrive a little apart.
+        self.arrival[j] = max(self.sent[j] + self.overhead_s, self.last_arrival + self.frontend_gap_s)
+        self.last_arrival = self.arrival[j]
         self.pending.append(j)
         self.next_send += 1
 
     def _admit_arrived(self) -> None:
-        pending, overhead, limit = self.pending, self.overhead_s, self.now + 1e-12
-        while pending and self.sent[pending[0]] + overhead <= limit:
+        pending, arrival, limit = self.pending, self.arrival, self.now + 1e-12
+        while pending and arrival[pending[0]] <= limit:
             j = pending.popleft()
             self.arrive_step[j] = len(self.step_end)
             self.waiting.append(j)
@@ -300,6 +346,7 @@ class _Engine:
         self.now = float(self._record(features, len(scheduled))[-1])
         step = len(self.step_end) - 1
         finished = []
+        self.emitted = []
         for j, n_new in scheduled:
             computed[j] += n_new
             if computed[j] == self.prompt[j] + self.generated[j]:
@@ -307,7 +354,9 @@ class _Engine:
                 if self.generated[j] == 1:
                     self.first[j] = self.now
                     self.first_step[j] = step
-                if self.generated[j] == self.out_len[j]:
+                done = self.generated[j] == self.out_len[j]
+                self.emitted.append((j, self.generated[j], done))
+                if done:
                     finished.append(j)
         if finished:
             gone = set(finished)
@@ -356,7 +405,7 @@ class _Engine:
         can_admit = n < self.max_seqs
         if self.pending and can_admit:
             ends = self.now + np.cumsum(features @ self.coef)
-            cut = int(np.searchsorted(ends, self.sent[self.pending[0]] + self.overhead_s - 1e-12))
+            cut = int(np.searchsorted(ends, self.arrival[self.pending[0]] - 1e-12))
             if cut + 1 < k:
                 k = cut + 1
                 features = features[:k]
@@ -385,7 +434,7 @@ class _Engine:
         while self.done < self.n:
             self._admit_arrived()
             if not self.running and not self.waiting:
-                self.now = max(self.now, self.sent[self.pending[0]] + self.overhead_s)
+                self.now = max(self.now, self.arrival[self.pending[0]])
                 continue
             if not self.decode_stretch():
                 self.general_step()
@@ -399,6 +448,7 @@ def _static(engine: _Engine) -> None:
         batch = list(range(start, min(start + engine.cap, engine.n)))
         for j in batch:
             engine.sent[j] = engine.due[j]
+            engine.arrival[j] = engine.due[j] + engine.overhead_s
         engine.now = max(engine.now, max(engine.sent[j] for j in batch) + engine.overhead_s)
         for j in batch:
             engine.arrive_step[j] = len(engine.step_end)
@@ -441,6 +491,84 @@ def _static(engine: _Engine) -> None:
     engine.done = engine.n
 
 
+class OnlineScheduler:
+    """The same scheduler stepping in real time, for a server that plays a planned deployment (the demo server).
+
+    Requests are added as they arrive (:meth:`add`); :meth:`step` schedules one engine step exactly as
+    :func:`simulate` does (module docstring) and says how long it takes and which requests got a token. The caller
+    sleeps for the step's duration and then delivers the tokens.
+
+    Example::
+
+        engine = OnlineScheduler(shape)
+        rid = engine.add(prompt_tokens=512, output_tokens=128)
+        seconds, tokens = engine.step()   # -> (0.0157, [(rid, 1, False)]): its prefill and first token
+    """
+
+    def __init__(self, shape: StepShape, coefficients: StepCoefficients = DEFAULT_COEFFICIENTS) -> None:
+        self._engine = _Engine(shape, coefficients.vector(), 0.0, coefficients.allreduce_latency_s, [], [], 0)
+        self.shape = shape
+        #: Seconds a request spends before the engine sees it (HTTP, parsing, tokenization): the server waits this
+        #: long before :meth:`add`, as :func:`simulate` does.
+        self.request_overhead_s = coefficients.request_overhead_s
+
+    @property
+    def busy(self) -> bool:
+        """Requests are running or waiting."""
+        return bool(self._engine.running or self._engine.waiting)
+
+    @property
+    def running(self) -> int:
+        """Requests scheduled (running) now."""
+        return len(self._engine.running)
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for admission."""
+        return len(self._engine.waiting)
+
+    @property
+    def kv_usage(self) -> float:
+        """Fraction of the KV blocks in use, in [0, 1]."""
+        return 1.0 - self._engine.free / self.shape.num_gpu_blocks
+
+    @property
+    def preemptions(self) -> int:
+        """Preemptions so far."""
+        return self._engine.preemptions
+
+    def add(self, prompt_tokens: int, output_tokens: int) -> int:
+        """Queue a request; returns its id.
+
+        Raises:
+            InvalidParameterError: it is longer than ``max_model_len`` or than the whole KV cache holds.
+        """
+        total = prompt_tokens + output_tokens
+        if prompt_tokens < 1 or output_tokens < 1:
+            raise InvalidParameterError(
+                "tokens", (prompt_tokens, output_tokens), "at least 1 prompt and 1 output token"
+            )
+        if total > self.shape.max_model_len:
+            raise InvalidParameterError("tokens", total, f"at most max_model_len ({self.shape.max_model_len:,})")
+        if self._engine.blocks.of(total) > self.shape.num_gpu_blocks:
+            raise InvalidParameterError("tokens", total, "a request the KV cache can hold")
+        return self._engine.add(prompt_tokens, output_tokens)
+
+    def drop(self, rid: int) -> None:
+        """Forget a request whose client went away (its blocks are freed)."""
+        self._engine.drop(rid)
+
+    def step(self) -> tuple[float, list[tuple[int, int, bool]]]:
+        """One engine step: ``(seconds, [(request id, tokens it has now, finished), ...])``; ``(0, [])`` when idle."""
+        if not self.busy:
+            return 0.0, []
+        before = self._engine.now
+        self._engine.general_step()
+        self._engine.features.clear()  # nothing reads a live engine's history: keep its memory flat
+        self._engine.step_end.clear()
+        return self._engine.now - before, list(self._engine.emitted)
+
+
 def simulate(
     shape: StepShape,
     settings: LoadSettings,
@@ -476,17 +604,22 @@ def simulate(
         coef = coefficients.vector()
         overhead = coefficients.request_overhead_s if request_overhead_s is None else request_overhead_s
         ar_latency = coefficients.allreduce_latency_s
+        gap = coefficients.frontend_gap_s
     else:
         coef = np.asarray(coefficients, dtype=float)
         if coef.shape != (len(TERMS),):
             raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
         overhead = request_overhead_s or 0.0
         ar_latency = DEFAULT_COEFFICIENTS.allreduce_latency_s
+        gap = 0.0
     if lengths is not None:
         if len(lengths) != settings.num_prompts or any(a < 1 or b < 1 for a, b in lengths):
             raise InvalidParameterError("lengths", len(lengths), f"{settings.num_prompts} pairs of token counts ≥ 1")
-        lengths = [(int(a), int(b)) for a, b in lengths]
-    engine = _Engine(shape, settings, coef, overhead, ar_latency, lengths)
+        pairs = [(int(a), int(b)) for a, b in lengths]
+    else:
+        pairs = [(a, b) for a, b, _ in draw_lengths(settings, settings.num_prompts, 0)]
+    cap = settings.max_concurrency or settings.num_prompts
+    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap)
     longest = max(a + b for a, b in zip(engine.prompt, engine.out_len, strict=True))
     if longest > shape.max_model_len:
         raise InvalidParameterError(
@@ -532,7 +665,7 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     ttft_feat = cum[first_step + 1] - cum[arrive]
     # The step that was running when a request arrived: the part of it still to go is part of its TTFT.
     prev = arrive - 1
-    arrival = sent + engine.overhead_s
+    arrival = np.array(engine.arrival)
     busy = (prev >= 0) & (arrival < ends[np.maximum(prev, 0)]) if ends.size else np.zeros(engine.n, dtype=bool)
     if busy.any():
         durations = feats @ engine.coef

@@ -71,6 +71,9 @@ class StepCoefficients:
         allreduce_latency_s: Latency of one all-reduce call, seconds (not fitted).
         request_overhead_s: Time from the client sending a request to the engine scheduling it (HTTP, parsing,
             tokenization), seconds; part of TTFT and E2E, not of the steps.
+        frontend_gap_s: Least time between two requests reaching the engine, seconds: the API server is one
+            process that prepares them one at a time (not fitted; an assumption of the order of its per-request
+            CPU time).
     """
 
     step_overhead_s: float = 0.25e-3
@@ -82,6 +85,7 @@ class StepCoefficients:
     allreduce_efficiency: float = 1.0
     allreduce_latency_s: float = 8e-6
     request_overhead_s: float = 17e-3
+    frontend_gap_s: float = 0.5e-3
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -80,7 +80,7 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
@@ -117,6 +117,26 @@ KV_NUM_GPU_BLOCKS = 2048
 KV_BLOCKS_PER_REQUEST = 64
 
 
+class PlannedEngine(Protocol):
+    """What the planned mode steps (:class:`planner.predict.simulator.OnlineScheduler` is one)."""
+
+    @property
+    def busy(self) -> bool: ...
+    @property
+    def running(self) -> int: ...
+    @property
+    def waiting(self) -> int: ...
+    @property
+    def kv_usage(self) -> float: ...
+    @property
+    def preemptions(self) -> int: ...
+    @property
+    def request_overhead_s(self) -> float: ...
+    def add(self, prompt_tokens: int, output_tokens: int) -> int: ...
+    def drop(self, rid: int) -> None: ...
+    def step(self) -> tuple[float, list[tuple[int, int, bool]]]: ...
+
+
 class _State:
     """Live counts behind ``GET /metrics`` (one event loop, so no lock)."""
 
@@ -132,6 +152,11 @@ class _State:
         self.ttft_ms = 150.0
         self.itl_ms = 20.0
         self.itl_per_running_ms = 0.0
+        self.model_id = MODEL_ID
+        self.max_model_len = MAX_MODEL_LEN
+        self.engine: PlannedEngine | None = None
+        self.queues: dict[int, asyncio.Queue[tuple[int, bool]]] = {}
+        self.wake: asyncio.Event | None = None
 
 
 _STATE = _State()
@@ -219,7 +244,7 @@ _LEGACY_CACHE_CONFIG_LABELS = {
 def _metrics_text() -> bytes:
     """The vLLM V1 ``/metrics`` body for the current state (a fresh registry each time: values are set, not kept)."""
     registry = CollectorRegistry()
-    labels = {"model_name": MODEL_ID, "engine": "0"}
+    labels = {"model_name": _STATE.model_id, "engine": "0"}
     names = ["model_name", "engine"]
 
     def gauge(name: str, doc: str, value: float) -> None:
@@ -228,14 +253,19 @@ def _metrics_text() -> bytes:
     def counter(name: str, doc: str, value: float) -> None:
         Counter(name, doc, labelnames=names, registry=registry).labels(**labels).inc(value)
 
-    gauge("vllm:num_requests_running", "Number of requests in model execution batches.", _STATE.running)
-    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", _STATE.waiting)
-    usage = min(1.0, KV_BLOCKS_PER_REQUEST * _STATE.running / KV_NUM_GPU_BLOCKS)
+    engine = _STATE.engine
+    running = engine.running if engine else _STATE.running
+    waiting = engine.waiting if engine else _STATE.waiting
+    gauge("vllm:num_requests_running", "Number of requests in model execution batches.", running)
+    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting)
+    usage = engine.kv_usage if engine else min(1.0, KV_BLOCKS_PER_REQUEST * _STATE.running / KV_NUM_GPU_BLOCKS)
     if _STATE.legacy_metrics:
         gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", usage)
     else:
         gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", usage)
-    counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0)
+    counter(
+        "vllm:num_preemptions", "Cumulative number of preemption from the engine.", engine.preemptions if engine else 0
+    )
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", _STATE.prompt_tokens)
     counter("vllm:generation_tokens", "Number of generation tokens processed.", _STATE.generation_tokens)
     info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
@@ -315,7 +345,7 @@ def chat_chunk(delta: dict, finish: str | None, usage: dict | None) -> dict:
         "id": "chatcmpl-timed",
         "object": "chat.completion.chunk",
         "created": 0,
-        "model": MODEL_ID,
+        "model": _STATE.model_id,
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
     }
     if usage is not None:
@@ -371,7 +401,7 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
             {
                 "id": "chatcmpl-timed",
                 "object": "chat.completion",
-                "model": MODEL_ID,
+                "model": _STATE.model_id,
                 "choices": [
                     {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
                 ],
@@ -411,7 +441,7 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         if completions:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
             await conn.event(
-                {"id": "cmpl-timed", "object": "text_completion", "model": MODEL_ID, "choices": [choice]}
+                {"id": "cmpl-timed", "object": "text_completion", "model": _STATE.model_id, "choices": [choice]}
                 | ({"usage": usage} if usage else {})
             )
         else:
@@ -420,6 +450,97 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         await conn.event({**chat_chunk({}, None, usage_of(n, n_prompt)), "choices": []})
     await conn.event("[DONE]")
     await conn.end()
+
+
+async def _planned(conn: _Conn, body: dict) -> None:
+    """A chat or completions request in planned mode: its tokens come when the planned engine's steps end."""
+    engine = _STATE.engine
+    assert engine is not None and _STATE.wake is not None
+    completions = "prompt" in body
+    n, last_finish = answer_tokens(body, {}, body.get("max_tokens"))
+    n_prompt = prompt_tokens(body)
+    await asyncio.sleep(engine.request_overhead_s)  # HTTP, parsing, tokenization before the engine sees it
+    try:
+        rid = engine.add(n_prompt, n)
+    except ValueError as exc:  # too long for the planned deployment: vLLM answers 400 too
+        await conn.json(400, {"error": {"message": str(exc), "type": "BadRequestError", "param": None, "code": 400}})
+        return
+    queue: asyncio.Queue[tuple[int, bool]] = asyncio.Queue()
+    _STATE.queues[rid] = queue
+    _STATE.wake.set()
+    stream = bool(body.get("stream"))
+    options = body.get("stream_options") or {}
+    continuous = bool(options.get("continuous_usage_stats"))
+    done = False
+    try:
+        if stream:
+            await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+            if not completions:
+                await conn.event(
+                    chat_chunk(
+                        {"role": "assistant", "content": ""}, None, usage_of(0, n_prompt) if continuous else None
+                    )
+                )
+        while not done:
+            count, done = await queue.get()
+            _STATE.generation_tokens += 1
+            if not stream:
+                continue
+            finish = last_finish if done else None
+            usage = usage_of(count, n_prompt) if continuous else None
+            if completions:
+                choice = {"index": 0, "text": token_text(count), "logprobs": None, "finish_reason": finish}
+                await conn.event(
+                    {"id": "cmpl-planned", "object": "text_completion", "model": _STATE.model_id, "choices": [choice]}
+                    | ({"usage": usage} if usage else {})
+                )
+            else:
+                await conn.event(chat_chunk({"content": token_text(count)}, finish, usage))
+        text = "".join(token_text(k) for k in range(1, n + 1))
+        if not stream:
+            message = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
+            await conn.json(
+                200,
+                {
+                    "id": "chatcmpl-planned",
+                    "object": "chat.completion",
+                    "model": _STATE.model_id,
+                    "choices": [message],
+                    "usage": usage_of(n, n_prompt),
+                },
+            )
+            return
+        if options.get("include_usage"):
+            await conn.event({**chat_chunk({}, None, usage_of(n, n_prompt)), "choices": []})
+        await conn.event("[DONE]")
+        await conn.end()
+    finally:
+        _STATE.queues.pop(rid, None)
+        if not done:
+            engine.drop(rid)
+
+
+async def _engine_loop() -> None:
+    """Step the planned engine in real time: sleep each step's duration, then hand out its tokens."""
+    engine, wake = _STATE.engine, _STATE.wake
+    assert engine is not None and wake is not None
+    clock: float | None = None  # when the engine's current step ends, on perf_counter's scale
+    while True:
+        if not engine.busy:
+            wake.clear()
+            await wake.wait()
+            clock = None
+            continue
+        seconds, tokens = engine.step()
+        now = time.perf_counter()
+        # Steps follow each other on the engine's own clock, so a late wake-up is not added to every later step;
+        # a clock more than a step behind (the loop was starved) starts again from now.
+        clock = now + seconds if clock is None or clock < now - seconds else clock + seconds
+        await _sleep_until(clock)
+        for rid, count, done in tokens:
+            queue = _STATE.queues.get(rid)
+            if queue is not None:
+                queue.put_nowait((count, done))
 
 
 async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
@@ -490,11 +611,17 @@ async def _one_request(conn: _Conn) -> None:
         await conn.json(200, _STATE.recorded)
     elif method == "POST" and path == "/tokenize" and _STATE.tokenizer == "bytes":
         count = prompt_tokens(body)
-        await conn.json(200, {"count": count, "max_model_len": MAX_MODEL_LEN, "tokens": list(range(count))})
+        await conn.json(200, {"count": count, "max_model_len": _STATE.max_model_len, "tokens": list(range(count))})
     elif method == "GET" and path == "/health":
         await conn.json(200, None)
     elif method == "GET" and path == "/v1/models":
-        model = {"id": MODEL_ID, "object": "model", "owned_by": "vllm", "root": MODEL_ID, "max_model_len": 4096}
+        model = {
+            "id": _STATE.model_id,
+            "object": "model",
+            "owned_by": "vllm",
+            "root": _STATE.model_id,
+            "max_model_len": _STATE.max_model_len,
+        }
         await conn.json(200, {"object": "list", "data": [model]})
     elif method == "GET" and path == "/version":
         await conn.json(200, {"version": "0.0.0-timed"})
@@ -506,6 +633,12 @@ async def _one_request(conn: _Conn) -> None:
         await conn.head(200, {"Content-Type": CONTENT_TYPE_LATEST, "Content-Length": str(len(data))})
         conn.writer.write(data)
         await conn.writer.drain()
+    elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions") and _STATE.engine is not None:
+        _STATE.prompt_tokens += prompt_tokens(body)
+        try:
+            await _planned(conn, body)
+        finally:
+            entry["finished_s"] = time.time()
     elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions", "/", "/generate_stream"):
         if _STATE.slots is not None:
             # A scheduler with max_num_seqs slots: a request waits for one, and its timeline starts when admitted.
@@ -532,6 +665,10 @@ async def _one_request(conn: _Conn) -> None:
 
 
 async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> None:
+    tasks = []
+    if _STATE.engine is not None:
+        _STATE.wake = asyncio.Event()
+        tasks.append(asyncio.create_task(_engine_loop()))
     _STATE.legacy_metrics = args.legacy_metrics
     _STATE.tokenizer = args.tokenizer
     _STATE.slots = asyncio.Semaphore(args.max_num_seqs) if args.max_num_seqs else None
@@ -545,8 +682,9 @@ async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> No
 #: The flags' defaults for the tests' timed server (``python -m planner.serving.demo_server``): no load effects.
 TEST_DEFAULTS = {"port": 0, "tokenizer": "fixed", "itl_per_running_ms": 0.0, "max_num_seqs": None}
 #: The defaults of ``python -m planner demo-server``: vLLM's port, a byte-level tokenizer with ``/tokenize``, and a
-#: decode step that grows with the batch (0.1 ms per other running request, at most 64 at once).
-DEMO_DEFAULTS = {"port": 8000, "tokenizer": "bytes", "itl_per_running_ms": 0.1, "max_num_seqs": 64}
+#: decode step that grows with the batch (0.1 ms per other running request; ``planner/cli/demo.py`` caps it at 64 at
+#: once unless ``--max-num-seqs`` says otherwise, and in planned mode leaves it to the engine's default).
+DEMO_DEFAULTS = {"port": 8000, "tokenizer": "bytes", "itl_per_running_ms": 0.1, "max_num_seqs": None}
 
 
 def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
@@ -579,8 +717,26 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
     )
 
 
-def serve(args: argparse.Namespace, announce: Callable[[int], str]) -> None:
-    """Run the server until Ctrl-C; ``announce(port)`` is printed once it listens."""
+def serve(
+    args: argparse.Namespace,
+    announce: Callable[[int], str],
+    *,
+    engine: PlannedEngine | None = None,
+    model_id: str | None = None,
+    max_model_len: int | None = None,
+) -> None:
+    """Run the server until Ctrl-C; ``announce(port)`` is printed once it listens.
+
+    Args:
+        args: the flags of :func:`add_arguments`.
+        announce: the line printed once the server listens, from its port.
+        engine: planned mode: chat and completions requests are timed by this engine's steps (the deployment
+            :mod:`planner.predict` simulates), not by ``--ttft-ms``/``--itl-ms``; TGI routes keep the fixed timing.
+        model_id / max_model_len: what ``/v1/models`` and the responses name (planned mode: the planned model).
+    """
+    _STATE.engine = engine
+    _STATE.model_id = model_id or MODEL_ID
+    _STATE.max_model_len = max_model_len or MAX_MODEL_LEN
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args, announce))
 

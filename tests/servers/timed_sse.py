@@ -6,6 +6,7 @@ The server's constants (``MODEL_ID``, ``CONTEXT_ERROR``, ...) live in :mod:`plan
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 import time
@@ -27,15 +28,23 @@ class TimedServer:
             None = no limit.
         tokenizer: ``"fixed"`` (every prompt 12 tokens, no ``/tokenize``) or ``"bytes"`` (one token per byte of the
             chat-templated prompt, with vLLM's ``/tokenize``).
+        planned: flags of ``python -m planner demo-server``'s planned mode (``("--model", M, "--gpu", G, ...)``):
+            the server is started through the CLI and plays that deployment.
 
     Attributes:
         url: ``http://127.0.0.1:<port>`` once started.
     """
 
     def __init__(
-        self, *, legacy_metrics: bool = False, max_num_seqs: int | None = None, tokenizer: str = "fixed"
+        self,
+        *,
+        legacy_metrics: bool = False,
+        max_num_seqs: int | None = None,
+        tokenizer: str = "fixed",
+        planned: tuple[str, ...] = (),
     ) -> None:
         self.url = ""
+        self.planned = planned
         self.legacy_metrics = legacy_metrics
         self.max_num_seqs = max_num_seqs
         self.tokenizer = tokenizer
@@ -43,9 +52,10 @@ class TimedServer:
 
     def __enter__(self) -> TimedServer:
         root = Path(__file__).resolve().parents[2]
+        entry = ("planner", "demo-server", *self.planned) if self.planned else ("planner.serving.demo_server",)
         self._proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "planner.serving.demo_server", "--port", "0"),
+                *(sys.executable, "-m", *entry, "--port", "0"),
                 *(("--legacy-metrics",) if self.legacy_metrics else ()),
                 *(("--max-num-seqs", str(self.max_num_seqs)) if self.max_num_seqs else ()),
                 *("--tokenizer", self.tokenizer),
@@ -56,10 +66,11 @@ class TimedServer:
         )
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
-        if not line.startswith("PORT "):
+        port = re.match(r"PORT (\d+)|demo server on http://127\.0\.0\.1:(\d+)", line)
+        if port is None:
             self.__exit__(None, None, None)
             raise RuntimeError(f"timed server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.url = f"http://127.0.0.1:{int(port.group(1) or port.group(2))}"
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
