@@ -281,10 +281,39 @@ class _Engine:
         preempted = False
         i = 0
         running, computed, held, blocks = self.running, self.computed, self.held, self.blocks
+        prompt, generated = self.prompt, self.generated
+        block_size, full_only, full = blocks.block_size, not blocks.caps, blocks.full
+        windows = self.windows
+        g = self.groups
+        n_dec = pre_tok = sampled = 0
+        dec_sum = 0.0  # Σ context of the decodes (every group alike when no group has a window)
+        dec_ctx = [0.0] * g
+        pre_attn = [0.0] * g
+        pre_ctx = [0.0] * g
+
+        def compose(j: int, n_new: int) -> None:
+            nonlocal n_dec, pre_tok, sampled, dec_sum
+            c = computed[j]
+            completes = c + n_new == prompt[j] + generated[j]
+            if n_new == 1 and generated[j] > 0 and completes:
+                n_dec += 1
+                if full_only:
+                    dec_sum += c + 1
+                else:
+                    for x, w in enumerate(windows):
+                        dec_ctx[x] += min(c + 1, w)
+            else:
+                pre_tok += n_new
+                sampled += completes
+                for x, w in enumerate(windows):
+                    pre_attn[x] += n_new * min(c + (n_new + 1) / 2, w)
+                    pre_ctx[x] += min(c, w)
+
         while i < len(running) and budget > 0:
             j = running[i]
-            n_new = min(self.prompt[j] + self.generated[j] - computed[j], budget)
-            need = blocks.of(computed[j] + n_new) - held[j]
+            n_new = min(prompt[j] + generated[j] - computed[j], budget)
+            tokens = computed[j] + n_new
+            need = (full * -(-tokens // block_size) if full_only else blocks.of(tokens)) - held[j]
             while need > self.free:
                 victim = running.pop()
                 self._preempt(victim)
@@ -295,17 +324,19 @@ class _Engine:
                 break
             self.free -= need
             held[j] += need
+            compose(j, n_new)
             scheduled.append((j, n_new))
             budget -= n_new
             i += 1
         if not preempted:
             while self._admissible(budget):
                 j = self.waiting.popleft()
-                n_new = min(self.prompt[j] + self.generated[j] - computed[j], budget)
+                n_new = min(prompt[j] + generated[j] - computed[j], budget)
                 need = blocks.of(computed[j] + n_new) - held[j]
                 running.append(j)
                 self.free -= need
                 held[j] += need
+                compose(j, n_new)
                 scheduled.append((j, n_new))
                 budget -= n_new
         if not scheduled:
@@ -313,25 +344,8 @@ class _Engine:
                 "num_gpu_blocks", self.shape.num_gpu_blocks, "a KV cache that holds at least one request's first chunk"
             )
         self.peak = max(self.peak, self.shape.num_gpu_blocks - self.free)
-        g = self.groups
-        windows = self.windows
-        n_dec = pre_tok = sampled = 0
-        dec_ctx = [0.0] * g
-        pre_attn = [0.0] * g
-        pre_ctx = [0.0] * g
-        for j, n_new in scheduled:
-            c = computed[j]
-            completes = c + n_new == self.prompt[j] + self.generated[j]
-            if n_new == 1 and self.generated[j] > 0 and completes:
-                n_dec += 1
-                for x, w in enumerate(windows):
-                    dec_ctx[x] += min(c + 1, w)
-            else:
-                pre_tok += n_new
-                sampled += completes
-                for x, w in enumerate(windows):
-                    pre_attn[x] += n_new * min(c + (n_new + 1) / 2, w)
-                    pre_ctx[x] += min(c, w)
+        if full_only:
+            dec_ctx = [dec_sum] * g
         features = step_features(
             self.shape,
             n_decode=np.array([float(n_dec)]),
@@ -343,19 +357,20 @@ class _Engine:
             n_seqs=np.array([float(len(scheduled))]),
             allreduce_latency_s=self.ar_latency_s,
         )
-        self.now = float(self._record(features, len(scheduled))[-1])
+        self.now = now = float(self._record(features, len(scheduled))[-1])
         step = len(self.step_end) - 1
         finished = []
-        self.emitted = []
+        emitted = self.emitted = []
+        out_len = self.out_len
         for j, n_new in scheduled:
             computed[j] += n_new
-            if computed[j] == self.prompt[j] + self.generated[j]:
-                self.generated[j] += 1
-                if self.generated[j] == 1:
-                    self.first[j] = self.now
+            if computed[j] == prompt[j] + generated[j]:
+                generated[j] += 1
+                if generated[j] == 1:
+                    self.first[j] = now
                     self.first_step[j] = step
-                done = self.generated[j] == self.out_len[j]
-                self.emitted.append((j, self.generated[j], done))
+                done = generated[j] == out_len[j]
+                emitted.append((j, generated[j], done))
                 if done:
                     finished.append(j)
         if finished:

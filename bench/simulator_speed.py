@@ -1,0 +1,59 @@
+"""How long the continuous-batching simulator takes for 10,000 requests (the issue's target: under 1 s).
+
+Usage: ``python bench/simulator_speed.py [--requests 10000] [--repeat 3]``. For each workload (Llama-3.1-8B on an
+H200, 512 prompt / 128 output tokens): closed loop at concurrency 16, 64 and 256, and open loop at 20 and 60
+requests/s (Poisson), it prints the best wall time of ``--repeat`` runs, the engine steps simulated and the
+simulated duration. Timed on this machine, idle; another CPU gives other figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from planner.capacity.plan import plan
+from planner.capacity.scenario import Scenario
+from planner.loadtest.settings import LoadSettings
+from planner.predict.shape import step_shape
+from planner.predict.simulator import simulate
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    scenario = Scenario(
+        model="meta-llama/Llama-3.1-8B-Instruct", gpu="h200-sxm-141gb", max_model_len=8192, max_num_seqs=256
+    )
+    shape = step_shape(plan(scenario, advise=False))
+    workloads = [("concurrency", c) for c in (16, 64, 256)] + [("rate", r) for r in (20.0, 60.0)]
+    print(f"{'workload':>18} {'best s':>8} {'steps':>8} {'simulated s':>12}")
+    worst = 0.0
+    for kind, value in workloads:
+        settings = LoadSettings(
+            num_prompts=a.requests,
+            max_concurrency=int(value) if kind == "concurrency" else None,
+            request_rate=float(value) if kind == "rate" else float("inf"),
+            input_len=512,
+            output_len=128,
+            duration_s=None,
+        )
+        best = float("inf")
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            run = simulate(shape, settings)
+            best = min(best, time.perf_counter() - t0)
+        worst = max(worst, best)
+        label = f"c={int(value)}" if kind == "concurrency" else f"{value:g} req/s"
+        print(f"{label:>18} {best:8.3f} {run.num_steps:8,} {run.metrics.duration_s:12.1f}")
+    print(f"slowest: {worst:.3f} s for {a.requests:,} requests (target < 1 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
