@@ -163,18 +163,18 @@ def max_model_len_text(plan: Plan) -> str:
 def layout_rows(layout: KvLayout) -> list[dict[str, str]]:
     """One row per attention type of the layout, as text ("n/a" where a figure does not apply).
 
-    Keys: ``attention``, ``window (tokens)``, ``layers per GPU``, ``KV-cache groups``, ``tokens kept per request``,
-    ``blocks per request (each group)``, ``KV bytes per token (per GPU)``.
+    Keys: ``attention``, ``window`` (tokens), ``layers/GPU``, ``KV-cache groups``, ``tokens kept/request`` (what one
+    request of ``max_model_len`` keeps in each group), ``blocks/request (each group)``, ``KV bytes/token/GPU``.
     """
     return [
         {
             "attention": _ATTENTION_NAMES.get(g.attention, g.attention),
-            "window (tokens)": "n/a" if g.window_tokens is None else f"{g.window_tokens:,}",
-            "layers per GPU": f"{g.num_layers:,}" + (f" (+{g.padding_layers} padding)" if g.padding_layers else ""),
+            "window": "n/a" if g.window_tokens is None else f"{g.window_tokens:,}",
+            "layers/GPU": f"{g.num_layers:,}" + (f" (+{g.padding_layers} padding)" if g.padding_layers else ""),
             "KV-cache groups": f"{g.num_groups:,} × {layout.group_size_layers:,} layers",
-            "tokens kept per request": f"{g.tokens_per_request:,}",
-            "blocks per request (each group)": f"{g.blocks_per_request:,}",
-            "KV bytes per token (per GPU)": f"{g.kv_bytes_per_token_per_gpu:,.0f} B",
+            "tokens kept/request": f"{g.tokens_per_request:,}",
+            "blocks/request (each group)": f"{g.blocks_per_request:,}",
+            "KV bytes/token/GPU": f"{g.kv_bytes_per_token_per_gpu:,.0f} B",
         }
         for g in layout.group_types
     ]

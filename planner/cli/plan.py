@@ -9,7 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
+from dataclasses import replace
 
+from planner.capacity.engines.vllm import profile_for
+from planner.capacity.explain import Explanation, VersionChange, compare_versions, explain, layout_rows
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
 from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
@@ -21,6 +25,8 @@ from planner.units import GIB
 __all__ = ["add_parser", "run"]
 
 _PRECISIONS = ("fp16", "fp8", "int8", "int4")
+#: Columns the explanation's sentences wrap at.
+_WIDTH = 118
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,6 +62,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--block-size", type=int, help="KV-cache block size in tokens (default: the engine's, 16)")
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (default: graphs captured)")
     p.add_argument("--engine-version", help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI) (default: the newest known)")
+    p.add_argument(
+        "--compare-engine-version",
+        metavar="VERSION",
+        help="vLLM: also plan VERSION and say what changed between the two versions (default: no comparison)",
+    )
     p.add_argument("--max-input-tokens", type=int, help="TGI: longest prompt (default: TGI's)")
     p.add_argument("--max-total-tokens", type=int, help="TGI: longest prompt + output (default: TGI's)")
     p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI: tokens of one prefill batch (default: TGI's)")
@@ -136,7 +147,12 @@ def _text(result: Plan) -> str:
         f"  non-torch                 {_gib(None if t.non_torch_bytes is None else t.non_torch_bytes / GIB)}",
         f"  CUDA graphs               {_gib(None if t.cuda_graph_bytes is None else t.cuda_graph_bytes / GIB)}",
         f"  KV cache                  {_gib(t.kv_cache_bytes / GIB)}",
-        f"  KV bytes per token        {result.kv_bytes_per_token:,.0f}",
+        f"  KV bytes per token        {result.kv_bytes_per_token:,.0f} per GPU",
+        *(
+            [f"  KV bytes per token, model {result.kv_bytes_per_token_model:,.0f} over {result.num_gpus} GPUs"]
+            if result.num_gpus > 1
+            else []
+        ),
         f"  GPU blocks                {'n/a' if result.num_gpu_blocks is None else f'{result.num_gpu_blocks:,}'}",
         f"  GPU KV cache size         {result.kv_cache_tokens:,} tokens",
         f"  Maximum concurrency for {result.max_model_len:,} tokens per request: {result.max_concurrency:.2f}x",
@@ -148,6 +164,10 @@ def _text(result: Plan) -> str:
     lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
+    if result.num_gpus > 1 and result.kv_bytes_per_token_model != result.kv_bytes_per_token:
+        lines.insert(
+            9, f"  KV bytes per token, model {result.kv_bytes_per_token_model:,.0f} over {result.num_gpus} GPUs"
+        )
     lines.extend(f"  note: {note}" for note in result.notes)
     command = launch(result)
     lines.append(f"  launch: {command.command}")
@@ -156,6 +176,57 @@ def _text(result: Plan) -> str:
     if command.corrected:
         lines.append(f"  launch that fits ({command.change}): {command.corrected}")
     return "\n".join(lines)
+
+
+def _columns(rows: list[dict[str, str]], indent: str) -> list[str]:
+    """``rows`` (same keys) as aligned text columns under a header line."""
+    if not rows:
+        return []
+    keys = list(rows[0])
+    widths = [max(len(k), *(len(r[k]) for r in rows)) for k in keys]
+    out = [indent + "  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True)).rstrip()]
+    out += [indent + "  ".join(r[k].ljust(w) for k, w in zip(keys, widths, strict=True)).rstrip() for r in rows]
+    return out
+
+
+def _explanation_text(explanation: Explanation) -> str:
+    layout = explanation.layout
+    lines = [f"  KV layout (vLLM {layout.engine_version}; per GPU unless it says model):"]
+    lines += _columns(layout_rows(layout), "    ")
+    lines += [_wrapped("why: ", line) for line in explanation.lines]
+    lines += [_wrapped("longest that fits: ", line) for line in explanation.longest_fit.lines]
+    return "\n".join(lines)
+
+
+def _wrapped(label: str, text: str) -> str:
+    """``  label text`` wrapped at :data:`_WIDTH` columns, continuation lines indented under the text."""
+    return textwrap.fill(text, _WIDTH, initial_indent="  " + label, subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _version_change_text(change: VersionChange) -> str:
+    lines = [f"  what changed from vLLM {change.old_version} to {change.new_version}:"]
+    lines += [_wrapped("  ", line) for line in change.lines]
+    rows = [{"figure": f.label, change.old_version: f.old, change.new_version: f.new} for f in change.figures]
+    return "\n".join(lines + _columns(rows, "    "))
+
+
+def _compared(args: argparse.Namespace, result: Plan) -> VersionChange | None:
+    """The plan of ``--compare-engine-version`` set against ``result``.
+
+    Raises:
+        PlannerError: the flag is given for an engine other than vLLM, or names a bad version.
+    """
+    if args.compare_engine_version is None:
+        return None
+    accepted = "a vLLM version such as 0.9.0, with --engine vllm"
+    if args.engine != "vllm":
+        raise InvalidParameterError("compare_engine_version", args.compare_engine_version, accepted)
+    try:
+        profile_for(args.compare_engine_version)
+    except InvalidParameterError:
+        raise InvalidParameterError("compare_engine_version", args.compare_engine_version, accepted) from None
+    other = plan(replace(result.scenario, engine_version=args.compare_engine_version), advise=False)
+    return compare_versions(result, other)
 
 
 _ENGINE_FLAGS = {
@@ -180,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``plan``; returns the exit code (0, or 2 for bad input)."""
     try:
         result = plan(_scenario(args))
+        change = _compared(args, result)
     except InvalidParameterError as exc:
         flag = "--" + exc.name.replace("_", "-")
         shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
@@ -189,13 +261,25 @@ def run(args: argparse.Namespace) -> int:
         return error(f"python -m planner {args.command}", exc)
     for note in _ignored_flags(args):
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
+    explanation = explain(result)
+    if args.compare_engine_version is not None and change is None:
+        print(
+            f"python -m planner {args.command}: note: vLLM {args.compare_engine_version} accounts for this scenario "
+            f"as {result.scenario.engine_version} does; nothing to compare",
+            file=sys.stderr,
+        )
     if args.json:
         payload = result.to_json()
         command = launch(result)
         payload["launch_command"] = command.command
         payload["launch_warning"] = command.warning
         payload["launch_command_that_fits"] = command.corrected
+        payload["explanation"] = None if explanation is None else explanation.to_json()
+        payload["version_change"] = None if change is None else change.to_json()
         print(json.dumps(payload, indent=2))
     else:
-        print(_text(result))
+        parts = [_text(result)]
+        parts += [] if explanation is None else [_explanation_text(explanation)]
+        parts += [] if change is None else [_version_change_text(change)]
+        print("\n".join(parts))
     return 0

@@ -124,10 +124,10 @@ def test_no_explanation_for_tgi_or_a_refused_configuration() -> None:
 def test_layout_rows_say_n_a_for_full_attention_window() -> None:
     result = plan(GEMMA_2_9B)
     rows = {r["attention"]: r for r in layout_rows(result.kv_layout)}
-    assert rows["full attention"]["window (tokens)"] == "n/a"
-    assert rows["sliding window"]["window (tokens)"] == "4,096"
-    assert rows["sliding window"]["blocks per request (each group)"] == "513"
-    assert rows["full attention"]["KV bytes per token (per GPU)"] == "172,032 B"
+    assert rows["full attention"]["window"] == "n/a"
+    assert rows["sliding window"]["window"] == "4,096"
+    assert rows["sliding window"]["blocks/request (each group)"] == "513"
+    assert rows["full attention"]["KV bytes/token/GPU"] == "172,032 B"
 
 
 def test_max_model_len_text_names_auto_and_its_value() -> None:
