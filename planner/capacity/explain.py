@@ -21,6 +21,7 @@ scenario; :func:`layout_rows` and :func:`max_model_len_text` are the display for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 from planner.capacity.engines.common import fmt_gib
@@ -41,6 +42,7 @@ __all__ = [
     "explain",
     "layout_rows",
     "max_model_len_text",
+    "version_changes",
 ]
 
 #: Where the explanations' formulas come from.
@@ -135,6 +137,11 @@ class VersionChange:
     def to_json(self) -> dict[str, object]:
         """JSON-ready dict: ``old_version``, ``new_version``, ``lines``, ``figures`` (label, old, new)."""
         return asdict(self)
+
+    def rows(self) -> list[dict[str, str]]:
+        """The figures as table rows: ``figure``, ``vLLM <old>``, ``vLLM <new>``."""
+        old, new = f"vLLM {self.old_version}", f"vLLM {self.new_version}"
+        return [{"figure": f.label, old: f.old, new: f.new} for f in self.figures]
 
 
 def _n(value: int | float) -> str:
@@ -512,3 +519,22 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
         ),
     )
     return VersionChange(a.engine_version, b.engine_version, tuple(lines), figures)
+
+
+def version_changes(plans: Sequence[Plan | None]) -> list[tuple[int, int, VersionChange]]:
+    """Every pair of ``plans`` that is two vLLM versions of one scenario, with what changed.
+
+    Args:
+        plans: the plans of a page's scenarios, None where a scenario has no plan.
+
+    Returns:
+        ``(i, j, change)`` for each pair ``i < j`` (0-based positions) that :func:`compare_versions` compares.
+    """
+    out = []
+    for i, first in enumerate(plans):
+        for j in range(i + 1, len(plans)):
+            second = plans[j]
+            change = None if first is None or second is None else compare_versions(first, second)
+            if change is not None:
+                out.append((i, j, change))
+    return out

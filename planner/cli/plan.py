@@ -206,8 +206,7 @@ def _wrapped(label: str, text: str) -> str:
 def _version_change_text(change: VersionChange) -> str:
     lines = [f"  what changed from vLLM {change.old_version} to {change.new_version}:"]
     lines += [_wrapped("  ", line) for line in change.lines]
-    rows = [{"figure": f.label, change.old_version: f.old, change.new_version: f.new} for f in change.figures]
-    return "\n".join(lines + _columns(rows, "    "))
+    return "\n".join(lines + _columns(change.rows(), "    "))
 
 
 def _compared(args: argparse.Namespace, result: Plan) -> VersionChange | None:
