@@ -10,7 +10,7 @@ import streamlit as st
 from pages import _editor as editor
 from pages import _state as state
 from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
-from planner.capacity.explain import Explanation, explain, layout_rows, version_changes
+from planner.capacity.explain import Explanation, explain, layout_rows, max_model_len_text, version_changes
 from planner.capacity.result import Plan
 from planner.catalog.launch import launch
 from planner.catalog.presets import presets, scenario_from_advice
@@ -101,12 +101,13 @@ with answer:
                     with st.expander("Model details"):
                         editor.model_details(models[index])
                 continue
+            at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
             if result.fits:
-                st.success(f"Fits — {result.engine_label}")
+                st.success(f"Fits — {result.engine_label}{at}")
             elif result.refused:
                 st.error(f"Refused: {result.reason}")
             else:
-                st.error(f"Does not fit: {result.reason}")
+                st.error(f"Does not fit{at}: {result.reason}")
             if not compact and not result.refused:  # a refused configuration has no start-up to describe
                 terms = result.per_gpu.as_gib()
                 target = result.scenario.target_context

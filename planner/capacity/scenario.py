@@ -22,6 +22,7 @@ __all__ = [
     "MAX_MODEL_LEN_AUTO",
     "QUANTIZATION_CHOICES",
     "Scenario",
+    "parse_max_model_len",
     "validate",
 ]
 
@@ -137,6 +138,34 @@ def _bound(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
+def _max_model_len_accepted() -> str:
+    low, high = LIMITS["max_model_len"]
+    return f"auto, -1 or an integer from {_bound(low)} to {_bound(high)}"
+
+
+def parse_max_model_len(text: str) -> int:
+    """``--max-model-len`` as typed: ``auto`` or ``-1`` (any case, spaces around ignored) → :data:`MAX_MODEL_LEN_AUTO`,
+    a decimal integer within ``LIMITS["max_model_len"]`` → itself (vLLM's ``human_readable_int_or_auto``, without its
+    ``k``/``K`` suffixes).
+
+    Args:
+        text: the flag's or link's text.
+
+    Returns:
+        The length in tokens, or :data:`MAX_MODEL_LEN_AUTO`.
+
+    Raises:
+        InvalidParameterError: anything else, naming ``max_model_len``, the text and what is accepted.
+    """
+    value = text.strip().lower()
+    if value in ("auto", "-1"):
+        return MAX_MODEL_LEN_AUTO
+    low, high = LIMITS["max_model_len"]
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+        raise InvalidParameterError("max_model_len", text, _max_model_len_accepted())
+    return int(value)
+
+
 def _is_auto(value: object) -> bool:
     """``value`` is :data:`MAX_MODEL_LEN_AUTO` as an integer (not ``True``, not ``-1.0``)."""
     return type(value) is int and value == MAX_MODEL_LEN_AUTO
@@ -173,9 +202,7 @@ def validate(s: Scenario) -> Scenario:
         is_int = name in INT_FIELDS
         accepted = f"{'an integer' if is_int else 'a number'} from {_bound(low)} to {_bound(high)}"
         if name == "max_model_len":
-            accepted = (
-                f"auto, -1 or {accepted}" if s.engine == "vllm" else f"{accepted} (auto is vLLM's --max-model-len auto)"
-            )
+            accepted = _max_model_len_accepted() if s.engine == "vllm" else f"{accepted} (auto is for --engine vllm)"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InvalidParameterError(name, value, accepted)
         if (is_int and value != int(value)) or not low <= value <= high:

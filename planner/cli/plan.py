@@ -13,10 +13,17 @@ import textwrap
 from dataclasses import replace
 
 from planner.capacity.engines.vllm import profile_for
-from planner.capacity.explain import Explanation, VersionChange, compare_versions, explain, layout_rows
+from planner.capacity.explain import (
+    Explanation,
+    VersionChange,
+    compare_versions,
+    explain,
+    layout_rows,
+    max_model_len_text,
+)
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
-from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
+from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario, parse_max_model_len
 from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
@@ -54,7 +61,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory vLLM may use (default: 0.9)"
     )
-    p.add_argument("--max-model-len", type=int, help="context length in tokens (default: the model's maximum)")
+    p.add_argument(
+        "--max-model-len",
+        help="context length in tokens, or auto (also -1): the longest that fits, as vLLM v0.12+ resolves it "
+        "(default: the model's maximum)",
+    )
     p.add_argument("--max-num-seqs", type=int, help="most sequences per batch (default: the engine's, by GPU)")
     p.add_argument(
         "--max-num-batched-tokens", type=int, help="tokens per scheduler step (default: the engine's, by GPU)"
@@ -104,7 +115,7 @@ def _scenario(args: argparse.Namespace) -> Scenario:
         quantization=args.quantization,
         kv_cache_dtype=args.kv_cache_dtype,
         gpu_memory_utilization=args.gpu_memory_utilization,
-        max_model_len=args.max_model_len,
+        max_model_len=None if args.max_model_len is None else parse_max_model_len(args.max_model_len),
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         block_size=args.block_size,
@@ -161,7 +172,8 @@ def _text(result: Plan) -> str:
         lines.append(
             f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
         )
-    lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
+    at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
+    lines.append(f"  fits: yes{at}" if result.fits else f"  fits: NO{at} - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
     if result.num_gpus > 1 and result.kv_bytes_per_token_model != result.kv_bytes_per_token:
@@ -253,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
         change = _compared(args, result)
     except InvalidParameterError as exc:
         flag = "--" + exc.name.replace("_", "-")
-        shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
+        value = args.max_model_len if exc.name == "max_model_len" and exc.value == -1 else exc.value  # as typed
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         problem = "is required" if exc.value is None else f"{shown} is not valid"
         return error(f"python -m planner {args.command}", f"{flag} {problem}: expected {exc.accepted}")
     except PlannerError as exc:

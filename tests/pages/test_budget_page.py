@@ -59,3 +59,41 @@ def test_no_comparison_for_different_models_and_no_explanation_for_tgi() -> None
     assert not at.exception
     assert not [e for e in at.expander if e.label.startswith("What changed")]
     assert len([e for e in at.expander if e.label == WHY]) == 1  # scenario 2 (vLLM) only
+
+
+# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,435 blocks (the planner's figure) of one
+# full-attention group, so auto resolves to 2,435 x 16 = 38,960 tokens (vLLM v0.12+ _auto_fit_max_model_len) --------
+
+
+def test_auto_link_says_the_resolved_length_and_launches_with_auto() -> None:
+    at = _budget(gpu="rtx-4090", max_model_len="auto")
+    assert not at.exception and not at.warning
+    assert [s.value for s in at.success] == [
+        "Fits — vLLM 0.28.0 (V1 accounting of 0.27+) at max_model_len auto → 38,960 tokens"
+    ]
+    assert any("--max-model-len auto" in c.value for c in at.code)
+    assert at.checkbox(key="w0.max_model_len_auto").value is True
+    assert at.number_input(key="w0.max_model_len").value is None
+    assert at.query_params["max_model_len"] == "auto"
+
+
+def test_auto_for_an_old_vllm_launches_with_the_number() -> None:
+    at = _budget(gpu="rtx-4090", max_model_len="-1", engine_version="0.11.0")  # vLLM 0.11 has no auto
+    assert not at.exception
+    assert any("--max-model-len auto" not in c.value and "--max-model-len 39456" in c.value for c in at.code)
+
+
+def test_auto_box_sets_and_clears_auto() -> None:
+    at = _budget(gpu="rtx-4090", max_model_len="8192")
+    at.checkbox(key="w0.max_model_len_auto").check().run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert at.query_params["max_model_len"] == "auto"
+    assert "38,960" in at.success[0].value
+    at.checkbox(key="w0.max_model_len_auto").uncheck().run(timeout=TIMEOUT_S)
+    assert at.query_params["max_model_len"] == "8192"  # the typed length comes back
+
+
+def test_auto_box_is_vllm_only() -> None:
+    at = _budget(engine="tgi")
+    assert not at.exception
+    assert not [c for c in at.checkbox if c.key == "w0.max_model_len_auto"]

@@ -353,11 +353,13 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     if auto and estimated > 0:
         max_len = estimated
         if estimated < spec.max_position_embeddings:
-            how = f"reduced from the model's {spec.max_position_embeddings:,}: the longest one request's KV cache fits"
+            how = (
+                f"the longest one request can have in the KV cache, below the model's {spec.max_position_embeddings:,}"
+            )
         else:
             how = "the model's full context fits"
         notes.append(
-            f"--max-model-len auto resolved to {max_len:,} tokens ({how}; vLLM v0.12+ _auto_fit_max_model_len)"
+            f"--max-model-len auto resolved to {max_len:,} tokens: {how} (vLLM v0.12+ _auto_fit_max_model_len)"
         )
 
     if profile.arch == "v0":

@@ -197,7 +197,7 @@ def test_max_model_len_auto_is_vllm_only() -> None:
     from planner.capacity.scenario import MAX_MODEL_LEN_AUTO
 
     assert validate(Scenario(max_model_len=MAX_MODEL_LEN_AUTO)).max_model_len == -1
-    with pytest.raises(InvalidParameterError, match=r"max_model_len=-1 .*auto is vLLM's"):
+    with pytest.raises(InvalidParameterError, match=r"max_model_len=-1 .*auto is for --engine vllm"):
         validate(Scenario(engine="tgi", max_model_len=-1))
     for bad in (-2, 0, 15, True, -1.0):
         with pytest.raises(InvalidParameterError, match="expected auto, -1 or an integer from 16"):

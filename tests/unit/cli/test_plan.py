@@ -101,3 +101,61 @@ def test_tgi_plans_have_no_explanation(capsys: pytest.CaptureFixture[str]) -> No
         ["plan", "--engine", "tgi", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100"], capsys
     )
     assert code == 0 and "KV layout" not in out
+
+
+# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,435 blocks (the planner's figure) of one
+# full-attention group of 32 layers, so the longest that fits is 2,435 x 16 = 38,960 tokens -------------------------
+
+AUTO = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 4090"]
+
+
+@pytest.mark.parametrize("value", ["auto", "AUTO", "-1"])
+def test_auto_resolves_and_the_verdict_says_so(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    code, out, err = run([*AUTO, "--max-model-len", value], capsys)
+    assert code == 0 and err == ""
+    assert "fits: yes at max_model_len auto → 38,960 tokens" in out
+    assert "Maximum concurrency for 38,960 tokens per request: 1.00x" in out
+    assert (
+        "launch: vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.9 --max-model-len auto" in out
+    )
+
+
+def test_auto_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*AUTO, "--max-model-len", "auto", "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert (payload["max_model_len"], payload["max_model_len_auto"]) == (38_960, True)
+    assert payload["estimated_max_model_len"] == 38_960
+    assert payload["launch_command"].endswith("--max-model-len auto")
+    assert payload["explanation"]["longest_fit"]["limited_by"] == "kv_cache"
+
+
+def test_auto_before_vllm_0_12_launches_with_the_number(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.11 parses --max-model-len as a number only (human_readable_int_or_auto came with PR #29431)
+    code, out, _ = run([*AUTO, "--max-model-len", "auto", "--engine-version", "0.11.0", "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["launch_command"].endswith(f"--max-model-len {payload['max_model_len']}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [*AUTO, "--max-model-len", "automatic"],
+            "--max-model-len 'automatic' is not valid: expected auto, -1 or an integer from 16 to 10,485,760",
+        ),
+        ([*AUTO, "--max-model-len", "-2"], "--max-model-len '-2' is not valid: expected auto, -1 or an integer"),
+        ([*AUTO, "--max-model-len", "8k"], "--max-model-len '8k' is not valid: expected auto, -1 or an integer"),
+        (
+            [*AUTO, "--engine", "tgi", "--max-model-len", "auto"],
+            "--max-model-len 'auto' is not valid: expected an integer from 16 to 10,485,760 (auto is for --engine "
+            "vllm)",
+        ),
+    ],
+    ids=["word", "negative", "suffix", "tgi"],
+)
+def test_bad_max_model_len_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and message in err, err
