@@ -37,7 +37,15 @@ import streamlit as st
 
 from pages._state import CONFIG_MEMORY_KEY, EDITOR_MEMORY_KEY, UPLOADS_KEY, upload_label
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
-from planner.capacity.scenario import ARTICLE_PRECISIONS, DTYPES, ENGINES, LIMITS, QUANTIZATION_CHOICES, Scenario
+from planner.capacity.scenario import (
+    ARTICLE_PRECISIONS,
+    DTYPES,
+    ENGINES,
+    LIMITS,
+    MAX_MODEL_LEN_AUTO,
+    QUANTIZATION_CHOICES,
+    Scenario,
+)
 from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
 from planner.catalog.hub import ResolvedModel, describe, model_from_config
 from planner.catalog.models import model_ids
@@ -52,6 +60,11 @@ _CHECKPOINT = "checkpoint"
 #: Largest config.json accepted from an upload, bytes (real ones are a few KiB).
 _MAX_CONFIG_BYTES = 1_000_000
 _DEFAULT = Scenario()
+#: The "auto" box beside the max model length (vLLM only): a widget of its own, not a Scenario field; ticked, the
+#: scenario's max_model_len is MAX_MODEL_LEN_AUTO.
+_AUTO = "max_model_len_auto"
+#: Every widget name of a column: the Scenario fields and the auto box.
+_WIDGET_NAMES = (*(f.name for f in fields(Scenario)), _AUTO)
 _ENGINE_NAMES = {"vllm": "vLLM", "tgi": "TGI", "article": "Article rule of thumb"}
 _SERVER_FIELDS = (
     "tensor_parallel_size",
@@ -88,6 +101,8 @@ def _to_widget(name: str, value: object) -> object:
         return value or ""
     if name == "custom_gpu_memory_gib":
         return 80.0 if value is None else float(value)
+    if name == "max_model_len" and value == MAX_MODEL_LEN_AUTO:
+        return None  # auto is the box beside it
     if name in ("weight_quant", "kv_quant"):
         return value or "fp16"
     if name in ("gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb") and value is not None:
@@ -118,6 +133,11 @@ def seed(index: int, scenario: Scenario, *, overwrite: bool) -> None:
         elif key not in st.session_state:
             fallback = _DEFAULT if keep_config and f.name == "model" else scenario
             st.session_state[key] = memory.get(f.name, _to_widget(f.name, getattr(fallback, f.name)))
+    auto_key, auto = widget_key(index, _AUTO), scenario.max_model_len == MAX_MODEL_LEN_AUTO
+    if overwrite:
+        st.session_state[auto_key] = auto
+    elif auto_key not in st.session_state:
+        st.session_state[auto_key] = memory.get(_AUTO, auto)
 
 
 def _config_text(index: int) -> str:
@@ -138,22 +158,30 @@ def _remember(index: int) -> None:
     """Keep column ``index``'s widget values where Streamlit does not drop them."""
     memory = dict(st.session_state.get(EDITOR_MEMORY_KEY, {}))
     memory[index] = {
-        f.name: st.session_state[widget_key(index, f.name)]
-        for f in fields(Scenario)
-        if widget_key(index, f.name) in st.session_state
+        name: st.session_state[widget_key(index, name)]
+        for name in _WIDGET_NAMES
+        if widget_key(index, name) in st.session_state
     }
     st.session_state[EDITOR_MEMORY_KEY] = memory
 
 
 def _forget_hidden(index: int, drawn: set[str]) -> None:
     """Delete column ``index``'s keys of fields not drawn this run (remember them first; see the module doc)."""
-    for f in fields(Scenario):
-        key = widget_key(index, f.name)
-        if f.name not in drawn and key in st.session_state:
+    for name in _WIDGET_NAMES:
+        key = widget_key(index, name)
+        if name not in drawn and key in st.session_state:
             del st.session_state[key]
 
 
-def _int_input(k: Callable[[str], str], name: str, label: str, help_text: str, placeholder: str = "default") -> None:
+def _int_input(
+    k: Callable[[str], str],
+    name: str,
+    label: str,
+    help_text: str,
+    placeholder: str = "default",
+    *,
+    disabled: bool = False,
+) -> None:
     low, high = LIMITS[name]
     st.number_input(
         label,
@@ -163,6 +191,7 @@ def _int_input(k: Callable[[str], str], name: str, label: str, help_text: str, p
         key=k(name),
         placeholder=placeholder,
         help=help_text,
+        disabled=disabled,
     )
 
 
@@ -256,13 +285,24 @@ def edit_scenario(index: int) -> Scenario:
                 key=k("gpu_memory_utilization"),
                 help="--gpu-memory-utilization: fraction of total memory vLLM may use.",
             )
-        _int_input(
-            k,
-            "max_model_len",
-            "Max model length (tokens)",
-            "--max-model-len; empty = the model's maximum.",
-            placeholder="model maximum",
-        )
+        length, auto_box = st.columns([3, 1], vertical_alignment="bottom")
+        auto = False
+        if engine == "vllm":
+            auto = auto_box.checkbox(
+                "auto",
+                key=k(_AUTO),
+                help="--max-model-len auto: the longest that fits the KV cache, as vLLM v0.12+ resolves it at "
+                "start-up (older versions get the resolved number in the launch command).",
+            )
+        with length:
+            _int_input(
+                k,
+                "max_model_len",
+                "Max model length (tokens)",
+                "--max-model-len; empty = the model's maximum" + ("; auto for vLLM." if engine == "vllm" else "."),
+                placeholder="fit to memory (auto)" if auto else "model maximum",
+                disabled=auto,
+            )
     _int_input(
         k,
         "target_context",
@@ -400,6 +440,8 @@ def _collect(index: int, engine: str, gpu: str, used: set[str], uploaded: Resolv
             value = value.strip() or None if isinstance(value, str) else None
         elif name == "gpu_memory_utilization" and engine != "vllm":
             value = _DEFAULT.gpu_memory_utilization
+        elif name == "max_model_len" and engine == "vllm" and st.session_state.get(widget_key(index, _AUTO)):
+            value = MAX_MODEL_LEN_AUTO
         values[name] = value
     return Scenario(**values)
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import streamlit as st
 
 from pages import _editor as editor
 from pages import _state as state
 from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
+from planner.capacity.explain import Explanation, explain, layout_rows, max_model_len_text, version_changes
+from planner.capacity.result import Plan
 from planner.catalog.launch import launch
 from planner.catalog.presets import presets, scenario_from_advice
 from planner.errors import PlannerError
@@ -60,6 +63,25 @@ labels = [scenario_label(i, s) for i, s in enumerate(edited)]
 models, results = zip(*state.plan_scenarios(edited), strict=True)
 
 
+#: Characters Streamlit's markdown would read as formatting (``_report_kv_cache_config``, ``$``) in the planner's text.
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})
+
+
+def _bullets(lines: tuple[str, ...]) -> None:
+    """Draw the planner's sentences as a bulleted list, their markdown characters escaped."""
+    st.markdown("\n".join(f"- {line.translate(_MARKDOWN)}" for line in lines))
+
+
+def _show_explanation(explanation: Explanation) -> None:
+    """Draw an explanation: the layout table, the reasons, the longest that fits, the sources."""
+    # a column per attention type, a row per figure: narrow enough for half the page
+    st.table(pd.DataFrame(layout_rows(explanation.layout)).set_index("attention").T.rename_axis(None))
+    _bullets(explanation.lines)
+    st.markdown("**The longest that fits**")
+    _bullets(explanation.longest_fit.lines)
+    st.caption("Formulas: " + "; ".join(explanation.sources))
+
+
 def _apply_advice(index: int, advice_index: int) -> None:
     plan = results[index]
     new = list(edited)
@@ -79,12 +101,13 @@ with answer:
                     with st.expander("Model details"):
                         editor.model_details(models[index])
                 continue
+            at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
             if result.fits:
-                st.success(f"Fits — {result.engine_label}")
+                st.success(f"Fits — {result.engine_label}{at}")
             elif result.refused:
                 st.error(f"Refused: {result.reason}")
             else:
-                st.error(f"Does not fit: {result.reason}")
+                st.error(f"Does not fit{at}: {result.reason}")
             if not compact and not result.refused:  # a refused configuration has no start-up to describe
                 terms = result.per_gpu.as_gib()
                 target = result.scenario.target_context
@@ -109,8 +132,14 @@ with answer:
                 row[0].metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
                 row[1].metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
                 (row[2] if wide else st).metric("KV bytes per token (per GPU)", f"{result.kv_bytes_per_token:,.0f} B")
-            with st.expander("Model details"):
+            explanation = explain(result)
+            # one scenario: the two expanders side by side, so the launch command stays on the first screen
+            spots = st.columns(2) if count == 1 and explanation is not None else (st, st)
+            with spots[0].expander("Model details"):
                 editor.model_details(models[index])
+            if explanation is not None:
+                with spots[1].expander("Why these numbers: the KV layout"):
+                    _show_explanation(explanation)
             if result.advice:
                 st.markdown("**What would make it fit** (each re-planned):")
                 for a_index, advice in enumerate(result.advice):
@@ -133,6 +162,11 @@ planned = [
     (i, label, r) for i, (label, r) in enumerate(zip(labels, results, strict=True)) if not isinstance(r, PlannerError)
 ]
 with answer:
+    for first, second, change in version_changes([r if isinstance(r, Plan) else None for r in results]):
+        versions = f"vLLM {change.old_version} to {change.new_version}"
+        with st.expander(f"What changed from {versions} (scenarios {first + 1} and {second + 1})"):
+            _bullets(change.lines)
+            st.table(pd.DataFrame(change.rows()).set_index("figure").rename_axis(None))
     if planned and compact:
         st.table(
             key_figures_table([r for *_, r in planned], [f"Scenario {i + 1}" for i, *_ in planned]).rename_axis(None)

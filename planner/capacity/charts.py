@@ -415,7 +415,7 @@ def key_figures_table(plans: Sequence[Plan], labels: Sequence[str]) -> pd.DataFr
     """The headline numbers of each plan as text, a column per plan and a row per figure.
 
     For comparing three or four scenarios in one compact table instead of a grid of metrics. Rows:
-    verdict, KV cache per GPU (GiB), KV cache tokens, KV blocks per GPU, KV bytes per token,
+    verdict, KV cache per GPU (GiB), KV cache tokens, KV blocks per GPU, KV bytes per token (per GPU),
     max_model_len (tokens), concurrency at max_model_len and at the target context (requests);
     missing values are "n/a".
 
@@ -433,7 +433,7 @@ def key_figures_table(plans: Sequence[Plan], labels: Sequence[str]) -> pd.DataFr
         "KV cache per GPU",
         "KV cache tokens",
         "KV blocks per GPU",
-        "KV bytes per token",
+        "KV bytes per token (per GPU)",
         "max_model_len (tokens)",
         "Concurrency @ max_model_len",
         "Concurrency @ target",

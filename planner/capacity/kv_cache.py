@@ -145,18 +145,29 @@ class KVPool:
         """ "GPU KV cache size" in tokens: ``num_blocks // num_kv_groups · block_size``."""
         return self.num_blocks // max(1, self.num_kv_groups) * self.block_size
 
+    def tokens_kept(self, group: KVGroup, context_tokens: int) -> int:
+        """Tokens one request of ``context_tokens`` keeps in each KV-cache group of ``group``'s type.
+
+        All of them for full attention; ``min(window − 1 + max_num_batched_tokens, context_tokens)`` for a sliding
+        window or chunk (``SlidingWindowSpec.max_memory_usage_bytes``: the window plus one prefill chunk).
+        """
+        if group.window_tokens is None:
+            return context_tokens
+        return min(group.window_tokens - 1 + self.max_num_batched_tokens, context_tokens)
+
+    def blocks_per_group(self, group: KVGroup, context_tokens: int) -> int:
+        """Blocks one request of ``context_tokens`` takes in each KV-cache group of ``group``'s type.
+
+        ``cdiv(tokens_kept, block_size)``, plus one for a window, which need not start on a block boundary.
+        """
+        need = ceil_div(self.tokens_kept(group, context_tokens), self.block_size)
+        return need if group.window_tokens is None else need + 1
+
     def blocks_per_request(self, context_tokens: int) -> int:
         """Blocks (per pool) one request of ``context_tokens`` occupies across all groups."""
-        total = 0
-        for g in self.groups:
-            n_groups = ceil_div(g.num_layers, self.group_size)
-            if g.window_tokens is None:
-                need = ceil_div(context_tokens, self.block_size)
-            else:
-                span = min(g.window_tokens - 1 + self.max_num_batched_tokens, context_tokens)
-                need = ceil_div(span, self.block_size) + 1
-            total += n_groups * need
-        return total
+        return sum(
+            ceil_div(g.num_layers, self.group_size) * self.blocks_per_group(g, context_tokens) for g in self.groups
+        )
 
     def concurrency_at(self, context_tokens: int) -> float:
         """Requests of ``context_tokens`` each that fit at once (vLLM's "Maximum concurrency")."""

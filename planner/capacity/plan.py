@@ -18,7 +18,7 @@ from planner.catalog.model_spec import ModelSpec
 from planner.catalog.models import quantized_exports
 from planner.errors import PlannerError
 
-__all__ = ["plan", "plan_many"]
+__all__ = ["ADVICE_MAX_LEN_STEP_TOKENS", "advised_max_model_len", "plan", "plan_many"]
 
 #: Most TP sizes the advice suggests (one 8-GPU node).
 _MAX_ADVICE_GPUS = 8
@@ -27,6 +27,8 @@ _MAX_ADVICE_GPUS = 8
 _HIGH_UTILIZATION = 0.95
 #: Suggestions kept.
 _MAX_ADVICE = 5
+#: The advice's shorter ``--max-model-len`` is the longest that fits rounded down to a multiple of this, tokens.
+ADVICE_MAX_LEN_STEP_TOKENS = 1024
 #: A "bigger GPU" must have at least this much more memory to be worth suggesting.
 _MIN_GPU_STEP = 1.1
 
@@ -156,12 +158,24 @@ def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
         return None
 
 
-def _shorten(s: Scenario, alt: Plan) -> tuple[str, Scenario] | None:
-    """vLLM only: cap ``max_model_len`` at what fits (rounded down to 1024), if that is at least 1024."""
-    estimate = alt.estimated_max_model_len or 0
-    if s.engine != "vllm" or not 1024 <= estimate < alt.max_model_len:
+def advised_max_model_len(longest_tokens: int) -> int | None:
+    """The ``--max-model-len`` the advice offers when only ``longest_tokens`` fit: rounded down to a multiple of
+    :data:`ADVICE_MAX_LEN_STEP_TOKENS` (a round number, a little headroom), or None below one step.
+
+    Args:
+        longest_tokens: the longest context that fits (:attr:`Plan.estimated_max_model_len`), tokens.
+    """
+    if longest_tokens < ADVICE_MAX_LEN_STEP_TOKENS:
         return None
-    shorter = estimate // 1024 * 1024
+    return longest_tokens // ADVICE_MAX_LEN_STEP_TOKENS * ADVICE_MAX_LEN_STEP_TOKENS
+
+
+def _shorten(s: Scenario, alt: Plan) -> tuple[str, Scenario] | None:
+    """vLLM only: cap ``max_model_len`` at what fits (:func:`advised_max_model_len`), if that is at least 1024."""
+    estimate = alt.estimated_max_model_len or 0
+    shorter = advised_max_model_len(estimate)
+    if s.engine != "vllm" or shorter is None or estimate >= alt.max_model_len:
+        return None
     return f"--max-model-len {shorter}", replace(s, max_model_len=shorter)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.capacity.kv_cache import KVPool
-from planner.capacity.scenario import Scenario
+from planner.capacity.kv_layout import KvLayout
+from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
 from planner.units import GIB
 
 __all__ = ["Advice", "Formula", "MemoryTerms", "Plan"]
@@ -83,12 +84,15 @@ class Plan:
         per_gpu: memory of the limiting GPU.
         weights_total_bytes: weights summed over all GPUs.
         kv_cache_total_bytes: KV memory summed over all GPUs.
-        kv_bytes_per_token: KV bytes one token adds on the limiting GPU, all its layers counted.
-        kv_bytes_per_token_model: KV bytes per token for the whole model (all GPUs).
+        kv_bytes_per_token: KV bytes one token adds on the limiting GPU (per GPU), all its layers counted as if each
+            kept every token.
+        kv_bytes_per_token_model: KV bytes per token for the whole model (all GPUs), each distinct K/V counted
+            once (heads replicated past TP = KV heads are not counted twice).
         block_size: tokens per block (1 for engines without paging).
         num_gpu_blocks: blocks per GPU (``None`` where the engine reports none).
         kv_cache_tokens: the engine's "GPU KV cache size" (vLLM) or ``max_batch_total_tokens`` (TGI).
-        max_model_len: context limit per request.
+        max_model_len: context limit per request, tokens (``--max-model-len auto`` resolved to its number; the
+            scenario keeps :data:`~planner.capacity.scenario.MAX_MODEL_LEN_AUTO`).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
         max_concurrency_at_target: the same at ``scenario.target_context``, if set.
         estimated_max_model_len: the longest context one request could have (vLLM's estimate).
@@ -107,6 +111,8 @@ class Plan:
         notes: assumptions and caveats.
         pool: the paged layout, for concurrency at other context lengths (``None`` for engines
             without one).
+        kv_layout: the KV-cache groups, pages and per-request blocks behind the figures, in vLLM's terms (``None``
+            for engines other than vLLM); :func:`planner.capacity.explain.explain` puts it in words.
     """
 
     scenario: Scenario
@@ -137,6 +143,12 @@ class Plan:
     notes: tuple[str, ...] = ()
     pool: KVPool | None = field(default=None, compare=False)
     refused: bool = False
+    kv_layout: KvLayout | None = field(default=None, compare=False)
+
+    @property
+    def max_model_len_auto(self) -> bool:
+        """The scenario asked for ``--max-model-len auto``: :attr:`max_model_len` is what it resolved to."""
+        return self.scenario.max_model_len == MAX_MODEL_LEN_AUTO
 
     def concurrency_at(self, context_tokens: int) -> float:
         """Concurrent requests of ``context_tokens`` each that fit in the KV cache.
@@ -177,6 +189,7 @@ class Plan:
             "num_gpu_blocks": self.num_gpu_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,
             "max_model_len": self.max_model_len,
+            "max_model_len_auto": self.max_model_len_auto,
             "model_max_position_embeddings": self.model_max_position_embeddings,
             "max_concurrency": self.max_concurrency,
             "max_concurrency_at_target": self.max_concurrency_at_target,
@@ -192,4 +205,5 @@ class Plan:
                 {"change": a.change, "max_concurrency": a.max_concurrency, "num_gpus": a.num_gpus} for a in self.advice
             ],
             "notes": list(self.notes),
+            "kv_layout": None if self.kv_layout is None else self.kv_layout.to_json(),
         }

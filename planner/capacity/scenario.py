@@ -19,8 +19,10 @@ __all__ = [
     "ENGINES",
     "INT_FIELDS",
     "LIMITS",
+    "MAX_MODEL_LEN_AUTO",
     "QUANTIZATION_CHOICES",
     "Scenario",
+    "parse_max_model_len",
     "validate",
 ]
 
@@ -35,6 +37,9 @@ ARTICLE_PRECISIONS = ("fp16", "fp8", "int8", "int4")
 
 #: ``--block-size`` values vLLM accepts (``vllm/config/cache.py``, ``BlockSize``).
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+#: ``max_model_len`` meaning "the largest that fits the KV cache": vLLM's ``--max-model-len auto`` (or ``-1``), which
+#: its ``human_readable_int_or_auto`` parses to -1 (``vllm/engine/arg_utils.py``, vLLM PR #29431, v0.12+).
+MAX_MODEL_LEN_AUTO = -1
 #: Accepted ranges: wide enough for any real deployment, bounded so a URL cannot make the server
 #: compute without bound.
 LIMITS: dict[str, tuple[float, float]] = {
@@ -72,7 +77,8 @@ class Scenario:
         quantization: ``--quantization``; ``None`` follows the checkpoint.
         kv_cache_dtype: ``--kv-cache-dtype``.
         gpu_memory_utilization: fraction of the device's total memory vLLM may use.
-        max_model_len: context limit per request in tokens; ``None`` = the model's maximum.
+        max_model_len: context limit per request in tokens; ``None`` = the model's maximum;
+            :data:`MAX_MODEL_LEN_AUTO` (-1) = the largest that fits (vLLM's ``--max-model-len auto``, vLLM only).
         max_num_seqs / max_num_batched_tokens / block_size: vLLM scheduler settings; ``None`` = default.
         enforce_eager: disable CUDA graphs.
         engine_version: e.g. ``0.19.0``; ``None`` = the newest the planner knows.
@@ -132,6 +138,39 @@ def _bound(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
+def _max_model_len_accepted() -> str:
+    low, high = LIMITS["max_model_len"]
+    return f"auto, -1 or an integer from {_bound(low)} to {_bound(high)}"
+
+
+def parse_max_model_len(text: str) -> int:
+    """``--max-model-len`` as typed: ``auto`` or ``-1`` (any case, spaces around ignored) → :data:`MAX_MODEL_LEN_AUTO`,
+    a decimal integer within ``LIMITS["max_model_len"]`` → itself (vLLM's ``human_readable_int_or_auto``, without its
+    ``k``/``K`` suffixes).
+
+    Args:
+        text: the flag's or link's text.
+
+    Returns:
+        The length in tokens, or :data:`MAX_MODEL_LEN_AUTO`.
+
+    Raises:
+        InvalidParameterError: anything else, naming ``max_model_len``, the text and what is accepted.
+    """
+    value = text.strip().lower()
+    if value in ("auto", "-1"):
+        return MAX_MODEL_LEN_AUTO
+    low, high = LIMITS["max_model_len"]
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+        raise InvalidParameterError("max_model_len", text, _max_model_len_accepted())
+    return int(value)
+
+
+def _is_auto(value: object) -> bool:
+    """``value`` is :data:`MAX_MODEL_LEN_AUTO` as an integer (not ``True``, not ``-1.0``)."""
+    return type(value) is int and value == MAX_MODEL_LEN_AUTO
+
+
 def validate(s: Scenario) -> Scenario:
     """Check every field of ``s`` and return it.
 
@@ -158,10 +197,12 @@ def validate(s: Scenario) -> Scenario:
             raise InvalidParameterError(name, value, "a non-empty name of at most 200 characters")
     for name, (low, high) in LIMITS.items():
         value = getattr(s, name)
-        if value is None:
+        if value is None or (name == "max_model_len" and _is_auto(value) and s.engine == "vllm"):
             continue
         is_int = name in INT_FIELDS
         accepted = f"{'an integer' if is_int else 'a number'} from {_bound(low)} to {_bound(high)}"
+        if name == "max_model_len":
+            accepted = _max_model_len_accepted() if s.engine == "vllm" else f"{accepted} (auto is for --engine vllm)"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InvalidParameterError(name, value, accepted)
         if (is_int and value != int(value)) or not low <= value <= high:

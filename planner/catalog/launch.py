@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from planner.capacity.engines.vllm import accepts_max_model_len_auto
 from planner.capacity.result import Plan
 from planner.catalog.models import get_model
 from planner.errors import PlannerError
@@ -37,7 +38,9 @@ def vllm_command(plan: Plan) -> str:
     """The ``vllm serve`` command for ``plan`` (flags as ``vllm serve --help`` spells them).
 
     Settings left at vLLM's defaults are omitted, except ``--gpu-memory-utilization`` and
-    ``--max-model-len``, which the plan depends on most and which are worth pinning. ``--quantization``
+    ``--max-model-len``, which the plan depends on most and which are worth pinning. A plan of ``--max-model-len
+    auto`` keeps ``auto`` for vLLM v0.12+ (which resolves it to the longest that fits, as the plan does) and gets the
+    resolved number for older versions, which take only numbers. ``--quantization``
     appears only for schemes vLLM applies at load time (fp8, bitsandbytes); AWQ, GPTQ, w8a8 and MXFP4
     come with the checkpoint, so when the planned checkpoint is not such an export the command starts
     with a comment line saying one is needed.
@@ -64,7 +67,10 @@ def vllm_command(plan: Plan) -> str:
         prefix = f"# needs {_EXPORT_NAMES[s.quantization]} export of {plan.model_id} (vLLM detects its scheme)\n"
     if s.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", s.kv_cache_dtype]
-    args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", str(plan.max_model_len)]
+    # auto where this vLLM takes it (it fits the length to its own measured memory), else the resolved number
+    auto = plan.max_model_len_auto and accepts_max_model_len_auto(s.engine_version)
+    max_len = "auto" if auto else str(plan.max_model_len)
+    args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", max_len]
     if s.max_num_seqs is not None:
         args += ["--max-num-seqs", str(s.max_num_seqs)]
     if s.max_num_batched_tokens is not None:

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--model", help="catalog model id to play, e.g. meta-llama/Llama-3.1-8B-Instruct")
     plan.add_argument("--gpu", help="catalog GPU id or name, e.g. h100, h200 (python -m planner gpus)")
     plan.add_argument("--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs (default: 1)")
-    plan.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
+    plan.add_argument("--max-model-len", help="context length, or auto: the longest that fits (default: the model's)")
     plan.add_argument("--max-num-batched-tokens", type=int, help="tokens per step (default: the engine's)")
     plan.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory (default: 0.9)")
     plan.add_argument("--kv-cache-dtype", default="auto", help="KV-cache dtype, e.g. fp8 (default: auto)")
@@ -46,7 +46,7 @@ def _planned(args: argparse.Namespace) -> tuple[object, str, int]:
         PlannerError: the deployment cannot be planned or does not fit.
     """
     from planner.capacity.plan import plan
-    from planner.capacity.scenario import Scenario
+    from planner.capacity.scenario import Scenario, parse_max_model_len
     from planner.cli.predict import read_profile
     from planner.predict.shape import step_shape
     from planner.predict.simulator import OnlineScheduler
@@ -61,7 +61,7 @@ def _planned(args: argparse.Namespace) -> tuple[object, str, int]:
         model=args.model,
         gpu=args.gpu,
         tensor_parallel_size=args.tensor_parallel_size,
-        max_model_len=args.max_model_len,
+        max_model_len=None if args.max_model_len is None else parse_max_model_len(args.max_model_len),
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         gpu_memory_utilization=args.gpu_memory_utilization,

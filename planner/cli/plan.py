@@ -9,10 +9,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
+from dataclasses import replace
 
+from planner.capacity.engines.vllm import profile_for
+from planner.capacity.explain import (
+    Explanation,
+    VersionChange,
+    compare_versions,
+    explain,
+    layout_rows,
+    max_model_len_text,
+)
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
-from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario
+from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario, parse_max_model_len
 from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
@@ -21,6 +32,8 @@ from planner.units import GIB
 __all__ = ["add_parser", "add_scenario_arguments", "run", "scenario_from_args", "usage_error"]
 
 _PRECISIONS = ("fp16", "fp8", "int8", "int4")
+#: Columns the explanation's sentences wrap at.
+_WIDTH = 118
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +46,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Flags are spelled as vllm serve (or text-generation-launcher) spells them.",
     )
     add_scenario_arguments(p)
+    p.add_argument(
+        "--compare-engine-version",
+        metavar="VERSION",
+        help="vLLM: also plan VERSION and say what changed between the two versions (default: no comparison)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -54,7 +72,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory vLLM may use (default: 0.9)"
     )
-    p.add_argument("--max-model-len", type=int, help="context length in tokens (default: the model's maximum)")
+    p.add_argument(
+        "--max-model-len",
+        help="context length in tokens, or auto (also -1): the longest that fits, as vLLM v0.12+ resolves it "
+        "(default: the model's maximum)",
+    )
     p.add_argument("--max-num-seqs", type=int, help="most sequences per batch (default: the engine's, by GPU)")
     p.add_argument(
         "--max-num-batched-tokens", type=int, help="tokens per scheduler step (default: the engine's, by GPU)"
@@ -103,7 +125,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         quantization=args.quantization,
         kv_cache_dtype=args.kv_cache_dtype,
         gpu_memory_utilization=args.gpu_memory_utilization,
-        max_model_len=args.max_model_len,
+        max_model_len=None if args.max_model_len is None else parse_max_model_len(args.max_model_len),
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         block_size=args.block_size,
@@ -146,7 +168,12 @@ def _text(result: Plan) -> str:
         f"  non-torch                 {_gib(None if t.non_torch_bytes is None else t.non_torch_bytes / GIB)}",
         f"  CUDA graphs               {_gib(None if t.cuda_graph_bytes is None else t.cuda_graph_bytes / GIB)}",
         f"  KV cache                  {_gib(t.kv_cache_bytes / GIB)}",
-        f"  KV bytes per token        {result.kv_bytes_per_token:,.0f}",
+        f"  KV bytes per token        {result.kv_bytes_per_token:,.0f} per GPU",
+        *(
+            [f"  KV bytes per token, model {result.kv_bytes_per_token_model:,.0f} over {result.num_gpus} GPUs"]
+            if result.num_gpus > 1
+            else []
+        ),
         f"  GPU blocks                {'n/a' if result.num_gpu_blocks is None else f'{result.num_gpu_blocks:,}'}",
         f"  GPU KV cache size         {result.kv_cache_tokens:,} tokens",
         f"  Maximum concurrency for {result.max_model_len:,} tokens per request: {result.max_concurrency:.2f}x",
@@ -155,9 +182,14 @@ def _text(result: Plan) -> str:
         lines.append(
             f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
         )
-    lines.append("  fits: yes" if result.fits else f"  fits: NO - {result.reason}")
+    at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
+    lines.append(f"  fits: yes{at}" if result.fits else f"  fits: NO{at} - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
+    if result.num_gpus > 1 and result.kv_bytes_per_token_model != result.kv_bytes_per_token:
+        lines.insert(
+            9, f"  KV bytes per token, model {result.kv_bytes_per_token_model:,.0f} over {result.num_gpus} GPUs"
+        )
     lines.extend(f"  note: {note}" for note in result.notes)
     command = launch(result)
     lines.append(f"  launch: {command.command}")
@@ -166,6 +198,56 @@ def _text(result: Plan) -> str:
     if command.corrected:
         lines.append(f"  launch that fits ({command.change}): {command.corrected}")
     return "\n".join(lines)
+
+
+def _columns(rows: list[dict[str, str]], indent: str) -> list[str]:
+    """``rows`` (same keys) as aligned text columns under a header line."""
+    if not rows:
+        return []
+    keys = list(rows[0])
+    widths = [max(len(k), *(len(r[k]) for r in rows)) for k in keys]
+    out = [indent + "  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True)).rstrip()]
+    out += [indent + "  ".join(r[k].ljust(w) for k, w in zip(keys, widths, strict=True)).rstrip() for r in rows]
+    return out
+
+
+def _explanation_text(explanation: Explanation) -> str:
+    layout = explanation.layout
+    lines = [f"  KV layout (vLLM {layout.engine_version}; per GPU unless it says model):"]
+    lines += _columns(layout_rows(layout), "    ")
+    lines += [_wrapped("why: ", line) for line in explanation.lines]
+    lines += [_wrapped("longest that fits: ", line) for line in explanation.longest_fit.lines]
+    return "\n".join(lines)
+
+
+def _wrapped(label: str, text: str) -> str:
+    """``  label text`` wrapped at :data:`_WIDTH` columns, continuation lines indented under the text."""
+    return textwrap.fill(text, _WIDTH, initial_indent="  " + label, subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _version_change_text(change: VersionChange) -> str:
+    lines = [f"  what changed from vLLM {change.old_version} to {change.new_version}:"]
+    lines += [_wrapped("  ", line) for line in change.lines]
+    return "\n".join(lines + _columns(change.rows(), "    "))
+
+
+def _compared(args: argparse.Namespace, result: Plan) -> VersionChange | None:
+    """The plan of ``--compare-engine-version`` set against ``result``.
+
+    Raises:
+        PlannerError: the flag is given for an engine other than vLLM, or names a bad version.
+    """
+    if args.compare_engine_version is None:
+        return None
+    accepted = "a vLLM version such as 0.9.0, with --engine vllm"
+    if args.engine != "vllm":
+        raise InvalidParameterError("compare_engine_version", args.compare_engine_version, accepted)
+    try:
+        profile_for(args.compare_engine_version)
+    except InvalidParameterError:
+        raise InvalidParameterError("compare_engine_version", args.compare_engine_version, accepted) from None
+    other = plan(replace(result.scenario, engine_version=args.compare_engine_version), advise=False)
+    return compare_versions(result, other)
 
 
 _ENGINE_FLAGS = {
@@ -186,11 +268,16 @@ def _ignored_flags(args: argparse.Namespace) -> list[str]:
     return notes
 
 
-def usage_error(command: str, exc: PlannerError) -> int:
-    """Print a planner error as one line naming the flag (``InvalidParameterError``) and return exit code 2."""
+def usage_error(command: str, exc: PlannerError, *, typed_max_model_len: object = None) -> int:
+    """Print a planner error as one line naming the flag (``InvalidParameterError``) and return exit code 2.
+
+    ``typed_max_model_len`` is ``--max-model-len`` as typed, shown instead of the ``-1`` it was read as.
+    """
     if isinstance(exc, InvalidParameterError):
         flag = "--" + exc.name.replace("_", "-")
-        shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
+        typed = exc.name == "max_model_len" and exc.value == -1 and typed_max_model_len is not None
+        value = typed_max_model_len if typed else exc.value
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         problem = "is required" if exc.value is None else f"{shown} is not valid"
         return error(f"python -m planner {command}", f"{flag} {problem}: expected {exc.accepted}")
     return error(f"python -m planner {command}", exc)
@@ -200,17 +287,30 @@ def run(args: argparse.Namespace) -> int:
     """Run ``plan``; returns the exit code (0, or 2 for bad input)."""
     try:
         result = plan(scenario_from_args(args))
+        change = _compared(args, result)
     except PlannerError as exc:
-        return usage_error(args.command, exc)
+        return usage_error(args.command, exc, typed_max_model_len=args.max_model_len)
     for note in _ignored_flags(args):
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
+    explanation = explain(result)
+    if args.compare_engine_version is not None and change is None:
+        print(
+            f"python -m planner {args.command}: note: vLLM {args.compare_engine_version} accounts for this scenario "
+            f"as {result.scenario.engine_version} does; nothing to compare",
+            file=sys.stderr,
+        )
     if args.json:
         payload = result.to_json()
         command = launch(result)
         payload["launch_command"] = command.command
         payload["launch_warning"] = command.warning
         payload["launch_command_that_fits"] = command.corrected
+        payload["explanation"] = None if explanation is None else explanation.to_json()
+        payload["version_change"] = None if change is None else change.to_json()
         print(json.dumps(payload, indent=2))
     else:
-        print(_text(result))
+        parts = [_text(result)]
+        parts += [] if explanation is None else [_explanation_text(explanation)]
+        parts += [] if change is None else [_version_change_text(change)]
+        print("\n".join(parts))
     return 0

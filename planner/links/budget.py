@@ -13,6 +13,8 @@ Scheme
   repo exists is the page's business, not the codec's.
 * ``gpu=custom`` needs ``custom_gpu_memory_gib``; without it :func:`decode` warns and uses
   :data:`DEFAULT_CUSTOM_GPU_MEMORY_GIB`.
+* ``max_model_len=auto`` (or ``-1``) is vLLM's ``--max-model-len auto``, the longest that fits
+  (:data:`planner.capacity.scenario.MAX_MODEL_LEN_AUTO` in the scenario); links write ``auto``.
 * Page-level selections that are not scenario fields: ``min_context`` and ``max_context`` (tokens,
   the concurrency chart's range).
 
@@ -45,8 +47,10 @@ from planner.capacity.scenario import (
     ENGINES,
     INT_FIELDS,
     LIMITS,
+    MAX_MODEL_LEN_AUTO,
     QUANTIZATION_CHOICES,
     Scenario,
+    parse_max_model_len,
     validate,
 )
 from planner.catalog.gpus import CUSTOM_GPU_ID, get_gpu
@@ -137,6 +141,11 @@ def _parse_field(name: str, text: str) -> object:
         return parse_choice(text, _CHOICES[name])
     if name in _BOOL_FIELDS:
         return parse_flag(text)
+    if name == "max_model_len":
+        try:
+            return parse_max_model_len(text)
+        except InvalidParameterError as exc:
+            raise BadValue(exc.accepted) from None
     if name in _INT_FIELDS or name in _FLOAT_FIELDS:
         low, high = LIMITS[name]
         return parse_number(text, low, high, integer=name in _INT_FIELDS)
@@ -292,7 +301,8 @@ def encode(
         for name in _FIELDS:
             value = getattr(scenario, name)
             if value != getattr(_DEFAULT, name) and value is not None:
-                out[scenario_key(index, name)] = format_value(value)
+                auto = name == "max_model_len" and value == MAX_MODEL_LEN_AUTO
+                out[scenario_key(index, name)] = "auto" if auto else format_value(value)
     if min_context is not None:
         out["min_context"] = str(min_context)
     if max_context is not None:

@@ -66,8 +66,8 @@ def test_a_deep_link_as_first_visit_goes_through_the_router(app):
 
 
 def test_the_answer_is_on_the_first_screen(open_page):
-    # 1400 x 900 (VIEWPORT), one scenario: the verdict, concurrency, KV tokens, the launch command and the top of the
-    # memory chart are visible without scrolling; the editors come after them
+    # 1400 x 900 (VIEWPORT), one scenario: the verdict, concurrency, KV tokens, the explanation's expander, the launch
+    # command and the top of the memory chart are visible without scrolling; the editors come after them
     st = open_page()
     st.page.locator(PLOTLY).first.wait_for()
     height = st.page.viewport_size["height"]
@@ -80,7 +80,9 @@ def test_the_answer_is_on_the_first_screen(open_page):
     concurrency = st.page.get_by_test_id("stMetric").filter(has_text="Concurrency @ 131,072").first
     tokens = st.page.get_by_test_id("stMetric").filter(has_text="KV cache tokens").first
     command = st.page.get_by_test_id("stCode").filter(has_text="vllm serve").first
-    for element in (verdict, concurrency, tokens, command):
+    # the explanation is one collapsed line beside "Model details", not between the answer and the command
+    why = st.page.get_by_test_id("stExpander").filter(has_text="Why these numbers").first
+    for element in (verdict, concurrency, tokens, why, command):
         assert top_and_bottom(element)[1] <= height, element
     assert top_and_bottom(st.page.locator(PLOTLY).first)[0] < height  # the memory chart starts on screen
     assert top_and_bottom(st.page.get_by_role("heading", name="Scenarios"))[0] > top_and_bottom(command)[1]

@@ -16,7 +16,8 @@ Two levels:
 
 "Must be rejected" is decided by this file's own rules, from the documented limits, not by the codecs: a repeated
 key; a value over 2,000 characters or holding NUL; for a non-text parameter, a value from :data:`BAD_NON_TEXT`; for
-a numeric one, a value from :data:`BAD_NUMBER` (``inf`` only where no rate accepts it).
+a numeric one, a value from :data:`BAD_NUMBER` (``inf`` only where no rate accepts it, ``-1`` only where it is
+vLLM's ``--max-model-len -1``, i.e. auto: :data:`planner.capacity.scenario.MAX_MODEL_LEN_AUTO`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from streamlit.runtime.state.query_params import (
 from streamlit.testing.v1 import AppTest
 
 from planner.capacity.scenario import LIMITS as SCENARIO_LIMITS
-from planner.capacity.scenario import Scenario
+from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
 from planner.links import budget as url_state
 from planner.links import compare as compare_state
 
@@ -115,6 +116,8 @@ class PageSpec:
     needs_endpoints: bool = False
     #: Values of BAD_NUMBER a codec is known to accept (a reported bug, listed so the rest stays checked).
     lenient: frozenset[str] = frozenset()
+    #: Keys where ``-1`` is a documented value: vLLM's ``--max-model-len -1`` (auto).
+    auto_keys: frozenset[str] = frozenset()
 
 
 def _scenario_spec(file: str) -> PageSpec:
@@ -128,7 +131,16 @@ def _scenario_spec(file: str) -> PageSpec:
     def canonical(decoded: Any) -> Mapping[str, str]:
         return url_state.encode(decoded.scenarios, min_context=decoded.min_context, max_context=decoded.max_context)
 
-    return PageSpec(file, tuple(keys), frozenset(numeric), url_state.decode, canonical, model_keys=frozenset(models))
+    auto = frozenset(url_state.scenario_key(i, "max_model_len") for i in range(url_state.MAX_SCENARIOS))
+    return PageSpec(
+        file,
+        tuple(keys),
+        frozenset(numeric),
+        url_state.decode,
+        canonical,
+        model_keys=frozenset(models),
+        auto_keys=auto,
+    )
 
 
 def _compare_spec() -> PageSpec:
@@ -219,6 +231,8 @@ def must_reject(spec: PageSpec, key: str, value: str | list[str]) -> bool:
         return False
     if value in BAD_NON_TEXT:
         return True
+    if value == "-1" and key in spec.auto_keys:
+        return False  # vLLM's --max-model-len -1: auto
     if key in spec.numeric and value in BAD_NUMBER and value not in spec.lenient:
         return not (value.lower() in ("inf", "infinity") and key in spec.inf_ok)
     return False
@@ -247,7 +261,8 @@ def _check_decoded(spec: PageSpec, decoded: Any) -> None:
         for scenario in decoded.scenarios:
             for name, (low, high) in SCENARIO_LIMITS.items():
                 value = getattr(scenario, name)
-                assert value is None or low <= value <= high, (name, value)
+                auto = name == "max_model_len" and value == MAX_MODEL_LEN_AUTO
+                assert value is None or auto or low <= value <= high, (name, value)
 
 
 # --- codec level -----------------------------------------------------------------------------------------------------

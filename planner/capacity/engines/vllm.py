@@ -42,14 +42,24 @@ from planner.capacity.kv_cache import (
     kv_heads_per_rank,
     page_bytes_per_layer,
 )
+from planner.capacity.kv_layout import build_kv_layout, kv_bytes_per_token_model
 from planner.capacity.result import Formula, MemoryTerms, Plan
-from planner.capacity.scenario import Scenario
+from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
 from planner.capacity.weights import pp_layer_ranges, weights_bytes_per_rank
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.units import DTYPE_BYTES, GIB, MIB, ceil_div
 
-__all__ = ["NEWEST_VERSION", "VERSION_PROFILES", "VLLMProfile", "default_limits", "plan_vllm", "profile_for"]
+__all__ = [
+    "AUTO_MAX_MODEL_LEN_SINCE",
+    "NEWEST_VERSION",
+    "VERSION_PROFILES",
+    "VLLMProfile",
+    "accepts_max_model_len_auto",
+    "default_limits",
+    "plan_vllm",
+    "profile_for",
+]
 
 #: Bytes of one fp32 logit.
 _LOGIT_BYTES = 4
@@ -183,6 +193,24 @@ VERSION_PROFILES: tuple[VLLMProfile, ...] = (
 )
 #: The newest vLLM version whose behaviour the planner models (log id 60 is v0.28.0).
 NEWEST_VERSION = "0.28.0"
+#: First vLLM version whose ``--max-model-len`` takes ``auto``/``-1`` (PR #29431, opened 2025-11-25 after v0.11.2:
+#: ``human_readable_int_or_auto`` in ``vllm/engine/arg_utils.py``, ``_auto_fit_max_model_len`` in
+#: ``vllm/v1/core/kv_cache_utils.py``). Older versions take a number only.
+AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
+
+
+def _version_key(version: str | None) -> tuple[int, int, int]:
+    """``"0.19.0"`` → ``(0, 19, 0)``; ``None`` or ``latest`` → :data:`NEWEST_VERSION`'s.
+
+    Raises:
+        InvalidParameterError: the string holds no ``major.minor`` version.
+    """
+    text = NEWEST_VERSION if version in (None, "", "latest") else str(version)
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not match:
+        raise InvalidParameterError("engine_version", version, "a vLLM version such as 0.19.0, or latest")
+    major, minor, patch = (int(g) for g in match.groups(default="0"))
+    return major, minor, patch
 
 
 def profile_for(version: str | None) -> VLLMProfile:
@@ -192,10 +220,7 @@ def profile_for(version: str | None) -> VLLMProfile:
         InvalidParameterError: the string holds no ``major.minor`` version.
     """
     text = NEWEST_VERSION if version in (None, "", "latest") else str(version)
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if not match:
-        raise InvalidParameterError("engine_version", version, "a vLLM version such as 0.19.0, or latest")
-    key = tuple(int(g) for g in match.groups(default="0"))
+    key = _version_key(version)
     # "0.8.2 (V0 fallback)", "0.9.0-v0": versions 0.8-0.10 could still run the V0 engine.
     force_v0 = re.search(r"\bv0\b(?!\.)", text, re.IGNORECASE) is not None
     chosen = VERSION_PROFILES[0]
@@ -203,6 +228,15 @@ def profile_for(version: str | None) -> VLLMProfile:
         if key >= profile.since and not (force_v0 and profile.arch == "v1"):
             chosen = profile
     return chosen
+
+
+def accepts_max_model_len_auto(version: str | None) -> bool:
+    """Whether ``vllm serve`` of ``version`` takes ``--max-model-len auto`` (v0.12+, :data:`AUTO_MAX_MODEL_LEN_SINCE`).
+
+    Args:
+        version: a vLLM version string (``"0.19.0"``); ``None`` or ``latest`` = :data:`NEWEST_VERSION`.
+    """
+    return _version_key(version) >= AUTO_MAX_MODEL_LEN_SINCE
 
 
 def default_limits(profile: VLLMProfile, *, total_bytes: float, gpu_id: str, max_model_len: int) -> tuple[int, int]:
@@ -245,6 +279,7 @@ class _Stage:
     cuda_graph: float
     available: float
     pool: KVPool
+    layer_range: tuple[int, int]
 
 
 def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
@@ -268,14 +303,17 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     if pp > spec.num_layers:
         raise InvalidParameterError("pipeline_parallel_size", pp, f"at most the model's {spec.num_layers} layers")
     notes: list[str] = list(spec.assumptions)
-    max_len = scenario.max_model_len or spec.max_position_embeddings
+    auto = scenario.max_model_len == MAX_MODEL_LEN_AUTO
+    # auto sizes the memory at the model's own limit, then fits the length into it (_auto_fit_max_model_len)
+    max_len = spec.max_position_embeddings if auto else scenario.max_model_len or spec.max_position_embeddings
     total = float(gpu.memory_total_bytes)
     seqs_default, mnbt_default = default_limits(profile, total_bytes=total, gpu_id=gpu.id, max_model_len=max_len)
     max_num_seqs = scenario.max_num_seqs or seqs_default
     mnbt = scenario.max_num_batched_tokens or mnbt_default
     block = scenario.block_size or DEFAULT_BLOCK_SIZE
     version = NEWEST_VERSION if scenario.engine_version in (None, "", "latest") else scenario.engine_version
-    resolved = replace(scenario, max_model_len=max_len, engine_version=version)
+    # auto stays auto in the resolved scenario (advice and links keep it); the plan's max_model_len is the number
+    resolved = replace(scenario, max_model_len=scenario.max_model_len if auto else max_len, engine_version=version)
     if profile is VERSION_PROFILES[0] and not version.startswith("0.6"):
         notes.append(f"vLLM {version} predates the oldest accounting modelled (v0.6.3); planned with v0.6.3's rules")
     kv_bytes = kv_dtype_bytes(scenario.kv_cache_dtype, r.dtype)
@@ -307,9 +345,22 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         pool = build_pool(
             groups, available_bytes=available, page_bytes=page, block_size=block, max_num_batched_tokens=mnbt
         )
-        stages.append(_Stage(stage, weights, activation, non_torch, graph, available, pool))
+        stages.append(_Stage(stage, weights, activation, non_torch, graph, available, pool, layer_range))
     limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
     pool = limiting.pool
+    by_memory = _estimate_max_len(pool, profile, max_len) if pool.num_blocks else 0
+    estimated = min(by_memory, spec.max_position_embeddings)
+    if auto and estimated > 0:
+        max_len = estimated
+        if estimated < spec.max_position_embeddings:
+            how = (
+                f"the longest one request can have in the KV cache, below the model's {spec.max_position_embeddings:,}"
+            )
+        else:
+            how = "the model's full context fits"
+        notes.append(
+            f"--max-model-len auto resolved to {max_len:,} tokens: {how} (vLLM v0.12+ _auto_fit_max_model_len)"
+        )
 
     if profile.arch == "v0":
         tokens = pool.num_blocks * block
@@ -319,7 +370,6 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         concurrency = pool.concurrency_at(max_len)
         tokens = int(concurrency * max_len) if profile.tokens_from_concurrency else pool.tokens
         per_request_blocks = pool.blocks_per_request(max_len)
-    estimated = min(_estimate_max_len(pool, profile, max_len), spec.max_position_embeddings) if pool.num_blocks else 0
 
     reason = _refusal(spec, tp, max_len)
     refused = reason is not None
@@ -334,6 +384,11 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         reason = (
             f"no memory is left for the KV cache: weights, activation and overheads take "
             f"{fmt_gib(budget - limiting.available)} of the {fmt_gib(budget)} budget"
+        )
+    elif auto and estimated == 0:
+        reason = (
+            f"--max-model-len auto finds no length that fits: the {fmt_gib(limiting.available)} of KV cache "
+            "holds less than one token of every KV-cache group"
         )
     elif pool.num_blocks < per_request_blocks:
         need = per_request_blocks * page * pool.group_size
@@ -368,7 +423,23 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
             "(replicated), so KV per token does not shrink further"
         )
     target = scenario.target_context
-    per_token_model = pool.bytes_per_token * tp * pp if not spec.is_mla else pool.bytes_per_token * pp
+    if profile.arch == "v0":
+        tokens_rule = "v0_blocks"
+    else:
+        tokens_rule = "concurrency_times_len" if profile.tokens_from_concurrency else "blocks_over_groups"
+    layout = build_kv_layout(
+        spec,
+        pool,
+        layer_range=limiting.layer_range,
+        engine_version=version,
+        engine_arch=profile.arch,
+        hybrid_kv_cache_manager=profile.hybrid_kv,
+        kv_tokens_rule=tokens_rule,
+        tp=tp,
+        pp=pp,
+        max_model_len=max_len,
+        longest_by_memory_tokens=by_memory,
+    )
     formulas = _formulas(
         profile, total, scenario, limiting, page, pool, tokens, concurrency, max_len, mnbt, max_num_seqs, spec
     )
@@ -382,7 +453,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         weights_total_bytes=sum(s.weights for s in stages) * tp,
         kv_cache_total_bytes=sum(max(0.0, st.available) for st in stages) * tp,
         kv_bytes_per_token=pool.bytes_per_token,
-        kv_bytes_per_token_model=per_token_model if tp <= spec.num_kv_heads else pool.bytes_per_token * pp,
+        kv_bytes_per_token_model=kv_bytes_per_token_model(spec, pool.bytes_per_token, tp=tp, pp=pp),
         block_size=block,
         model_max_position_embeddings=spec.max_position_embeddings,
         kv_needed_for_max_len_bytes=float(per_request_blocks * page * pool.group_size),
@@ -400,6 +471,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         notes=tuple(notes),
         pool=pool,
         refused=refused,
+        kv_layout=layout,
     )
 
 

@@ -190,3 +190,15 @@ def test_with_changes_returns_a_validated_copy() -> None:
 @pytest.mark.parametrize(("tp", "pp", "gpus"), [(1, 1, 1), (2, 1, 2), (4, 2, 8), (8, 8, 64)])
 def test_num_gpus_is_tp_times_pp(tp: int, pp: int, gpus: int) -> None:
     assert Scenario(tensor_parallel_size=tp, pipeline_parallel_size=pp).num_gpus == gpus
+
+
+def test_max_model_len_auto_is_vllm_only() -> None:
+    # -1 is vLLM's --max-model-len auto (arg_utils.human_readable_int_or_auto); TGI and the article take a length
+    from planner.capacity.scenario import MAX_MODEL_LEN_AUTO
+
+    assert validate(Scenario(max_model_len=MAX_MODEL_LEN_AUTO)).max_model_len == -1
+    with pytest.raises(InvalidParameterError, match=r"max_model_len=-1 .*auto is for --engine vllm"):
+        validate(Scenario(engine="tgi", max_model_len=-1))
+    for bad in (-2, 0, 15, True, -1.0):
+        with pytest.raises(InvalidParameterError, match="expected auto, -1 or an integer from 16"):
+            validate(Scenario(max_model_len=bad))

@@ -265,3 +265,15 @@ def test_a_command_that_will_not_start_says_so_and_comes_with_one_that_fits():
     assert command.change == result.advice[0].change and command.corrected is not None
     assert plan(result.advice[0].scenario, advise=False).fits  # the corrected command is from a plan that fits
     assert launch(plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100"))).warning is None
+
+
+def test_vllm_command_keeps_auto_where_vllm_takes_it() -> None:
+    # --max-model-len auto/-1: vLLM v0.12+ (PR #29431) resolves it itself; v0.11 takes numbers only
+    from planner.capacity.plan import plan
+    from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
+    from planner.catalog.launch import vllm_command
+
+    new = plan(Scenario(gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO, engine_version="0.12.0"))
+    old = plan(Scenario(gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO, engine_version="0.11.2"))
+    assert vllm_command(new).endswith("--max-model-len auto")
+    assert vllm_command(old).endswith(f"--max-model-len {old.max_model_len}")

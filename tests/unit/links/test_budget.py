@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.capacity.scenario import Scenario
+from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
 from planner.catalog.presets import presets
 from planner.errors import InvalidParameterError
 from planner.links.budget import DEFAULT_CUSTOM_GPU_MEMORY_GIB, MAX_PARAMS, MAX_SCENARIOS, DecodedState, decode, encode
@@ -153,6 +153,8 @@ HOSTILE = [
 def test_hostile_numbers_warn_and_fall_back(key, value):
     if value == "1.5" and key.endswith(("custom_gpu_memory_gib", "params_b")):
         pytest.skip("1.5 GiB and 1.5 B parameters are valid")
+    if value == "-1" and key == "max_model_len":
+        pytest.skip("-1 is vLLM's --max-model-len auto (test_max_model_len_auto_round_trips)")
     decoded = decode({key: value})
     name = key.split(".")[-1]
     index = int(key[1]) - 1 if "." in key else 0
@@ -242,3 +244,32 @@ def test_custom_gpu_without_memory_warns_and_uses_80_gib(prefix):
     assert scenario.gpu == "custom" and scenario.custom_gpu_memory_gib == DEFAULT_CUSTOM_GPU_MEMORY_GIB == 80.0
     assert decoded.warnings == (f"{prefix}custom_gpu_memory_gib missing; using 80 (GiB) for gpu=custom",)
     assert decode({"gpu": "custom", "custom_gpu_memory_gib": "24"}).warnings == ()
+
+
+@pytest.mark.parametrize("text", ["auto", "AUTO", " auto ", "-1"])
+def test_max_model_len_auto_decodes(text):
+    # vLLM's human_readable_int_or_auto: "-1" or "auto" (any case) mean the longest that fits
+    decoded = decode({"max_model_len": text, "s2.max_model_len": "8192", "scenarios": "2"})
+    assert not decoded.warnings
+    assert [s.max_model_len for s in decoded.scenarios] == [MAX_MODEL_LEN_AUTO, 8192]
+
+
+def test_max_model_len_auto_round_trips():
+    scenarios = [Scenario(max_model_len=MAX_MODEL_LEN_AUTO), Scenario(max_model_len=4096)]
+    params = encode(scenarios)
+    assert params == {"scenarios": "2", "max_model_len": "auto", "s2.max_model_len": "4096"}
+    assert decode(params).scenarios == tuple(scenarios)
+
+
+@pytest.mark.parametrize("text", ["automatic", "-2", "0", "8k", "auto1"])
+def test_bad_max_model_len_names_what_is_accepted(text):
+    decoded = decode({"max_model_len": text})
+    assert decoded.scenarios[0].max_model_len is None
+    accepted = "auto, -1 or an integer from 16 to 10,485,760"
+    assert decoded.warnings == (f"max_model_len={text!r} is not valid: expected {accepted}; using the default",)
+
+
+def test_max_model_len_auto_is_dropped_for_tgi():
+    decoded = decode({"engine": "tgi", "max_model_len": "auto"})
+    assert decoded.scenarios[0] == Scenario(engine="tgi")
+    assert len(decoded.warnings) == 1 and "auto is for --engine vllm" in decoded.warnings[0]

@@ -336,3 +336,41 @@ def test_a_tensor_parallelism_vllm_refuses_is_reported_as_refused_with_the_fix()
     assert result.advice[0].change == "--tensor-parallel-size 1" and result.advice[0].num_gpus == 1
     fits = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", tensor_parallel_size=2))
     assert fits.fits and not fits.refused
+
+
+# --- --max-model-len auto (-1): the largest length that fits, as vLLM v0.12+ _auto_fit_max_model_len resolves it -----
+
+
+def test_auto_max_model_len_is_the_longest_that_fits() -> None:
+    # Llama-3.1-8B-Instruct on an RTX 4090: 2,435 blocks (the planner's figure) of one full-attention group, so the
+    # bisection's answer is 2,435 x 16 = 38,960 tokens, below the model's 131,072; at that length one request takes
+    # all 2,435 blocks: concurrency 1.00x.
+    from planner.capacity.scenario import MAX_MODEL_LEN_AUTO
+
+    auto = Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO)
+    plan = plan_vllm(auto)
+    assert plan.fits and plan.max_model_len_auto
+    assert plan.max_model_len == plan.estimated_max_model_len == 2_435 * 16 == 38_960
+    assert plan.scenario.max_model_len == MAX_MODEL_LEN_AUTO  # the resolved scenario keeps auto (advice, links)
+    assert plan.max_concurrency == pytest.approx(1.0, abs=0.001)
+    assert any("auto resolved to 38,960 tokens" in note for note in plan.notes)
+
+
+def test_auto_max_model_len_takes_the_model_limit_when_it_fits() -> None:
+    # Llama-3.1-8B on an H100: the full 131,072 tokens fit ("Auto-fit max_model_len: full model context length fits")
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu=H100, max_model_len=-1))
+    assert plan.fits and plan.max_model_len == 131_072
+    assert any("the model's full context fits" in note for note in plan.notes)
+
+
+def test_auto_max_model_len_with_weights_over_budget_does_not_fit() -> None:
+    plan = plan_vllm(Scenario(model="meta-llama/Llama-3.1-70B-Instruct", gpu="rtx-4090", max_model_len=-1))
+    assert not plan.fits and "exceed" in plan.reason
+
+
+@pytest.mark.parametrize(("version", "accepts"), [("0.11.2", False), ("0.12.0", True), ("0.19.0", True), (None, True)])
+def test_versions_that_take_max_model_len_auto(version: str | None, accepts: bool) -> None:
+    # vLLM PR #29431 (human_readable_int_or_auto), first released after v0.11.2
+    from planner.capacity.engines.vllm import accepts_max_model_len_auto
+
+    assert accepts_max_model_len_auto(version) is accepts

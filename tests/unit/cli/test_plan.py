@@ -1,0 +1,161 @@
+"""``python -m planner plan``: the explanation in text and ``--json``, and ``--compare-engine-version``.
+
+Golden figures by hand from config.json (worked out in ``tests/unit/capacity/test_kv_layout.py``, vLLM
+``vllm/v1/core/kv_cache_utils.py`` v0.10–v0.24 and #51041): gemma-2-9b on one H100 at 8,192 tokens has 2 KV-cache
+groups of 21 layers, 513 + 512 = 1,025 blocks per request, 19,187 blocks (the planner's figure, quoted in issue 11),
+19,187 / 1,025 = 18.72x and int(19,187 × 8,192 / 1,025) = 153,346 tokens; gemma-3-12b-it at 131,072 tokens goes
+from 1 group of 48 layers (v0.9: 6,611 / 8,192 = 0.81x) to 6 groups of 8 (v0.10: 39,667 / 11,077 = 3.58x), both
+105,776 tokens; Llama-3.1-70B at TP 16 keeps 1 of its 8 KV heads per GPU: 80 × 256 × 2 = 40,960 B per token per
+GPU, 80 × 8 × 256 × 2 = 327,680 B for the model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit.cli.test_main import run
+
+GEMMA_2 = ["plan", "--model", "google/gemma-2-9b", "--gpu", "h100", "--max-model-len", "8192"]
+GEMMA_3 = ["plan", "--model", "google/gemma-3-12b-it", "--gpu", "h100", "--engine-version", "0.10.0"]
+
+
+def test_text_explains_the_kv_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run([*GEMMA_2, "--engine-version", "0.28.0"], capsys)
+    assert code == 0 and err == ""
+    assert "KV bytes per token        344,064 per GPU" in out
+    assert "KV layout (vLLM 0.28.0; per GPU unless it says model):" in out
+    layout = out.split("KV layout", 1)[1]
+    assert "sliding window  4,096" in layout and "full attention  n/a" in layout
+    flat = " ".join(out.split())  # the sentences wrap
+    assert "2 KV-cache groups of 21 layers" in flat
+    assert "19,187 blocks / 1,025 blocks per request = 18.72x" in flat
+    assert "int(18.7190 × 8,192) = 153,346 tokens" in flat
+    assert "longest that fits:" in out
+
+
+def test_json_carries_the_layout_and_the_explanation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*GEMMA_2, "--engine-version", "0.28.0", "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    layout = payload["kv_layout"]
+    assert (layout["num_kv_cache_groups"], layout["group_size_layers"], layout["blocks_per_request"]) == (2, 21, 1025)
+    assert layout["kv_bytes_per_token_per_gpu"] == 344_064
+    assert {g["attention"]: g["blocks_per_request"] for g in layout["group_types"]} == {"sliding": 513, "full": 512}
+    explanation = payload["explanation"]
+    assert any("153,346" in line for line in explanation["lines"])
+    assert explanation["longest_fit"]["longest_by_memory_tokens"] == 294_688  # (19,187 - 769) x 16
+    assert explanation["longest_fit"]["limited_by"] == "max_position_embeddings"
+    assert payload["version_change"] is None
+
+
+def test_tp16_labels_whole_model_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "h100", "-tp", "16", "--max-model-len", "8192"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    assert "KV bytes per token        40,960 per GPU" in out
+    assert "KV bytes per token, model 327,680 over 16 GPUs" in out
+    assert "each head is cached on 2 GPUs" in " ".join(out.split())
+
+
+def test_compare_engine_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*GEMMA_3, "--compare-engine-version", "0.9.0"], capsys)
+    assert code == 0
+    assert "what changed from vLLM 0.9.0 to 0.10.0:" in out
+    assert "0.81x → 3.58x (4.4×)" in " ".join(out.split())
+    code, out, _ = run([*GEMMA_3, "--compare-engine-version", "0.9.0", "--json"], capsys)
+    change = json.loads(out)["version_change"]
+    assert (change["old_version"], change["new_version"]) == ("0.9.0", "0.10.0")
+    figures = {f["label"]: (f["old"], f["new"]) for f in change["figures"]}
+    assert figures["GPU KV cache size (tokens)"] == ("105,776", "105,776")
+    assert figures["Concurrency @ 131,072"] == ("0.81x", "3.58x")
+
+
+def test_compare_with_the_same_accounting_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run([*GEMMA_3, "--compare-engine-version", "0.11.0"], capsys)
+    assert code == 0
+    assert "nothing to compare" in err and len(err.splitlines()) == 1
+    assert "what changed" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        ([*GEMMA_3, "--compare-engine-version", "banana"], "banana"),
+        ([*GEMMA_3, "--engine", "tgi", "--engine-version", "3.3.7", "--compare-engine-version", "0.9.0"], "0.9.0"),
+    ],
+    ids=["bad-version", "not-vllm"],
+)
+def test_compare_engine_version_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], named: str
+) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1, err
+    assert f"--compare-engine-version '{named}' is not valid" in err
+
+
+def test_tgi_plans_have_no_explanation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        ["plan", "--engine", "tgi", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100"], capsys
+    )
+    assert code == 0 and "KV layout" not in out
+
+
+# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,435 blocks (the planner's figure) of one
+# full-attention group of 32 layers, so the longest that fits is 2,435 x 16 = 38,960 tokens -------------------------
+
+AUTO = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 4090"]
+
+
+@pytest.mark.parametrize("value", ["auto", "AUTO", "-1"])
+def test_auto_resolves_and_the_verdict_says_so(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    code, out, err = run([*AUTO, "--max-model-len", value], capsys)
+    assert code == 0 and err == ""
+    assert "fits: yes at max_model_len auto → 38,960 tokens" in out
+    assert "Maximum concurrency for 38,960 tokens per request: 1.00x" in out
+    assert (
+        "launch: vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.9 --max-model-len auto" in out
+    )
+
+
+def test_auto_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*AUTO, "--max-model-len", "auto", "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert (payload["max_model_len"], payload["max_model_len_auto"]) == (38_960, True)
+    assert payload["estimated_max_model_len"] == 38_960
+    assert payload["launch_command"].endswith("--max-model-len auto")
+    assert payload["explanation"]["longest_fit"]["limited_by"] == "kv_cache"
+
+
+def test_auto_before_vllm_0_12_launches_with_the_number(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.11 parses --max-model-len as a number only (human_readable_int_or_auto came with PR #29431)
+    code, out, _ = run([*AUTO, "--max-model-len", "auto", "--engine-version", "0.11.0", "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["launch_command"].endswith(f"--max-model-len {payload['max_model_len']}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [*AUTO, "--max-model-len", "automatic"],
+            "--max-model-len 'automatic' is not valid: expected auto, -1 or an integer from 16 to 10,485,760",
+        ),
+        ([*AUTO, "--max-model-len", "-2"], "--max-model-len '-2' is not valid: expected auto, -1 or an integer"),
+        ([*AUTO, "--max-model-len", "8k"], "--max-model-len '8k' is not valid: expected auto, -1 or an integer"),
+        (
+            [*AUTO, "--engine", "tgi", "--max-model-len", "auto"],
+            "--max-model-len 'auto' is not valid: expected an integer from 16 to 10,485,760 (auto is for --engine "
+            "vllm)",
+        ),
+    ],
+    ids=["word", "negative", "suffix", "tgi"],
+)
+def test_bad_max_model_len_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and message in err, err
