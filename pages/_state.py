@@ -30,6 +30,7 @@ from planner.catalog.launch import UPLOADED_PREFIX
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.links import budget as url_state
+from planner.predict.api import Outlook, outlook
 from planner.serving.discovery import EndpointInfo, discover_sync
 from planner.serving.endpoints import Endpoint
 
@@ -42,6 +43,7 @@ __all__ = [
     "VIEW_KEY",
     "allow_custom_endpoints",
     "cached_discovery",
+    "cached_outlook",
     "cached_plan",
     "endpoint_secrets",
     "endpoints_path",
@@ -230,6 +232,12 @@ def plan_scenarios(
         except PlannerError as exc:
             out.append((resolved, exc))
     return out
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_outlook(scenario: Scenario, spec: ModelSpec | None = None) -> Outlook | None:
+    """:func:`planner.predict.api.outlook` of the scenario's (cached) plan, cached by ``(scenario, spec)``."""
+    return outlook(cached_plan(scenario, spec), spec)
 
 
 # --- Live compare -----------------------------------------------------------------------------------------------------

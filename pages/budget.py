@@ -206,6 +206,18 @@ if planned:
                     f"{result.scenario.model} stands for the pasted config.json: put the checkpoint's path or "
                     "repo id there."
                 )
+            forecast = state.cached_outlook(result.scenario, models[index].spec)
+            if forecast is not None:
+                st.markdown(
+                    f"**Predicted performance** ({forecast.input_len:,} prompt + {forecast.output_len} output tokens "
+                    "per request)"
+                )
+                st.dataframe(forecast.table(), hide_index=True, width="stretch")
+                st.caption(
+                    f"{forecast.full.calibration}. Full load: {forecast.full_concurrency:,} requests in flight, what "
+                    "the KV cache holds at this length (at most max_num_seqs). Curves for any workload, and "
+                    "calibration on your own runs: the Performance page or python -m planner predict."
+                )
             with st.expander("Formulas with your numbers", expanded=False):
                 st.dataframe(
                     [

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import pandas as pd
+
 from planner.capacity.plan import plan as plan_scenario
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
@@ -25,7 +27,16 @@ from planner.predict.shape import StepShape, step_shape
 from planner.predict.simulator import SimulatedRun, simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
 
-__all__ = ["DEFAULT_SOURCE", "Prediction", "predict", "predicted_run"]
+__all__ = [
+    "DEFAULT_SOURCE",
+    "OUTLOOK_MAX_CONCURRENCY",
+    "OUTLOOK_OUTPUT_LEN",
+    "Outlook",
+    "Prediction",
+    "outlook",
+    "predict",
+    "predicted_run",
+]
 
 #: Where the default coefficients come from, in words.
 DEFAULT_SOURCE = "default coefficients (fitted to one H200's decode steps and a vLLM 0.24.0 server)"
@@ -152,3 +163,85 @@ def predicted_run(prediction: Prediction, label: str | None = None, *, sweep: st
         requested_input_tokens=s.input_len,
         notes=(prediction.calibration, *prediction.notes),
     )
+
+
+#: Output tokens per request of the Budget page's outlook.
+OUTLOOK_OUTPUT_LEN = 128
+#: Most requests in flight the outlook simulates at full load (keeps it well under a second).
+OUTLOOK_MAX_CONCURRENCY = 512
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """Predicted figures of a planned vLLM deployment at one request and at full load (the Budget page's answer).
+
+    Attributes:
+        input_len / output_len: the workload's prompt and output tokens per request.
+        full_concurrency: requests in flight at full load: what the KV cache holds at ``input_len + output_len``
+            tokens each, at most ``max_num_seqs`` (and :data:`OUTLOOK_MAX_CONCURRENCY`).
+        single: the prediction at one request in flight.
+        full: the prediction at ``full_concurrency``.
+    """
+
+    input_len: int
+    output_len: int
+    full_concurrency: int
+    single: Prediction
+    full: Prediction
+
+    def table(self) -> pd.DataFrame:
+        """One row per load (1 request, full load): TTFT and TPOT medians (ms), output tokens/s in all and per
+        request; "n/a" where a figure is missing."""
+        rows = []
+        for label, p in (("1 request", self.single), (f"{self.full_concurrency:,} requests (full)", self.full)):
+            m = p.run.metrics
+            per_request = 1.0 / m.tpot.median_s if m.tpot and m.tpot.median_s else None
+
+            def ms(d: object) -> str:
+                return "n/a" if d is None or d.median_s is None else f"{d.median_s * 1e3:,.1f}"
+
+            rows.append(
+                {
+                    "load": label,
+                    "TTFT p50 (ms)": ms(m.ttft),
+                    "TPOT p50 (ms)": ms(m.tpot),
+                    "output tok/s": f"{m.output_throughput:,.0f}",
+                    "tok/s per request": "n/a" if per_request is None else f"{per_request:,.0f}",
+                    "KV cache": "full" if p.run.kv_saturated else "",
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:
+    """Predict a planned deployment at one request and at full load; None when it cannot be predicted (not vLLM,
+    does not fit, no KV pool, or the GPU lacks a bandwidth or TFLOPS figure).
+
+    The workload: prompts of the scenario's target context less :data:`OUTLOOK_OUTPUT_LEN` (else 1,024 tokens, or
+    what ``max_model_len`` leaves), :data:`OUTLOOK_OUTPUT_LEN` output tokens; four waves of requests at full load,
+    so the medians come from the staggered steady state more than from the first burst.
+    """
+    s = plan.scenario
+    if s.engine != "vllm" or not plan.fits or plan.pool is None:
+        return None
+    output_len = min(OUTLOOK_OUTPUT_LEN, max(1, plan.max_model_len // 2))
+    wanted = (s.target_context - output_len) if s.target_context and s.target_context > output_len else 1024
+    input_len = max(1, min(wanted, plan.max_model_len - output_len))
+    fit = plan.pool.concurrency_at(input_len + output_len)
+    full = max(1, min(int(fit), plan.max_num_seqs or OUTLOOK_MAX_CONCURRENCY, OUTLOOK_MAX_CONCURRENCY))
+    try:
+        single = predict(
+            s,
+            LoadSettings(num_prompts=4, max_concurrency=1, input_len=input_len, output_len=output_len),
+            spec=spec,
+            plan=plan,
+        )
+        loaded = predict(
+            s,
+            LoadSettings(num_prompts=2 * full, max_concurrency=full, input_len=input_len, output_len=output_len),
+            spec=spec,
+            plan=plan,
+        )
+    except InvalidParameterError:
+        return None
+    return Outlook(input_len, output_len, full, single, loaded)
