@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -93,20 +93,26 @@ def _query() -> dict[str, list[str]]:
     return {key: st.query_params.get_all(key) for key in st.query_params}
 
 
-def load() -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
+def load(*, foreign: Collection[str] = ()) -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     """The current scenarios.
+
+    Args:
+        foreign: query keys of the page's own settings (another codec reads them, e.g.
+            :data:`planner.links.performance.KEYS`): they are not scenario keys, and a change to them is not a new
+            link for the scenarios.
 
     Returns:
         ``(scenarios, warnings, fresh)``: ``fresh`` is ``True`` when they were just read from a
         query string this session had not seen (a link was opened or a preset written), so editor
-        widgets must be reset to them; ``warnings`` are the decoder's, non-empty only then.
+        widgets must be reset to them; ``warnings`` are the decoder's, non-empty only then (unknown keys
+        included, named once for the whole link).
     """
     query = _query()
-    flat = {key: values[-1] if values else "" for key, values in query.items()}
+    flat = {key: values[-1] if values else "" for key, values in query.items() if key not in foreign}
     known = st.session_state.get(SCENARIOS_KEY)
-    if known is not None and (flat == st.session_state.get(_SEEN_KEY) or not query):
+    if known is not None and (flat == st.session_state.get(_SEEN_KEY) or not flat):
         return known, (), False
-    decoded = url_state.decode(query)
+    decoded = url_state.decode(query, foreign=foreign)
     st.session_state[SCENARIOS_KEY] = decoded.scenarios
     st.session_state[VIEW_KEY] = (decoded.min_context, decoded.max_context)
     st.session_state[_SEEN_KEY] = flat
@@ -114,15 +120,28 @@ def load() -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     return decoded.scenarios, decoded.warnings, True
 
 
-def save(scenarios: Sequence[Scenario], *, view: tuple[int | None, int | None] | None = None) -> None:
-    """Keep ``scenarios`` (and the chart range ``view``) in session state and in the URL."""
+def save(
+    scenarios: Sequence[Scenario],
+    *,
+    view: tuple[int | None, int | None] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> None:
+    """Keep ``scenarios`` (and the chart range ``view``) in session state and in the URL.
+
+    Args:
+        scenarios: the scenarios.
+        view: the concurrency chart's range; None keeps the session's.
+        extra: the page's own query parameters (its other codec's, e.g. the Performance page's workload), written
+            after the scenario keys.
+    """
     if view is None:
         view = st.session_state.get(VIEW_KEY, (None, None))
     st.session_state[SCENARIOS_KEY] = tuple(scenarios)
     st.session_state[VIEW_KEY] = view
     params = url_state.encode(scenarios, min_context=view[0], max_context=view[1])
-    if params != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
-        st.query_params.from_dict(params)
+    full = params | dict(extra or {})
+    if full != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
+        st.query_params.from_dict(full)
     st.session_state[_SEEN_KEY] = params
 
 

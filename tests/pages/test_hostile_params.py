@@ -147,7 +147,7 @@ def _loadtest_spec() -> PageSpec | None:
         from planner.links import loadtest as loadtest_state
     except ImportError:
         return None
-    numbers: Mapping[str, tuple] = getattr(loadtest_state, "_NUMBERS", {})
+    numbers: Mapping[str, tuple] = loadtest_state.NUMBERS
     keys = tuple(loadtest_state.KEYS.values())
     numeric = frozenset(loadtest_state.KEYS[n] for n in numbers)
     inf_ok = frozenset(loadtest_state.KEYS[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
