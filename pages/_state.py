@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -30,17 +30,22 @@ from planner.catalog.launch import UPLOADED_PREFIX
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.links import budget as url_state
+from planner.loadtest.settings import LoadSettings
+from planner.predict.calibration import CalibrationProfile
+from planner.predict.curves import PredictedCurve, predict_curve
 from planner.serving.discovery import EndpointInfo, discover_sync
 from planner.serving.endpoints import Endpoint
 
 __all__ = [
     "CONFIG_MEMORY_KEY",
+    "CURVES_KEY",
     "EDITOR_MEMORY_KEY",
     "SCENARIOS_KEY",
     "UPLOADS_KEY",
     "UPLOAD_NAMESPACE",
     "VIEW_KEY",
     "allow_custom_endpoints",
+    "cached_curve",
     "cached_discovery",
     "cached_plan",
     "endpoint_secrets",
@@ -249,6 +254,47 @@ def plan_scenarios(
         except PlannerError as exc:
             out.append((resolved, exc))
     return out
+
+
+# --- Predictions ------------------------------------------------------------------------------------------------------
+#: Session-state key of the predicted curves computed this session, ``{key: PredictedCurve}`` (see
+#: :func:`cached_curve`).
+CURVES_KEY = "planner.curves"
+_MAX_CURVES = 32
+
+
+def cached_curve(
+    scenario: Scenario,
+    settings: LoadSettings,
+    levels: Sequence[float],
+    *,
+    axis: str,
+    profile: CalibrationProfile | None,
+    spec: ModelSpec | None,
+    plan: Plan,
+    on_level: Callable[[int, int], object] | None = None,
+) -> PredictedCurve:
+    """:func:`planner.predict.curves.predict_curve`, remembered for this session (the last 32 curves).
+
+    Not ``st.cache_data``: a cached function may not update a progress bar made outside it (Streamlit refuses to
+    replay it), and the curve's progress is the point of ``on_level``. The key is the scenario, the workload, the
+    levels, the axis and the profile's text; ``spec`` and ``plan`` follow from the scenario.
+
+    Raises:
+        PlannerError: as :func:`~planner.predict.curves.predict_curve` (not remembered).
+    """
+    key = (scenario, settings, tuple(levels), axis, None if profile is None else profile.to_json())
+    memo: dict = st.session_state.setdefault(CURVES_KEY, {})
+    if key in memo:
+        memo[key] = memo.pop(key)  # most recently used last
+        return memo[key]
+    curve = predict_curve(
+        scenario, settings, levels, axis=axis, profile=profile, on_level=on_level, spec=spec, plan=plan
+    )
+    memo[key] = curve
+    while len(memo) > _MAX_CURVES:
+        memo.pop(next(iter(memo)))
+    return curve
 
 
 # --- Live compare -----------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ Load Test codec's (:data:`planner.links.loadtest.KEYS`, :func:`planner.links.loa
 * ``axis``: ``concurrency`` (closed loop at 1, 2, 4, … ``sweep_max``) or ``rate`` (open loop at each request rate);
 * ``request_rate``: the rates of a rate sweep, comma separated (``request_rate=1,2,4,8``): the Load Test's key and
   rule for one rate (req/s > 0), a list here, at most :data:`~planner.predict.curves.MAX_RATES`; ``inf`` (a burst)
-  is no level of a rate sweep.
+  is no level of a rate sweep (:func:`planner.predict.curves.parse_rates`, the page's text box reads the same).
 
 Only values that differ from the page's defaults (:data:`~planner.predict.curves.DEFAULT_WORKLOAD`,
 :data:`~planner.predict.curves.DEFAULT_RATES`) are written. A calibration profile is never in a link (it is a file).
@@ -39,9 +39,9 @@ from planner.capacity.scenario import Scenario
 from planner.links import budget
 from planner.links.loadtest import KEYS as LOAD_KEYS
 from planner.links.loadtest import parse_field
-from planner.links.rules import BadValue, decode_query, encode_settings, format_value, parse_choice, parse_number
+from planner.links.rules import decode_query, encode_settings, parse_choice
 from planner.loadtest.settings import LoadSettings
-from planner.predict.curves import AXES, DEFAULT_RATES, DEFAULT_WORKLOAD, MAX_RATES
+from planner.predict.curves import AXES, DEFAULT_RATES, DEFAULT_WORKLOAD, format_rates, parse_rates
 
 __all__ = [
     "FIELDS",
@@ -94,23 +94,11 @@ class DecodedLink:
     warnings: tuple[str, ...]
 
 
-def _parse_rates(text: str) -> tuple[float, ...]:
-    accepted = f"1 to {MAX_RATES} request rates in (0, 10000] req/s, comma separated, such as 1,2,4,8"
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not 1 <= len(parts) <= MAX_RATES:
-        raise BadValue(accepted)
-    try:
-        rates = {float(parse_number(p, 0, 10_000, low_open=True)) for p in parts}  # type: ignore[arg-type]
-    except BadValue:
-        raise BadValue(accepted) from None
-    return tuple(sorted(rates))
-
-
 def _parse(name: str, text: str) -> object:
     if name == "axis":
         return parse_choice(text, AXES)
     if name == "rates":
-        return _parse_rates(text)
+        return parse_rates(text)
     return parse_field(name, text)
 
 
@@ -144,9 +132,8 @@ def encode(
     out = encode_settings(workload, DEFAULT_WORKLOAD, KEYS, {})
     if axis != "concurrency":
         out[KEYS["axis"]] = axis
-    levels = tuple(sorted({float(r) for r in rates}))
-    if levels != DEFAULT_RATES:
-        out[KEYS["rates"]] = ",".join(format_value(r) for r in levels)
+    if tuple(sorted({float(r) for r in rates})) != DEFAULT_RATES:
+        out[KEYS["rates"]] = format_rates(rates)
     return out
 
 

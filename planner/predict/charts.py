@@ -7,6 +7,7 @@
   fills marked "KV cache full".
 * :func:`headline_metrics`: the answer above the chart: the knee (or the highest level), the output throughput,
   median TPOT and TTFT there, and where the KV cache fills.
+* :func:`workload_caption`: the workload a curve was predicted for, in one line.
 * :func:`points_table`: :func:`curve_points` for reading ("n/a" where a value is missing).
 * :func:`overlay_errors`: measured against predicted for each measured run (Load Test), ``predicted / measured − 1``
   per metric (:func:`planner.predict.calibration.relative_errors`).
@@ -24,10 +25,18 @@ from planner.capacity.charts import COLORS
 from planner.errors import InvalidParameterError
 from planner.loadtest.charts import curve_row, curves_figure
 from planner.loadtest.results import SavedRun
+from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import relative_errors, scored_values
 from planner.predict.curves import PredictedCurve
 
-__all__ = ["curve_points", "headline_metrics", "overlay_errors", "performance_figure", "points_table"]
+__all__ = [
+    "curve_points",
+    "headline_metrics",
+    "overlay_errors",
+    "performance_figure",
+    "points_table",
+    "workload_caption",
+]
 
 _MS = 1000.0
 #: Display names and units of :func:`points_table`'s columns.
@@ -160,6 +169,30 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
             f"{bound} requests of this workload's length at once.",
         ),
     )
+
+
+def workload_caption(settings: LoadSettings, axis: str, levels: Sequence[float]) -> str:
+    """The workload of a sweep in one line, e.g. ``512 prompt tokens and 128 output tokens a request, 256 requests a
+    level (at least 4 a slot), closed loop at 1, 2, 4, … 256 requests in flight``.
+
+    Args:
+        settings: the workload.
+        axis: ``concurrency`` or ``rate``.
+        levels: the sweep's levels (:func:`planner.predict.curves.curve_levels`).
+    """
+    lengths = f"{settings.input_len:,} prompt tokens and {settings.output_len:,} output tokens a request"
+    if settings.range_ratio:
+        lengths += f" (each drawn within ±{settings.range_ratio:.0%})"
+    shown = [f"{v:,.4g}" for v in levels]
+    if len(shown) > 4:
+        shown = [*shown[:3], "…", shown[-1]]
+    at = ", ".join(shown)
+    if axis == "concurrency":
+        load = f"{settings.num_prompts:,} requests a level (at least 4 a slot), closed loop at {at} in flight"
+    else:
+        arrivals = "Poisson" if settings.burstiness == 1 else f"gamma, burstiness {settings.burstiness:g}"
+        load = f"{settings.num_prompts:,} requests a level, open loop at {at} req/s ({arrivals} arrivals)"
+    return f"{lengths}; {load}."
 
 
 def _cell(value: object) -> object:

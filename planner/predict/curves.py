@@ -19,6 +19,7 @@ from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
+from planner.links.rules import BadValue, format_value, parse_number
 from planner.loadtest.settings import LoadSettings
 from planner.loadtest.sweep import find_knee, sweep_levels
 from planner.metrics.benchmark import BenchmarkMetrics
@@ -34,6 +35,8 @@ __all__ = [
     "CurvePoint",
     "PredictedCurve",
     "curve_levels",
+    "format_rates",
+    "parse_rates",
     "predict_curve",
     "simulated_output_tokens",
 ]
@@ -49,9 +52,9 @@ DEFAULT_WORKLOAD = LoadSettings(num_prompts=256, input_len=512, output_len=128, 
 DEFAULT_RATES: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 #: Most request rates of one rate sweep.
 MAX_RATES = 12
-#: Most output tokens the Performance page simulates for one curve (:func:`simulated_output_tokens`): about 2 s of
+#: Most output tokens the Performance page simulates for one curve (:func:`simulated_output_tokens`): 1 to 3 s of
 #: simulation on one core (the default workload is 426,000). The CLI has no such cap.
-MAX_PAGE_OUTPUT_TOKENS = 2_000_000
+MAX_PAGE_OUTPUT_TOKENS = 1_500_000
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,39 @@ class PredictedCurve:
     kv_max_concurrency: float | None
     calibration: str
     notes: tuple[str, ...] = ()
+
+
+#: Highest request rate of a rate sweep, req/s (the Load Test's bound for one rate).
+_MAX_RATE = 10_000
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    """The levels of a rate sweep from text: ``"1, 2, 4"`` → ``(1.0, 2.0, 4.0)``, sorted, duplicates dropped.
+
+    Args:
+        text: 1 to :data:`MAX_RATES` rates in req/s, each > 0 and at most 10,000, comma separated.
+
+    Returns:
+        The rates, increasing.
+
+    Raises:
+        BadValue: anything else (no rate, too many, ``inf``, NaN, a part that is not a number); ``accepted`` says
+            what is accepted.
+    """
+    accepted = f"1 to {MAX_RATES} request rates in (0, {_MAX_RATE}] req/s, comma separated, such as 1,2,4,8"
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not 1 <= len(parts) <= MAX_RATES:
+        raise BadValue(accepted)
+    try:
+        rates = {float(parse_number(p, 0, _MAX_RATE, low_open=True)) for p in parts}  # type: ignore[arg-type]
+    except BadValue:
+        raise BadValue(accepted) from None
+    return tuple(sorted(rates))
+
+
+def format_rates(rates: Sequence[float]) -> str:
+    """The inverse of :func:`parse_rates`: ``(1.0, 2.5)`` → ``"1,2.5"`` (sorted, duplicates dropped)."""
+    return ",".join(format_value(float(r)) for r in sorted(set(rates)))
 
 
 def curve_levels(settings: LoadSettings, axis: str, rates: Sequence[float] = DEFAULT_RATES) -> tuple[float, ...]:
