@@ -30,9 +30,11 @@ from planner.catalog.launch import UPLOADED_PREFIX
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.links import budget as url_state
+from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import CalibrationProfile
 from planner.predict.curves import PredictedCurve, predict_curve
+from planner.predict.overlay import Overlay, predict_runs
 from planner.serving.discovery import EndpointInfo, discover_sync
 from planner.serving.endpoints import Endpoint
 
@@ -47,6 +49,7 @@ __all__ = [
     "allow_custom_endpoints",
     "cached_curve",
     "cached_discovery",
+    "cached_overlay",
     "cached_plan",
     "endpoint_secrets",
     "endpoints_path",
@@ -295,6 +298,19 @@ def cached_curve(
     while len(memo) > _MAX_CURVES:
         memo.pop(next(iter(memo)))
     return curve
+
+
+@st.cache_data(show_spinner="Predicting the runs' workloads…", max_entries=64)
+def cached_overlay(
+    scenario: Scenario, runs: tuple[SavedRun, ...], profile: CalibrationProfile | None, spec: ModelSpec | None
+) -> Overlay:
+    """:func:`planner.predict.overlay.predict_runs` on ``scenario``'s plan (:func:`cached_plan`), cached by its
+    arguments.
+
+    Raises:
+        PlannerError: as :func:`~planner.predict.overlay.predict_runs`; errors are not cached.
+    """
+    return predict_runs(scenario, runs, profile=profile, plan=cached_plan(scenario, spec), spec=spec)
 
 
 # --- Live compare -----------------------------------------------------------------------------------------------------

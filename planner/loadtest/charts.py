@@ -9,7 +9,8 @@ E2EL = last token − sent; output throughput = Σ output tokens / run duration.
 * :func:`curves_figure`: output throughput, TPOT and TTFT (median, p99 thinner) against concurrency or request rate
   (log₂ x axis), one colour per series group, predicted series dashed beside the measured ones they mirror, the
   knee starred and the load at which the KV cache fills marked; its points come from :func:`curve_row` (one level
-  of any run, measured or predicted) or :func:`sweep_curves` (the levels of saved sweeps).
+  of any run, measured or predicted) or :func:`sweep_curves` (the levels of saved sweeps), their knees from
+  :func:`curve_knees`.
 * :func:`runs_figure`: runs side by side (measured here, earlier, imported): throughput and latency medians with
   their p99.
 * :func:`live_figure`: a run while it goes: output tokens/s and TTFT percentiles per time window, requests in
@@ -28,6 +29,7 @@ from plotly.subplots import make_subplots
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun, runs_frame
+from planner.loadtest.sweep import find_knee
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution
 from planner.metrics.timeseries import timeseries, timeseries_frame
 from planner.serving.server_metrics import ServerSample
@@ -38,6 +40,7 @@ __all__ = [
     "CURVE_COLUMNS",
     "KV_FULL_TEXT",
     "LATENCY_AXES",
+    "curve_knees",
     "curve_row",
     "curves_figure",
     "display_runs",
@@ -147,6 +150,16 @@ def sweep_curves(runs: Sequence[SavedRun]) -> pd.DataFrame:
         rows.append(curve_row(series, run.max_concurrency, run.metrics, group=run.sweep, predicted=predicted))
     frame = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     return frame.sort_values(["series", "level"], kind="stable").reset_index(drop=True)
+
+
+def curve_knees(points: pd.DataFrame) -> dict[str, float | None]:
+    """The knee of each series of :func:`sweep_curves` points (Kneedle over output throughput against log₂
+    concurrency, :func:`planner.loadtest.sweep.find_knee`); None where a series does not bend."""
+    knees: dict[str, float | None] = {}
+    for series, group in points.groupby("series", sort=False):
+        knee = find_knee([(int(c), t) for c, t in zip(group["level"], group["output_throughput"], strict=True)])
+        knees[str(series)] = None if knee is None else float(knee)
+    return knees
 
 
 def _knee_star(x: object, y: object, series: str, text: str, color: str) -> go.Scatter:

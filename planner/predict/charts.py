@@ -11,6 +11,7 @@
 * :func:`points_table`: :func:`curve_points` for reading ("n/a" where a value is missing).
 * :func:`overlay_errors`: measured against predicted for each measured run (Load Test), ``predicted / measured − 1``
   per metric (:func:`planner.predict.calibration.relative_errors`).
+* :func:`fit_table`: a recalibration's error on each run, with the default coefficients and with the fitted ones.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.charts import curve_row, curves_figure
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
-from planner.predict.calibration import relative_errors, scored_values
+from planner.predict.calibration import RunScore, relative_errors, scored_values
 from planner.predict.curves import PredictedCurve
 
 __all__ = [
     "curve_points",
+    "fit_table",
     "headline_metrics",
     "overlay_errors",
     "performance_figure",
@@ -240,6 +242,36 @@ def overlay_errors(pairs: Sequence[tuple[SavedRun, SavedRun]]) -> pd.DataFrame:
             m, p, e = values_m[metric], values_p[metric], errors[metric]
             row[f"{name} measured"] = "n/a" if m is None else f"{m * scale:,.1f}"
             row[f"{name} predicted"] = "n/a" if p is None else f"{p * scale:,.1f}"
-            row[f"{name} error"] = "n/a" if e is None else f"{e:+.1%}"
+            row[f"{name} error"] = _error(e)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _error(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1%}"
+
+
+def fit_table(before: Sequence[RunScore], after: Sequence[RunScore]) -> pd.DataFrame:
+    """The error of each run (``predicted / measured − 1``) with the default and with the fitted coefficients.
+
+    Args:
+        before: :func:`planner.predict.calibration.score` with the default coefficients.
+        after: the fit's scores (``Fit.scores``), the same runs in the same order.
+
+    Returns:
+        One row per run: ``run``, then ``<metric> default`` and ``<metric> fitted`` for output tok/s and median TPOT,
+        TTFT and ITL; "n/a" where the run lacks the metric.
+
+    Raises:
+        InvalidParameterError: ``before`` and ``after`` are not the same runs.
+    """
+    if [s.label for s in before] != [s.label for s in after]:
+        raise InvalidParameterError("after", len(after), f"scores of the same {len(before)} run(s) as before")
+    rows = []
+    for b, a in zip(before, after, strict=True):
+        row: dict[str, object] = {"run": b.label}
+        for metric, name, _ in _ERROR_METRICS:
+            row[f"{name.split(' (')[0]} default"] = _error(b.errors.get(metric))
+            row[f"{name.split(' (')[0]} fitted"] = _error(a.errors.get(metric))
         rows.append(row)
     return pd.DataFrame(rows)
