@@ -33,6 +33,7 @@ PLOTLY = ".js-plotly-plot .main-svg"
 PAGES = {
     "": ('[data-testid="stAlert"]', PLOTLY),
     "concurrency": (PLOTLY,),
+    "performance": (PLOTLY,),
     "compare": ('[data-testid="stAlert"]',),
     "loadtest": ('[data-testid="stAlert"]',),
 }

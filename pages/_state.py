@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -30,20 +30,28 @@ from planner.catalog.launch import UPLOADED_PREFIX
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import PlannerError, UnsupportedModelError
 from planner.links import budget as url_state
+from planner.loadtest.results import SavedRun
+from planner.loadtest.settings import LoadSettings
 from planner.predict.api import Outlook, outlook
+from planner.predict.calibration import CalibrationProfile
+from planner.predict.curves import PredictedCurve, predict_curve
+from planner.predict.overlay import Overlay, predict_runs
 from planner.serving.discovery import EndpointInfo, discover_sync
 from planner.serving.endpoints import Endpoint
 
 __all__ = [
     "CONFIG_MEMORY_KEY",
+    "CURVES_KEY",
     "EDITOR_MEMORY_KEY",
     "SCENARIOS_KEY",
     "UPLOADS_KEY",
     "UPLOAD_NAMESPACE",
     "VIEW_KEY",
     "allow_custom_endpoints",
+    "cached_curve",
     "cached_discovery",
     "cached_outlook",
+    "cached_overlay",
     "cached_plan",
     "endpoint_secrets",
     "endpoints_path",
@@ -95,20 +103,26 @@ def _query() -> dict[str, list[str]]:
     return {key: st.query_params.get_all(key) for key in st.query_params}
 
 
-def load() -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
+def load(*, foreign: Collection[str] = ()) -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     """The current scenarios.
+
+    Args:
+        foreign: query keys of the page's own settings (another codec reads them, e.g.
+            :data:`planner.links.performance.KEYS`): they are not scenario keys, and a change to them is not a new
+            link for the scenarios.
 
     Returns:
         ``(scenarios, warnings, fresh)``: ``fresh`` is ``True`` when they were just read from a
         query string this session had not seen (a link was opened or a preset written), so editor
-        widgets must be reset to them; ``warnings`` are the decoder's, non-empty only then.
+        widgets must be reset to them; ``warnings`` are the decoder's, non-empty only then (unknown keys
+        included, named once for the whole link).
     """
     query = _query()
-    flat = {key: values[-1] if values else "" for key, values in query.items()}
+    flat = {key: values[-1] if values else "" for key, values in query.items() if key not in foreign}
     known = st.session_state.get(SCENARIOS_KEY)
-    if known is not None and (flat == st.session_state.get(_SEEN_KEY) or not query):
+    if known is not None and (flat == st.session_state.get(_SEEN_KEY) or not flat):
         return known, (), False
-    decoded = url_state.decode(query)
+    decoded = url_state.decode(query, foreign=foreign)
     st.session_state[SCENARIOS_KEY] = decoded.scenarios
     st.session_state[VIEW_KEY] = (decoded.min_context, decoded.max_context)
     st.session_state[_SEEN_KEY] = flat
@@ -116,15 +130,28 @@ def load() -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     return decoded.scenarios, decoded.warnings, True
 
 
-def save(scenarios: Sequence[Scenario], *, view: tuple[int | None, int | None] | None = None) -> None:
-    """Keep ``scenarios`` (and the chart range ``view``) in session state and in the URL."""
+def save(
+    scenarios: Sequence[Scenario],
+    *,
+    view: tuple[int | None, int | None] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> None:
+    """Keep ``scenarios`` (and the chart range ``view``) in session state and in the URL.
+
+    Args:
+        scenarios: the scenarios.
+        view: the concurrency chart's range; None keeps the session's.
+        extra: the page's own query parameters (its other codec's, e.g. the Performance page's workload), written
+            after the scenario keys.
+    """
     if view is None:
         view = st.session_state.get(VIEW_KEY, (None, None))
     st.session_state[SCENARIOS_KEY] = tuple(scenarios)
     st.session_state[VIEW_KEY] = view
     params = url_state.encode(scenarios, min_context=view[0], max_context=view[1])
-    if params != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
-        st.query_params.from_dict(params)
+    full = params | dict(extra or {})
+    if full != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
+        st.query_params.from_dict(full)
     st.session_state[_SEEN_KEY] = params
 
 
@@ -238,6 +265,60 @@ def plan_scenarios(
 def cached_outlook(scenario: Scenario, spec: ModelSpec | None = None) -> Outlook | None:
     """:func:`planner.predict.api.outlook` of the scenario's (cached) plan, cached by ``(scenario, spec)``."""
     return outlook(cached_plan(scenario, spec), spec)
+
+
+# --- Predictions ------------------------------------------------------------------------------------------------------
+#: Session-state key of the predicted curves computed this session, ``{key: PredictedCurve}`` (see
+#: :func:`cached_curve`).
+CURVES_KEY = "planner.curves"
+_MAX_CURVES = 32
+
+
+def cached_curve(
+    scenario: Scenario,
+    settings: LoadSettings,
+    levels: Sequence[float],
+    *,
+    axis: str,
+    profile: CalibrationProfile | None,
+    spec: ModelSpec | None,
+    plan: Plan,
+    on_level: Callable[[int, int], object] | None = None,
+) -> PredictedCurve:
+    """:func:`planner.predict.curves.predict_curve`, remembered for this session (the last 32 curves).
+
+    Not ``st.cache_data``: a cached function may not update a progress bar made outside it (Streamlit refuses to
+    replay it), and the curve's progress is the point of ``on_level``. The key is the scenario, the workload, the
+    levels, the axis and the profile's text; ``spec`` and ``plan`` follow from the scenario.
+
+    Raises:
+        PlannerError: as :func:`~planner.predict.curves.predict_curve` (not remembered).
+    """
+    key = (scenario, settings, tuple(levels), axis, None if profile is None else profile.to_json())
+    memo: dict = st.session_state.setdefault(CURVES_KEY, {})
+    if key in memo:
+        memo[key] = memo.pop(key)  # most recently used last
+        return memo[key]
+    curve = predict_curve(
+        scenario, settings, levels, axis=axis, profile=profile, on_level=on_level, spec=spec, plan=plan
+    )
+    memo[key] = curve
+    while len(memo) > _MAX_CURVES:
+        memo.pop(next(iter(memo)))
+    return curve
+
+
+@st.cache_data(show_spinner="Predicting the runs' workloads…", max_entries=64)
+def cached_overlay(
+    scenario: Scenario, runs: tuple[SavedRun, ...], profile: CalibrationProfile | None, spec: ModelSpec | None
+) -> Overlay:
+    """:func:`planner.predict.overlay.predict_runs` on ``scenario``'s plan (:func:`cached_plan`), cached by its
+    arguments.
+
+    Raises:
+        PlannerError: as :func:`~planner.predict.overlay.predict_runs`; errors are not cached.
+    """
+    return predict_runs(scenario, runs, profile=profile, plan=cached_plan(scenario, spec), spec=spec)
 
 
 # --- Live compare -----------------------------------------------------------------------------------------------------

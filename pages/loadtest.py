@@ -11,15 +11,19 @@ import streamlit as st
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
 from planner.capacity.charts import scenario_label
+from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.links import loadtest as loadtest_state
 from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
+    curve_knees,
+    curves_figure,
     display_runs,
     live_figure,
     live_frames,
     runs_figure,
+    sweep_curves,
     sweep_figure,
     sweep_points,
 )
@@ -27,6 +31,8 @@ from planner.loadtest.results import failure_summary, import_runs, requests_fram
 from planner.loadtest.sweep import find_knee
 from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
 from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
+from planner.predict.charts import fit_table, overlay_errors
+from planner.predict.overlay import recalibrate
 from planner.serving.requests import IGNORE_EOS_KINDS
 from planner.serving.server_metrics import compare_kv
 
@@ -34,6 +40,7 @@ RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "recorded": int}
 HISTORY_KEY = "lt.history"  # [SavedRun], oldest first
 KV_KEY = "lt.kv"  # {endpoint name: MeasuredKV | None} from the last run
 SETTINGS_KEY = "lt.settings"
+RECAL_KEY = "lt.recalibration"  # {"scenario": Scenario, "recalibration": Recalibration} fitted on shown runs
 _SEEN_KEY = "lt.seen_query"
 W = {field: f"lt.{field}" for field in ("endpoints", *(k for k in loadtest_state.KEYS if k != "endpoints"))}
 
@@ -330,7 +337,46 @@ if labels != known:  # new runs (or a cleared list): show the new ones, keep the
     known[:] = labels
 shown_labels = st.multiselect("Runs shown", labels, key="lt.shown")
 shown = [r for r in history if r.label in shown_labels]
-st.dataframe(display_runs(shown), hide_index=True, key="lt.table")
+
+# --- the prediction of the same workloads, beside the measured runs --------------------------------------------------
+overlay = None
+scenario = plan_result = model = scenario_text = None
+recalibrated = None
+if shown:
+    c = st.columns([1, 3], vertical_alignment="bottom")
+    if c[0].toggle(
+        "Overlay the prediction",
+        key="lt.predict",
+        help="Predict each shown run's workload (its requests, concurrency, rate, burstiness and mean lengths) on a "
+        "VRAM Budget scenario, the deployment the runs measured, and draw it beside them.",
+    ):
+        options = st.session_state.get(state.SCENARIOS_KEY) or (Scenario(),)
+        pick = c[1].selectbox(
+            "Deployment the runs measured (a VRAM Budget scenario; edit it there)",
+            range(len(options)),
+            format_func=lambda i: scenario_label(i, options[i]),
+            key="lt.predict.scenario",
+        )
+        scenario = options[pick]
+        scenario_text = scenario_label(pick, scenario)
+        kept = st.session_state.get(RECAL_KEY)
+        recalibrated = kept["recalibration"] if kept and kept["scenario"] == scenario else None
+        ((model, plan_result),) = state.plan_scenarios([scenario])
+        try:
+            if isinstance(plan_result, PlannerError):
+                raise plan_result
+            overlay = state.cached_overlay(
+                scenario, tuple(shown), recalibrated.profile if recalibrated else None, model.spec
+            )
+        except PlannerError as exc:
+            st.warning(f"No prediction for {scenario_text}: {exc}")
+        else:
+            for line in overlay.skipped:
+                st.caption(f"Not predicted: {line}")
+predicted = list(overlay.predicted) if overlay is not None else []
+tabled = [*shown, *predicted]
+
+st.dataframe(display_runs(tabled), hide_index=True, key="lt.table")
 st.caption(
     "vLLM's key names; latencies in ms. TTFT = first token − sent · TPOT = (E2EL − TTFT)/(output tokens − 1) · "
     "ITL = gap between chunks (one sample per chunk) · E2EL = last token − sent · throughput = tokens / run "
@@ -365,6 +411,53 @@ if len(points):
                 if knee is not None
                 else "no knee found (throughput still grows, or too few levels)."
             )
+        )
+    curves = sweep_curves(tabled)
+    st.plotly_chart(curves_figure(curves, knees=curve_knees(curves)), key="lt.chart.curves")
+    st.caption(
+        "Each sweep against concurrency: solid measured, dashed predicted (when overlaid) in the same colour; the "
+        "thin dotted lines are the p99."
+    )
+
+if overlay is not None and overlay.pairs:
+    st.subheader("Predicted against measured")
+    st.caption(
+        f"The same workload as each run, predicted for {scenario_text} with "
+        f"{overlay.calibration}. Error = predicted / measured − 1."
+    )
+    st.dataframe(overlay_errors(overlay.pairs), hide_index=True, key="lt.predict.errors")
+    for note in overlay.notes:
+        st.caption(f"Note: {note}.")
+    c = st.columns([1, 1, 3])
+    if c[0].button(
+        "Recalibrate from these runs",
+        key="lt.recalibrate",
+        icon=":material/tune:",
+        help="Fit the step-time model's coefficients to the shown runs (least squares on their mean TPOT and TTFT "
+        "and median ITL) and predict with them.",
+    ):
+        try:
+            fitted = recalibrate(scenario, shown, plan=plan_result, spec=model.spec)
+        except PlannerError as exc:
+            st.error(f"Cannot recalibrate: {exc}")
+        else:
+            st.session_state[RECAL_KEY] = {"scenario": scenario, "recalibration": fitted}
+            st.rerun()
+    if recalibrated is not None:
+        if c[1].button("Use the default coefficients", key="lt.recalibrate.reset"):
+            st.session_state.pop(RECAL_KEY, None)
+            st.rerun()
+        st.markdown("**Fit error per run** (predicted / measured − 1, default coefficients and fitted)")
+        st.dataframe(fit_table(recalibrated.before, recalibrated.fit.scores), hide_index=True, key="lt.fit.table")
+        for line in recalibrated.skipped:
+            st.caption(f"Not fitted: {line}")
+        st.download_button(
+            "Calibration profile (JSON)",
+            recalibrated.profile.to_json(),
+            "calibration_profile.json",
+            "application/json",
+            key="lt.dl.profile",
+            help="Upload it on the Performance page, or pass it to python -m planner predict --calibration.",
         )
 
 kv = st.session_state.get(KV_KEY) or {}
@@ -410,7 +503,7 @@ if kv:
 d = st.columns([1, 1, 1, 3])
 d[0].download_button(
     "Runs (JSONL)",
-    "\n".join(json.dumps(to_vllm_file(r)) for r in shown),
+    "\n".join(json.dumps(to_vllm_file(r)) for r in tabled),
     "loadtest_runs.jsonl",
     "application/jsonl",
     key="lt.dl.json",
@@ -419,7 +512,7 @@ d[1].download_button(
     "Requests (CSV)", requests_frame(shown).to_csv(index=False), "loadtest_requests.csv", "text/csv", key="lt.dl.req"
 )
 d[2].download_button(
-    "Metrics (CSV)", runs_frame(shown).to_csv(index=False), "loadtest_metrics.csv", "text/csv", key="lt.dl.metrics"
+    "Metrics (CSV)", runs_frame(tabled).to_csv(index=False), "loadtest_metrics.csv", "text/csv", key="lt.dl.metrics"
 )
 if st.button("Clear results", key="lt.clear"):
     history.clear()

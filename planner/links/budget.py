@@ -17,6 +17,10 @@ Scheme
   (:data:`planner.capacity.scenario.MAX_MODEL_LEN_AUTO` in the scenario); links write ``auto``.
 * Page-level selections that are not scenario fields: ``min_context`` and ``max_context`` (tokens,
   the concurrency chart's range).
+* A page whose link also carries settings of its own (the Performance page's workload,
+  :mod:`planner.links.performance`) passes their keys as ``foreign``: :func:`decode` leaves them to that page's
+  codec, and its one warning about unknown keys lists them among the accepted ones. So the two codecs of a link
+  never report each other's keys, and a key neither knows is reported once.
 
 Values: integers in decimal, floats as Python's shortest round-tripping ``repr``, booleans as ``true``
 / ``false``, strings as is (the URL layer percent-encodes them).
@@ -37,7 +41,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
@@ -180,12 +184,15 @@ def _split_key(key: str) -> tuple[int, str] | None:
     return (index, name) if name in _FIELDS else None
 
 
-def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
+def decode(params: Mapping[str, str | Sequence[str]], *, foreign: Collection[str] = ()) -> DecodedState:
     """Read scenarios from query parameters; never raises.
 
     Args:
         params: ``st.query_params.to_dict()`` (one string per key) or a dict of lists (every value
             of a repeated key; the last one is used).
+        foreign: keys another codec of the same page reads (e.g. :data:`planner.links.performance.KEYS`):
+            skipped here, neither parsed nor reported, and named among the accepted keys of the unknown-key
+            warning.
 
     Returns:
         The scenarios (at least one), one warning per bad or ignored parameter, and the page keys.
@@ -205,6 +212,8 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
         items = items[:MAX_PARAMS]
     for raw_key, raw_value in items:
         key = raw_key if isinstance(raw_key, str) else str(raw_key)
+        if key in foreign:
+            continue
         if len(key) > SHOWN_CHARS:
             unknown.append(show(key))
             continue
@@ -239,7 +248,7 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> DecodedState:
             "ignored unknown parameters: "
             + ", ".join(unknown)
             + f" (accepted: Scenario fields, s2.–s{MAX_SCENARIOS}. prefixes, {COUNT_KEY}, "
-            + ", ".join(PAGE_KEYS)
+            + ", ".join((*PAGE_KEYS, *foreign))
             + ")"
         )
     n = count or max(1, highest)

@@ -57,13 +57,15 @@ from planner.loadtest.settings import (
 
 __all__ = [
     "KEYS",
+    "NUMBERS",
     "DecodedLoad",
     "decode",
     "encode",
+    "parse_field",
 ]
 
 #: ``(low, high, integer, optional, allow_inf)`` of each numeric setting.
-_NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
+NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
     "num_prompts": (1, MAX_PROMPTS, True, False, False),
     "max_concurrency": (1, 1024, True, True, False),
     "request_rate": (0, 10_000, False, False, True),
@@ -96,7 +98,22 @@ class DecodedLoad:
     warnings: tuple[str, ...] = ()
 
 
-def _parse(name: str, text: str) -> object:
+def parse_field(name: str, text: str) -> object:
+    """The value of the :class:`~planner.loadtest.settings.LoadSettings` field ``name`` from its link text.
+
+    The one rule per field, for this page's links and for any other link that carries load settings (the Performance
+    page's workload, :mod:`planner.links.performance`).
+
+    Args:
+        name: A field of ``LoadSettings`` that has a key in :data:`KEYS`.
+        text: The parameter's text.
+
+    Returns:
+        The field's value (numbers within :data:`NUMBERS`).
+
+    Raises:
+        BadValue: the text is not acceptable; ``accepted`` says what is.
+    """
     if name == "endpoints":
         return parse_endpoint_names(text)
     if name == "mode":
@@ -109,7 +126,7 @@ def _parse(name: str, text: str) -> object:
         return parse_flag(text)
     if name == "goodput_ms":
         return parse_goodput(text)
-    low, high, integer, optional, allow_inf = _NUMBERS[name]
+    low, high, integer, optional, allow_inf = NUMBERS[name]
     return parse_number(
         text, low, high, integer=integer, optional=optional, allow_inf=allow_inf, low_open=name == "request_rate"
     )
@@ -123,5 +140,5 @@ def encode(settings: LoadSettings) -> dict[str, str]:
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedLoad:
     """Settings from query parameters; never raises. A repeated key warns and its last value is used."""
-    settings, warnings = decode_settings(query, DEFAULT, KEYS, _parse)
+    settings, warnings = decode_settings(query, DEFAULT, KEYS, parse_field)
     return DecodedLoad(settings=settings, warnings=warnings)

@@ -6,6 +6,11 @@ E2EL = last token − sent; output throughput = Σ output tokens / run duration.
 
 * :func:`sweep_figure`: the throughput-against-latency curve of each sweep (x: median latency, y: output tokens/s),
   one marker per concurrency level, the knee starred.
+* :func:`curves_figure`: output throughput, TPOT and TTFT (median, p99 thinner) against concurrency or request rate
+  (log₂ x axis), one colour per series group, predicted series dashed beside the measured ones they mirror, the
+  knee starred and the load at which the KV cache fills marked; its points come from :func:`curve_row` (one level
+  of any run, measured or predicted) or :func:`sweep_curves` (the levels of saved sweeps), their knees from
+  :func:`curve_knees`.
 * :func:`runs_figure`: runs side by side (measured here, earlier, imported): throughput and latency medians with
   their p99.
 * :func:`live_figure`: a run while it goes: output tokens/s and TTFT percentiles per time window, requests in
@@ -22,17 +27,27 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun, runs_frame
+from planner.loadtest.sweep import find_knee
+from planner.metrics.benchmark import BenchmarkMetrics, Distribution
 from planner.metrics.timeseries import timeseries, timeseries_frame
 from planner.serving.server_metrics import ServerSample
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
+    "CURVE_AXES",
+    "CURVE_COLUMNS",
+    "KV_FULL_TEXT",
     "LATENCY_AXES",
+    "curve_knees",
+    "curve_row",
+    "curves_figure",
     "display_runs",
     "live_figure",
     "live_frames",
     "runs_figure",
+    "sweep_curves",
     "sweep_figure",
     "sweep_points",
 ]
@@ -46,6 +61,243 @@ LATENCY_AXES: dict[str, tuple[str, str]] = {
     "median TTFT (ms)": ("ttft", "median"),
     "p99 E2E latency (ms)": ("e2el", "p99"),
 }
+
+
+#: Columns of a load curve's points (:func:`curve_row`); latencies in milliseconds, throughputs per second.
+CURVE_COLUMNS: tuple[str, ...] = (
+    "series",
+    "group",
+    "predicted",
+    "level",
+    "output_throughput",
+    "request_throughput",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_itl_ms",
+    "completed",
+    "failed",
+)
+#: x-axis title of :func:`curves_figure` for each axis.
+CURVE_AXES: dict[str, str] = {
+    "concurrency": "concurrency (requests in flight, log scale)",
+    "rate": "request rate (req/s, log scale)",
+}
+#: The text by the line that marks where a series' KV cache fills up.
+KV_FULL_TEXT = "KV cache full"
+#: Panels of :func:`curves_figure`: (median column, p99 column or None, subplot title).
+_CURVE_PANELS: tuple[tuple[str, str | None, str], ...] = (
+    ("output_throughput", None, "output throughput (tok/s)"),
+    ("median_tpot_ms", "p99_tpot_ms", "TPOT (ms): median, p99 thin"),
+    ("median_ttft_ms", "p99_ttft_ms", "TTFT (ms): median, p99 thin"),
+)
+
+
+def _ms(dist: Distribution | None, stat: str) -> float | None:
+    value = None if dist is None else getattr(dist, f"{stat}_s")
+    return None if value is None else value * _MS
+
+
+def curve_row(
+    series: str, level: float, metrics: BenchmarkMetrics, *, group: str | None = None, predicted: bool = False
+) -> dict[str, object]:
+    """One point of a load curve (the columns of :data:`CURVE_COLUMNS`).
+
+    Args:
+        series: the curve's name (legend).
+        level: its concurrency (requests in flight) or request rate (req/s).
+        metrics: the run's aggregates at that level, measured or predicted.
+        group: the colour group (a predicted series shares its measured sweep's colour); None = ``series``.
+        predicted: the metrics are a prediction.
+
+    Returns:
+        ``{column: value}``: throughputs in tokens/s and requests/s, latencies in ms, None where there is no sample.
+    """
+    return {
+        "series": series,
+        "group": group or series,
+        "predicted": predicted,
+        "level": float(level),
+        "output_throughput": metrics.output_throughput,
+        "request_throughput": metrics.request_throughput,
+        "median_tpot_ms": _ms(metrics.tpot, "median"),
+        "p99_tpot_ms": _ms(metrics.tpot, "p99"),
+        "median_ttft_ms": _ms(metrics.ttft, "median"),
+        "p99_ttft_ms": _ms(metrics.ttft, "p99"),
+        "median_itl_ms": _ms(metrics.itl, "median"),
+        "completed": metrics.completed,
+        "failed": metrics.failed,
+    }
+
+
+def sweep_curves(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """The levels of the sweeps among ``runs`` as :func:`curve_row` points, level = concurrency.
+
+    A run with ``source="predicted"`` (:func:`planner.predict.api.predicted_run`) is drawn as the prediction of the
+    sweep its ``sweep`` names: series ``"<sweep> · predicted"`` in that sweep's colour group. Runs without a sweep id
+    or a concurrency are left out.
+
+    Returns:
+        A frame with :data:`CURVE_COLUMNS`, sorted by series and level.
+    """
+    rows = []
+    for run in runs:
+        if run.sweep is None or run.max_concurrency is None:
+            continue
+        predicted = run.source == "predicted"
+        series = f"{run.sweep} · predicted" if predicted else run.sweep
+        rows.append(curve_row(series, run.max_concurrency, run.metrics, group=run.sweep, predicted=predicted))
+    frame = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+    return frame.sort_values(["series", "level"], kind="stable").reset_index(drop=True)
+
+
+def curve_knees(points: pd.DataFrame) -> dict[str, float | None]:
+    """The knee of each series of :func:`sweep_curves` points (Kneedle over output throughput against log₂
+    concurrency, :func:`planner.loadtest.sweep.find_knee`); None where a series does not bend."""
+    knees: dict[str, float | None] = {}
+    for series, group in points.groupby("series", sort=False):
+        knee = find_knee([(int(c), t) for c, t in zip(group["level"], group["output_throughput"], strict=True)])
+        knees[str(series)] = None if knee is None else float(knee)
+    return knees
+
+
+def _knee_star(x: object, y: object, series: str, text: str, color: str) -> go.Scatter:
+    """The star at a series' knee, named ``knee of <series>: <text>``."""
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="markers",
+        name=f"knee of {series}: {text}",
+        legendgroup=series,
+        marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "black"}},
+        hovertemplate=f"<b>knee</b> {text}<extra></extra>",
+    )
+
+
+def _level_text(level: float) -> str:
+    return f"{level:,.0f}" if float(level).is_integer() else f"{level:g}"
+
+
+def curves_figure(
+    points: pd.DataFrame,
+    *,
+    axis: str = "concurrency",
+    knees: Mapping[str, float | None] | None = None,
+    saturation: Mapping[str, float | None] | None = None,
+    dash_predicted: bool = True,
+    colors: Sequence[str] = _PALETTE,
+) -> go.Figure:
+    """Output throughput, median TPOT and median TTFT against the load, three panels side by side.
+
+    Each series is a line with markers in its group's colour (groups in order of appearance); its p99 TPOT and TTFT
+    are a thinner dotted line of the same colour. A predicted series is dashed when ``dash_predicted`` (beside the
+    measured sweep it mirrors). The x axis is logarithmic with a tick at every level (1, 2, 4, … requests in
+    flight, or the request rates); so is the TTFT axis (milliseconds when idle, seconds behind a queue).
+
+    Args:
+        points: :func:`curve_row` points (:data:`CURVE_COLUMNS`).
+        axis: ``concurrency`` or ``rate`` (a key of :data:`CURVE_AXES`): the x-axis title.
+        knees: series → level of its knee (a star on the throughput panel); None or missing = no knee.
+        saturation: series → level at which its KV cache fills (a dashed vertical line on every panel, labelled
+            :data:`KV_FULL_TEXT` on the throughput panel); None or missing = it never does.
+        dash_predicted: draw predicted series dashed.
+        colors: one colour per group, cycled.
+
+    Returns:
+        The figure (an annotation says so when there is no point).
+
+    Raises:
+        InvalidParameterError: an unknown ``axis``.
+    """
+    if axis not in CURVE_AXES:
+        raise InvalidParameterError("axis", axis, " or ".join(CURVE_AXES))
+    knees, saturation = knees or {}, saturation or {}
+    fig = make_subplots(rows=1, cols=3, subplot_titles=tuple(title for _, _, title in _CURVE_PANELS))
+    groups = list(dict.fromkeys(points["group"]))
+    unit = "" if axis == "concurrency" else " req/s"
+    for series, frame in points.groupby("series", sort=False):
+        frame = frame.sort_values("level")
+        color = colors[groups.index(frame["group"].iloc[0]) % len(colors)]
+        dash = "dash" if dash_predicted and bool(frame["predicted"].iloc[0]) else "solid"
+        name = str(series)
+        for col, (median, p99, title) in enumerate(_CURVE_PANELS, start=1):
+            fig.add_trace(
+                go.Scatter(
+                    x=frame["level"],
+                    y=frame[median],
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    line={"color": color, "dash": dash, "width": 2.5},
+                    marker={"size": 7},
+                    hovertemplate=f"<b>{name}</b><br>{axis} %{{x:,.4~g}}{unit}<br>{title.split(' (')[0]} "
+                    "%{y:,.2f}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+            if p99 is not None and frame[p99].notna().any():
+                fig.add_trace(
+                    go.Scatter(
+                        x=frame["level"],
+                        y=frame[p99],
+                        mode="lines",
+                        name=f"{name} p99",
+                        legendgroup=name,
+                        showlegend=False,
+                        line={"color": color, "dash": "dot", "width": 1},
+                        hovertemplate=f"<b>{name}</b> p99<br>{axis} %{{x:,.4~g}}{unit}<br>%{{y:,.2f}} ms"
+                        "<extra></extra>",
+                    ),
+                    row=1,
+                    col=col,
+                )
+        knee = knees.get(name)
+        at = frame[frame["level"] == knee]
+        if knee is not None and not at.empty:
+            text = f"{_level_text(knee)}{unit or ' in flight'}"
+            fig.add_trace(_knee_star(at["level"], at["output_throughput"], name, text, color), row=1, col=1)
+        full = saturation.get(name)
+        if full is not None:
+            for col in (1, 2, 3):
+                fig.add_vline(x=full, line={"color": color, "dash": "dash", "width": 1.5}, opacity=0.8, row=1, col=col)
+            fig.add_annotation(
+                x=math.log10(full),
+                y=1,
+                xref="x",
+                yref="y domain",
+                text=KV_FULL_TEXT,
+                showarrow=False,
+                textangle=-90,
+                xanchor="right",
+                yanchor="top",
+                font={"color": color, "size": 11},
+            )
+    levels = sorted(set(points["level"]))
+    for col in (1, 2, 3):
+        fig.update_xaxes(
+            type="log",
+            tickvals=levels,
+            ticktext=[_level_text(v) for v in levels],
+            title_text=CURVE_AXES[axis] if col == 2 else None,
+            row=1,
+            col=col,
+        )
+    fig.update_yaxes(rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    # TTFT spans milliseconds (an idle server) to seconds (a queue): one decade per labelled tick
+    fig.update_yaxes(type="log", dtick=1, tickformat=",~g", row=1, col=3)
+    fig.update_layout(
+        height=430,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
+        hovermode="closest",
+    )
+    if not len(points):
+        fig.add_annotation(text="No points yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    return fig
 
 
 def sweep_points(runs: Sequence[SavedRun], latency: str = "median E2E latency (ms)") -> pd.DataFrame:
@@ -108,16 +360,7 @@ def sweep_figure(
         knee = knees.get(str(sweep))
         at = group[group["concurrency"] == knee]
         if knee is not None and not at.empty:
-            fig.add_trace(
-                go.Scatter(
-                    x=at["latency_ms"],
-                    y=at["output_throughput"],
-                    mode="markers",
-                    marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "black"}},
-                    name=f"knee of {sweep}: c={knee}",
-                    hovertemplate=f"<b>knee</b> c={knee}<extra></extra>",
-                )
-            )
+            fig.add_trace(_knee_star(at["latency_ms"], at["output_throughput"], str(sweep), f"c={knee}", color))
     fig.update_layout(
         title="Concurrency sweep: throughput against latency",
         xaxis_title=latency,

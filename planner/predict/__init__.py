@@ -9,8 +9,10 @@
 * :mod:`planner.predict.calibration`: least-squares fit of the coefficients to measured runs; profiles as JSON.
 * :mod:`planner.predict.curves`: predicted sweeps, their knee and the load at which the KV cache saturates.
 * :mod:`planner.predict.api`: :func:`~planner.predict.api.predict`, the one call pages and the CLI make.
+* :mod:`planner.predict.charts`: the Performance page's figure, headline and table; measured-vs-predicted errors.
 
 May import :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.metrics`, :mod:`planner.loadtest`'s
-settings, schedule, results and sweep modules, :mod:`planner.errors` and :mod:`planner.units`; never streamlit,
+settings, schedule, results, sweep and charts modules, :mod:`planner.links.rules` (the link text rules, as the load
+test's settings do), :mod:`planner.errors` and :mod:`planner.units`; never streamlit,
 never the serving clients.
 """

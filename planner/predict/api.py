@@ -34,6 +34,7 @@ __all__ = [
     "Outlook",
     "Prediction",
     "outlook",
+    "planned_shape",
     "predict",
     "predicted_run",
 ]
@@ -79,6 +80,29 @@ def _workload(settings: LoadSettings) -> LoadSettings:
     return replace(settings, ignore_eos=True, duration_s=None, endpoints=(), mode="run")
 
 
+def planned_shape(
+    scenario: Scenario, *, plan: Plan | None = None, spec: ModelSpec | None = None
+) -> tuple[Plan, StepShape]:
+    """The plan of a vLLM deployment that fits, and its step shape: what every prediction starts from.
+
+    Args:
+        scenario: the deployment.
+        plan: its plan when the caller has it already.
+        spec: the model, when it is not resolved from ``scenario.model``.
+
+    Raises:
+        InvalidParameterError: the engine is not vLLM, the configuration does not fit (with the planner's reason),
+            or the GPU lacks a bandwidth or TFLOPS figure.
+        PlannerError: from planning.
+    """
+    if scenario.engine != "vllm":
+        raise InvalidParameterError("engine", scenario.engine, "vllm (the simulator models vLLM V1's scheduler)")
+    result = plan or plan_scenario(scenario, spec=spec, advise=False)
+    if not result.fits:
+        raise InvalidParameterError("scenario", result.model_id, f"a configuration that fits ({result.reason})")
+    return result, step_shape(result, spec)
+
+
 def predict(
     scenario: Scenario,
     settings: LoadSettings,
@@ -107,12 +131,7 @@ def predict(
             a request is longer than ``max_model_len``, or the GPU lacks a bandwidth or TFLOPS figure.
         PlannerError: from planning (unknown model or GPU, bad settings).
     """
-    if scenario.engine != "vllm":
-        raise InvalidParameterError("engine", scenario.engine, "vllm (the simulator models vLLM V1's scheduler)")
-    result = plan or plan_scenario(scenario, spec=spec, advise=False)
-    if not result.fits:
-        raise InvalidParameterError("scenario", result.model_id, f"a configuration that fits ({result.reason})")
-    shape = step_shape(result, spec)
+    result, shape = planned_shape(scenario, plan=plan, spec=spec)
     coefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
     notes: list[str] = []
     if profile is None:

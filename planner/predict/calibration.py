@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -38,8 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
+from planner.metrics.benchmark import BenchmarkMetrics
 from planner.predict.shape import StepShape
-from planner.predict.simulator import SimulatedRun, simulate
+from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients
 
 __all__ = [
@@ -51,7 +52,9 @@ __all__ = [
     "calibration_run",
     "fit",
     "load_profile",
+    "relative_errors",
     "score",
+    "scored_values",
 ]
 
 #: Format version of a profile file.
@@ -104,14 +107,7 @@ def calibration_run(saved: SavedRun, shape: StepShape, *, label: str | None = No
         output_len=max(1, round(m.total_output_tokens / m.completed)),
         duration_s=None,
     )
-    measured = {
-        "mean_tpot": m.tpot.mean_s,
-        "mean_ttft": m.ttft.mean_s,
-        "median_tpot": m.tpot.median_s,
-        "median_ttft": m.ttft.median_s,
-        "median_itl": m.itl.median_s if m.itl is not None else None,
-        "output_throughput": m.output_throughput,
-    }
+    measured = {"mean_tpot": m.tpot.mean_s, "mean_ttft": m.ttft.mean_s, **scored_values(m)}
     return CalibrationRun(label or saved.label, shape, settings, {k: v for k, v in measured.items() if v is not None})
 
 
@@ -131,14 +127,26 @@ class RunScore:
     errors: dict[str, float | None]
 
 
-def _predicted(sim: SimulatedRun) -> dict[str, float | None]:
-    m = sim.metrics
+def scored_values(metrics: BenchmarkMetrics) -> dict[str, float | None]:
+    """The :data:`SCORED` figures of a run's metrics, measured or predicted: median TPOT, TTFT and ITL in seconds,
+    output throughput in tokens/s; None where the run has no sample."""
     return {
-        "median_tpot": m.tpot.median_s if m.tpot else None,
-        "median_ttft": m.ttft.median_s if m.ttft else None,
-        "median_itl": m.itl.median_s if m.itl else None,
-        "output_throughput": m.output_throughput,
+        "median_tpot": metrics.tpot.median_s if metrics.tpot else None,
+        "median_ttft": metrics.ttft.median_s if metrics.ttft else None,
+        "median_itl": metrics.itl.median_s if metrics.itl else None,
+        "output_throughput": metrics.output_throughput,
     }
+
+
+def relative_errors(
+    predicted: Mapping[str, float | None], measured: Mapping[str, float | None]
+) -> dict[str, float | None]:
+    """``predicted / measured − 1`` for each :data:`SCORED` metric; None where either is unknown or measured is 0."""
+    out: dict[str, float | None] = {}
+    for k in SCORED:
+        p, m = predicted.get(k), measured.get(k)
+        out[k] = p / m - 1.0 if p is not None and m else None
+    return out
 
 
 def score(
@@ -147,12 +155,9 @@ def score(
     """Simulate each run with ``coefficients`` and compare with what was measured (:data:`SCORED`)."""
     out = []
     for run in runs:
-        predicted = _predicted(simulate(run.shape, run.settings, coefficients))
+        predicted = scored_values(simulate(run.shape, run.settings, coefficients).metrics)
         measured = {k: run.measured.get(k) for k in SCORED}
-        errors = {
-            k: (predicted[k] / measured[k] - 1.0) if predicted[k] is not None and measured[k] else None for k in SCORED
-        }
-        out.append(RunScore(run.label, predicted, measured, errors))
+        out.append(RunScore(run.label, predicted, measured, relative_errors(predicted, measured)))
     return tuple(out)
 
 

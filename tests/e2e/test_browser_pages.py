@@ -13,6 +13,7 @@ pytestmark = pytest.mark.e2e
 ROUTES = [
     ("", "VRAM Budget", "budget"),
     ("concurrency", "Concurrency vs Context", "concurrency"),
+    ("performance", "Performance", "performance"),
     ("compare", "Live Compare", "compare"),
     ("loadtest", "Load Test", "loadtest"),
 ]
@@ -60,7 +61,13 @@ def test_sidebar_navigation_reaches_every_page(open_page):
 def test_a_deep_link_as_first_visit_goes_through_the_router(app):
     # Streamlit keeps its legacy pages/ mode until a script calls st.navigation: without pages/_state.use_router()
     # the first visitor of /loadtest would get the page alone, with every module of pages/ in the sidebar.
-    assert app.first_visit["nav"] == ["VRAM Budget", "Concurrency vs Context", "Live Compare", "Load Test"]
+    assert app.first_visit["nav"] == [
+        "VRAM Budget",
+        "Concurrency vs Context",
+        "Performance",
+        "Live Compare",
+        "Load Test",
+    ]
     assert app.first_visit["num_prompts"] == "5"
     assert "/loadtest?" in str(app.first_visit["url"]) and "num_prompts=5" in str(app.first_visit["url"])
 

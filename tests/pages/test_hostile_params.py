@@ -159,7 +159,7 @@ def _loadtest_spec() -> PageSpec | None:
         from planner.links import loadtest as loadtest_state
     except ImportError:
         return None
-    numbers: Mapping[str, tuple] = getattr(loadtest_state, "_NUMBERS", {})
+    numbers: Mapping[str, tuple] = loadtest_state.NUMBERS
     keys = tuple(loadtest_state.KEYS.values())
     numeric = frozenset(loadtest_state.KEYS[n] for n in numbers)
     inf_ok = frozenset(loadtest_state.KEYS[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
@@ -178,16 +178,46 @@ def _loadtest_spec() -> PageSpec | None:
     )
 
 
+def _performance_spec() -> PageSpec:
+    """The scenario keys and the workload's (:mod:`planner.links.performance`) in one link."""
+    from planner.links import performance as perf_state
+
+    scenarios = _scenario_spec("pages/performance.py")
+    workload = tuple(perf_state.KEYS.values())
+    numeric = frozenset(perf_state.KEYS[n] for n in (*perf_state.FIELDS, "rates"))  # every key but axis
+
+    def canonical(decoded: Any) -> Mapping[str, str]:
+        state, work = decoded.state, decoded.workload
+        return perf_state.encode_link(
+            state.scenarios,
+            work.settings,
+            axis=work.axis,
+            rates=work.rates,
+            min_context=state.min_context,
+            max_context=state.max_context,
+        )
+
+    return PageSpec(
+        "pages/performance.py",
+        scenarios.keys + workload,
+        scenarios.numeric | numeric,
+        perf_state.decode_link,
+        canonical,
+        model_keys=scenarios.model_keys,
+    )
+
+
 SPECS: dict[str, PageSpec | None] = {
     "budget": _scenario_spec("pages/budget.py"),
     "concurrency": _scenario_spec("pages/concurrency.py"),
     "compare": _compare_spec(),
     "loadtest": _loadtest_spec(),
+    "performance": _performance_spec(),
 }
 #: Explicit page examples (the @example queries below), tried on every page before the generated ones.
 PAGE_EXPLICIT = 3
-#: Hostile-parameter cases this file tries: codec examples plus page examples, over the four pages (the Load Test
-#: page's are skipped while pages/loadtest.py does not exist).
+#: Hostile-parameter cases this file tries: codec examples plus page examples, over the five pages (a page's are
+#: skipped while its file does not exist).
 CASES = (CODEC_EXAMPLES + PAGE_EXAMPLES + PAGE_EXPLICIT) * len(SPECS)
 
 
@@ -256,9 +286,10 @@ def _check_decoded(spec: PageSpec, decoded: Any) -> None:
     assert all(len(v) <= LONGEST_ACCEPTED and "\x00" not in v for v in link.values()), link
     again = spec.decode(link)
     assert again.warnings == (), again.warnings
-    if spec.decode is url_state.decode:
-        assert 1 <= len(decoded.scenarios) <= url_state.MAX_SCENARIOS
-        for scenario in decoded.scenarios:
+    state = getattr(decoded, "state", decoded)  # the Performance link holds the scenario codec's answer
+    if hasattr(state, "scenarios"):
+        assert 1 <= len(state.scenarios) <= url_state.MAX_SCENARIOS
+        for scenario in state.scenarios:
             for name, (low, high) in SCENARIO_LIMITS.items():
                 value = getattr(scenario, name)
                 auto = name == "max_model_len" and value == MAX_MODEL_LEN_AUTO

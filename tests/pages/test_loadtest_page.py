@@ -5,11 +5,16 @@ AppTest does not fire ``st.fragment(run_every=...)`` timers, so the tests poll w
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from planner.capacity.scenario import Scenario
+from planner.loadtest.results import import_runs
+from planner.predict.calibration import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "loadtest.py")
@@ -121,3 +126,94 @@ def test_saved_runs_can_be_viewed_with_no_endpoint_configured(monkeypatch, tmp_p
     assert "python -m planner demo-server" in at.info[0].value  # how to get a server without a GPU
     assert at.button(key="lt.run").disabled  # nothing to run
     assert any(e.label.startswith("Add earlier runs") for e in at.expander)  # the import stays reachable
+
+
+# --- the prediction beside measured runs ------------------------------------------------------------------------------
+def _imported_sweep() -> list:
+    """Three levels of an imported sweep of Llama 3.1 8B on an H100 (vllm bench serve --save-result keys)."""
+    levels = []
+    for concurrency, tok_s, tpot_ms, ttft_ms in ((1, 140.0, 6.9, 35.0), (2, 275.0, 7.0, 45.0), (4, 530.0, 7.2, 60.0)):
+        levels.append(
+            {
+                "duration": 32 * 128 / tok_s,
+                "completed": 32,
+                "failed": 0,
+                "num_prompts": 32,
+                "max_concurrency": concurrency,
+                "request_rate": "inf",
+                "total_input_tokens": 32 * 512,
+                "total_output_tokens": 32 * 128,
+                "request_throughput": tok_s / 128,
+                "output_throughput": tok_s,
+                "total_token_throughput": tok_s * 5,
+                **{f"{stat}_tpot_ms": tpot_ms for stat in ("mean", "median", "p99")},
+                **{f"{stat}_ttft_ms": ttft_ms for stat in ("mean", "median", "p99")},
+                **{f"{stat}_itl_ms": tpot_ms for stat in ("mean", "median", "p99")},
+                "planner_label": f"h100 c={concurrency}",
+                "planner_sweep": "h100 sweep",
+                "planner_endpoint": "h100",
+            }
+        )
+    return list(import_runs(json.dumps(levels), "sweep.json"))
+
+
+def _with_history(runs: list, **state: object) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    at.session_state["lt.history"] = runs
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run(timeout=TIMEOUT_S)
+
+
+def _trace_names(at: AppTest, title: str) -> list[str]:
+    chart = next(c for c in at.get("plotly_chart") if title in c.proto.spec)
+    return [t.get("name") for t in json.loads(chart.proto.spec)["data"]]
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_overlay_predicts_each_run_and_recalibrate_fits_them():
+    at = _with_history(_imported_sweep())
+    assert not at.exception
+    assert _trace_names(at, "TPOT (ms): median, p99 thin")[0] == "h100 sweep"  # measured only until overlaid
+    at.toggle(key="lt.predict").set_value(True).run(timeout=TIMEOUT_S)
+    assert not at.exception and not at.warning
+    errors = _table(at, "output tok/s error")
+    assert errors["run"].tolist() == ["h100 c=1", "h100 c=2", "h100 c=4"]
+    assert all(e.endswith("%") and e[0] in "+-" for e in errors["median TPOT (ms) error"])
+    runs = _table(at, "request_throughput")
+    assert runs["source"].tolist() == ["imported"] * 3 + ["predicted"] * 3
+    assert runs["run"].tolist()[3] == "predicted · h100 c=1"
+    assert "h100 sweep · predicted" in _trace_names(at, "TPOT (ms): median, p99 thin")
+    assert any("with default coefficients" in c.value for c in at.caption)
+
+    at.button(key="lt.recalibrate").click().run(timeout=TIMEOUT_S)
+    assert not at.exception and not at.error
+    fit = _table(at, "median TPOT fitted")
+    assert fit["run"].tolist() == ["h100 c=1", "h100 c=2", "h100 c=4"]
+    assert any(
+        "calibrated on 3 run(s) of meta-llama/Llama-3.1-8B-Instruct (h100-sxm-80gb)" in c.value for c in at.caption
+    )
+    assert "Calibration profile (JSON)" in {b.label for b in at.get("download_button")}
+    fitted_profile = at.session_state["lt.recalibration"]["recalibration"].profile
+    assert load_profile(fitted_profile.to_json()).coefficients == fitted_profile.coefficients  # the file reads back
+    # the fitted median TPOT is closer to the measurements than the default one, on every run
+    fitted = [abs(float(e.rstrip("%"))) for e in fit["median TPOT fitted"]]
+    default = [abs(float(e.rstrip("%"))) for e in fit["median TPOT default"]]
+    assert max(fitted) <= max(default)
+
+    at.button(key="lt.recalibrate.reset").click().run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert not any("median TPOT fitted" in d.value.columns for d in at.dataframe)
+    assert any("with default coefficients" in c.value for c in at.caption)
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_overlay_for_a_scenario_that_does_not_fit_says_why():
+    at = _with_history(
+        _imported_sweep(), **{"planner.scenarios": (Scenario(model="meta-llama/Llama-3.1-70B-Instruct"),)}
+    )
+    at.toggle(key="lt.predict").set_value(True).run(timeout=TIMEOUT_S)
+    assert not at.exception
+    (warning,) = at.warning
+    assert warning.value.startswith("No prediction for 1 · Llama-3.1-70B-Instruct") and "fits" in warning.value
+    assert not any("output tok/s error" in d.value.columns for d in at.dataframe)

@@ -299,7 +299,7 @@ ROUND_TRIPS = {
 }
 
 
-@pytest.mark.parametrize("other", ["pages/concurrency.py", "pages/loadtest.py"])
+@pytest.mark.parametrize("other", ["pages/concurrency.py", "pages/performance.py", "pages/loadtest.py"])
 @pytest.mark.parametrize("how", ROUND_TRIPS)
 def test_scenarios_survive_leaving_the_budget_page(how, other):
     # Regression: a preset's hidden fields (seeded while another engine was shown) came back as the old seed

@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pandas as pd
+import pytest
 
-from planner.loadtest.charts import display_runs, live_figure, live_frames, runs_figure, sweep_figure, sweep_points
+from planner.errors import InvalidParameterError
+from planner.loadtest.charts import (
+    CURVE_AXES,
+    CURVE_COLUMNS,
+    KV_FULL_TEXT,
+    curve_row,
+    curves_figure,
+    display_runs,
+    live_figure,
+    live_frames,
+    runs_figure,
+    sweep_curves,
+    sweep_figure,
+    sweep_points,
+)
 from planner.loadtest.results import import_runs
 from planner.serving.server_metrics import ServerSample
 
@@ -81,3 +97,64 @@ def test_live_figure_panels():
     kv = next(t for t in fig.data if t.name == "KV cache usage %")
     assert list(kv.y) == [25.0]
     assert isinstance(server, pd.DataFrame) and not math.isnan(server["running"][0])
+
+
+# --- load curves against concurrency ----------------------------------------------------------------------------------
+def _curve_level(concurrency: int, tok_s: float, tpot_ms: float, ttft_ms: float, source: str | None = None) -> dict:
+    out = _level(concurrency, tok_s, None) | {
+        "median_tpot_ms": tpot_ms,
+        "mean_tpot_ms": tpot_ms,
+        "p99_tpot_ms": tpot_ms * 1.5,
+        "median_ttft_ms": ttft_ms,
+        "mean_ttft_ms": ttft_ms,
+        "p99_ttft_ms": ttft_ms * 3,
+    }
+    return out | ({"planner_source": source, "planner_label": f"p c={concurrency}"} if source else {})
+
+
+def test_curve_row_takes_milliseconds_and_none_for_missing():
+    (run,) = _runs([_curve_level(4, 400.0, 20.0, 150.0)])
+    row = curve_row("s", 4, run.metrics)
+    assert row["level"] == 4.0 and row["output_throughput"] == 400.0
+    assert row["median_tpot_ms"] == 20.0 and row["p99_tpot_ms"] == 30.0
+    assert row["median_ttft_ms"] == 150.0 and row["p99_ttft_ms"] == 450.0
+    assert row["median_itl_ms"] is None and row["group"] == "s" and row["predicted"] is False
+    assert tuple(row) == CURVE_COLUMNS
+
+
+def test_sweep_curves_pair_a_prediction_with_its_sweep():
+    measured = _runs([_curve_level(2, 200.0, 21.0, 160.0), _curve_level(1, 100.0, 20.0, 150.0)])
+    predicted = [replace(r, source="predicted", label=f"predicted {r.label}") for r in measured]
+    points = sweep_curves([*measured, *predicted])
+    assert points["series"].tolist() == ["s", "s", "s · predicted", "s · predicted"]
+    assert points["group"].tolist() == ["s"] * 4
+    assert points["level"].tolist() == [1.0, 2.0, 1.0, 2.0]
+    assert points["predicted"].tolist() == [False, False, True, True]
+
+
+def test_curves_figure_draws_medians_p99_knee_and_kv_full():
+    measured = _runs([_curve_level(c, 100.0 * c, 20.0 + c, 150.0 * c) for c in (1, 2, 4, 8)])
+    predicted = [replace(r, source="predicted") for r in measured]
+    points = sweep_curves([*measured, *predicted])
+    fig = curves_figure(points, knees={"s": 4}, saturation={"s · predicted": 8})
+    names = [t.name for t in fig.data]
+    # per series: throughput, TPOT median + p99, TTFT median + p99; then the measured sweep's knee
+    p = "s · predicted"
+    assert names == ["s", "s", "s p99", "s", "s p99", "knee of s: 4 in flight", p, p, f"{p} p99", p, f"{p} p99"]
+    tpot, tpot_p99 = fig.data[1], fig.data[2]
+    assert list(tpot.y) == [21.0, 22.0, 24.0, 28.0] and list(tpot_p99.y) == [31.5, 33.0, 36.0, 42.0]
+    assert fig.data[2].line.width == 1 and fig.data[1].line.width == 2.5
+    assert list(fig.data[5].y) == [400.0] and fig.data[5].marker.symbol == "star"
+    assert fig.data[0].line.dash == "solid" and fig.data[6].line.dash == "dash"
+    assert fig.data[0].line.color == fig.data[6].line.color  # a prediction in its sweep's colour
+    assert [s.x0 for s in fig.layout.shapes] == [8, 8, 8]  # the KV-full line on every panel
+    assert [a.text for a in fig.layout.annotations if a.text == KV_FULL_TEXT] == [KV_FULL_TEXT]
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 4.0, 8.0]
+    assert fig.layout.xaxis2.title.text == CURVE_AXES["concurrency"]
+
+
+def test_curves_figure_empty_and_bad_axis():
+    fig = curves_figure(sweep_curves(()))
+    assert fig.layout.annotations[-1].text == "No points yet"
+    with pytest.raises(InvalidParameterError):
+        curves_figure(sweep_curves(()), axis="tokens")

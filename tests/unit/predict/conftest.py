@@ -6,9 +6,20 @@ import numpy as np
 import pytest
 
 from planner.predict.shape import AttentionGroup, StepShape
+from planner.predict.step_time import StepCoefficients
 
 #: Every step takes 10 ms, whatever it holds: the coefficient of the constant term only.
 TEN_MS = np.array([0.010, 0, 0, 0, 0, 0, 0])
+#: A GPU that is "slower" than the defaults in every term the runs can see (what calibration must recover).
+TRUTH = StepCoefficients(
+    step_overhead_s=0.6e-3,
+    seq_overhead_s=10e-6,
+    weight_read_efficiency=0.60,
+    kv_read_efficiency=0.80,
+    decode_matmul_fraction=0.9,
+    prefill_efficiency=0.55,
+    request_overhead_s=25e-3,
+)
 
 
 def tiny_shape(*, blocks: int = 1000, block_size: int = 16, max_num_seqs: int = 256, mnbt: int = 8192) -> StepShape:

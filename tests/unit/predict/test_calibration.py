@@ -15,23 +15,12 @@ from planner.predict.calibration import CalibrationProfile, CalibrationRun, cali
 from planner.predict.shape import step_shape
 from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients, step_time_s
+from tests.unit.predict.conftest import TRUTH
 
 
 def _shape(model: str = "meta-llama/Llama-3.1-8B-Instruct"):
     s = Scenario(model=model, gpu="h200-sxm-141gb", max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192)
     return step_shape(plan(s))
-
-
-#: A GPU that is "slower" than the defaults in every term the runs can see.
-TRUTH = StepCoefficients(
-    step_overhead_s=0.6e-3,
-    seq_overhead_s=10e-6,
-    weight_read_efficiency=0.60,
-    kv_read_efficiency=0.80,
-    decode_matmul_fraction=0.9,
-    prefill_efficiency=0.55,
-    request_overhead_s=25e-3,
-)
 
 
 def _runs(shape, truth: StepCoefficients) -> list[CalibrationRun]:

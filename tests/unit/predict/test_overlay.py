@@ -1,0 +1,91 @@
+"""Predictions beside measured runs: the same workload predicted, and a recalibration that recovers the deployment
+the "measurements" came from."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from planner.capacity.scenario import Scenario
+from planner.errors import InvalidParameterError
+from planner.loadtest.results import SavedRun
+from planner.loadtest.settings import LoadSettings
+from planner.predict.api import DEFAULT_SOURCE, predict, predicted_run
+from planner.predict.calibration import CalibrationProfile
+from planner.predict.overlay import predict_runs, recalibrate
+from planner.predict.step_time import StepCoefficients
+from tests.unit.predict.conftest import TRUTH
+
+SCENARIO = Scenario(gpu="h200-sxm-141gb", max_model_len=8192)
+
+
+def _measured(coefficients: StepCoefficients | None = None) -> list[SavedRun]:
+    """A sweep at 1, 4, 16 and 64 in flight of 512-in / 128-out requests, "measured" on ``coefficients``."""
+    profile = None
+    if coefficients is not None:
+        profile = CalibrationProfile("h200-sxm-141gb", "vllm", None, (), coefficients, {})
+    runs = []
+    for c in (1, 4, 16, 64):
+        work = LoadSettings(num_prompts=max(16, 2 * c), max_concurrency=c, input_len=512, output_len=128)
+        run = predicted_run(predict(SCENARIO, work, profile=profile), f"c={c}", sweep="sweep")
+        runs.append(replace(run, source="imported", endpoint="h200"))
+    return runs
+
+
+def test_each_run_is_predicted_with_its_own_workload():
+    measured = _measured()
+    overlay = predict_runs(SCENARIO, [*measured, replace(measured[0], label="again", source="predicted")])
+    assert [m.label for m, _ in overlay.pairs] == ["c=1", "c=4", "c=16", "c=64"]  # a predicted run is no measurement
+    assert [p.label for p in overlay.predicted] == [f"predicted · c={c}" for c in (1, 4, 16, 64)]
+    for m, p in overlay.pairs:
+        assert p.source == "predicted" and p.sweep == "sweep"
+        assert (p.max_concurrency, p.num_prompts, p.requested_input_tokens) == (m.max_concurrency, m.num_prompts, 512)
+        # the "measurement" was made with the same default coefficients: the prediction gives it back
+        assert p.metrics.output_throughput == pytest.approx(m.metrics.output_throughput, rel=1e-6)
+    assert overlay.calibration == DEFAULT_SOURCE and overlay.skipped == ()
+
+
+def test_runs_that_cannot_be_predicted_are_listed_with_why():
+    measured = _measured()
+    failed = replace(measured[0], label="all failed", metrics=replace(measured[0].metrics, completed=0, tpot=None))
+    overlay = predict_runs(SCENARIO, [failed, measured[1]])
+    assert [m.label for m, _ in overlay.pairs] == ["c=4"]
+    assert len(overlay.skipped) == 1 and overlay.skipped[0].startswith("all failed: ")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "reason"),
+    [
+        (Scenario(engine="tgi"), "vllm"),
+        (Scenario(model="meta-llama/Llama-3.1-70B-Instruct"), "fits"),
+    ],
+)
+def test_a_deployment_that_cannot_be_simulated_is_refused(scenario, reason):
+    with pytest.raises(InvalidParameterError, match=reason):
+        predict_runs(scenario, _measured()[:1])
+    with pytest.raises(InvalidParameterError, match=reason):
+        recalibrate(scenario, _measured()[:1])
+
+
+def test_recalibration_recovers_the_measured_deployment():
+    measured = _measured(TRUTH)
+    result = recalibrate(SCENARIO, measured)
+    before = max(abs(s.errors["median_tpot"]) for s in result.before)
+    after = max(abs(s.errors["median_tpot"]) for s in result.fit.scores)
+    assert before > 0.15  # the defaults are off for this deployment
+    assert after < 0.05
+    assert result.fit.median_abs_error("output_throughput") < 0.05
+    assert result.profile.gpu == "h200-sxm-141gb" and result.profile.models == ("meta-llama/Llama-3.1-8B-Instruct",)
+    assert [r["label"] for r in result.profile.runs] == ["c=1", "c=4", "c=16", "c=64"]
+    # predicting with the fitted profile now lands within 5% of every measured median TPOT
+    overlay = predict_runs(SCENARIO, measured, profile=result.profile)
+    assert overlay.calibration.startswith("calibrated on 4 run(s) of meta-llama/Llama-3.1-8B-Instruct")
+    for m, p in overlay.pairs:
+        assert p.metrics.tpot.median_s == pytest.approx(m.metrics.tpot.median_s, rel=0.05)
+
+
+def test_recalibration_needs_a_measured_run():
+    measured = _measured()
+    with pytest.raises(InvalidParameterError, match="at least one measured run"):
+        recalibrate(SCENARIO, [replace(measured[0], source="predicted")])
