@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         fitted = fit(runs)
         before = score(runs)
     except PlannerError as exc:
-        return usage_error(args.command, exc)
+        return usage_error(args.command, exc, flags=args)
     profile = CalibrationProfile.from_fit(fitted, runs, engine_version=result.scenario.engine_version)
     try:
         Path(args.out).write_text(profile.to_json())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from planner.cli.messages import error
 from planner.cli.plan import usage_error
 from planner.errors import PlannerError
 from planner.serving.demo_server import DEMO_DEFAULTS, MODEL_ID, add_arguments, serve
@@ -39,8 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--calibration", metavar="PROFILE.json", help="coefficients from python -m planner calibrate")
 
 
-def _planned(args: argparse.Namespace) -> tuple[object, str, int]:
-    """The engine that plays ``--model`` on ``--gpu``, its model id and max_model_len.
+def _planned(args: argparse.Namespace) -> tuple[object, str, int, dict[str, str]]:
+    """The engine that plays ``--model`` on ``--gpu``, its model id, max_model_len and KV-cache labels.
 
     Raises:
         PlannerError: the deployment cannot be planned or does not fit.
@@ -69,22 +70,39 @@ def _planned(args: argparse.Namespace) -> tuple[object, str, int]:
         quantization=args.quantization,
     )
     result = plan(scenario, advise=False)
+    if not result.fits:
+        raise PlannerError(f"{result.model_id} on {result.gpu_name} does not fit ({result.reason}): nothing to play")
     profile = read_profile(args.calibration)
     engine = OnlineScheduler(step_shape(result), profile.coefficients if profile else DEFAULT_COEFFICIENTS)
-    return engine, result.model_id, result.max_model_len
+    labels = {
+        "block_size": str(result.block_size),
+        "num_gpu_blocks": str(result.num_gpu_blocks),
+        "kv_cache_size_tokens": str(result.kv_cache_tokens),
+        "kv_cache_max_concurrency": str(result.max_concurrency),
+        "gpu_memory_utilization": str(result.scenario.gpu_memory_utilization),
+        "cache_dtype": result.scenario.kv_cache_dtype,
+    }
+    return engine, result.model_id, result.max_model_len, labels
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C; exit code 0 (2 for a deployment that cannot be played)."""
     engine = None
     model_id = max_model_len = None
+    labels: dict[str, str] = {}
+    prog = f"python -m planner {args.command}"
+    if not 0 <= args.port <= 65535:
+        return error(prog, f"--port {args.port} is not valid: expected 0 to 65535 (0: any free port)")
     if args.model or args.gpu:
         try:
-            engine, model_id, max_model_len = _planned(args)
+            engine, model_id, max_model_len, labels = _planned(args)
         except PlannerError as exc:
-            return usage_error(args.command, exc)
-    elif args.max_num_seqs is None:
-        args.max_num_seqs = FIXED_MAX_NUM_SEQS
+            return usage_error(args.command, exc, flags=args)
+    else:
+        if args.calibration:
+            return error(prog, "--calibration goes with --model and --gpu (the deployment it times)")
+        if args.max_num_seqs is None:
+            args.max_num_seqs = FIXED_MAX_NUM_SEQS
 
     def announce(port: int) -> str:
         url = f"http://{args.host}:{port}"
@@ -99,5 +117,8 @@ def run(args: argparse.Namespace) -> int:
             f"  or: python -m planner bench --endpoint vllm:{url} --max-concurrency 8 --num-prompts 64"
         )
 
-    serve(args, announce, engine=engine, model_id=model_id, max_model_len=max_model_len)
+    try:
+        serve(args, announce, engine=engine, model_id=model_id, max_model_len=max_model_len, cache_labels=labels)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        return error(prog, f"--host {args.host} --port {args.port}: {exc.strerror or exc}; pick another with --port")
     return 0

@@ -268,13 +268,16 @@ def _ignored_flags(args: argparse.Namespace) -> list[str]:
     return notes
 
 
-def usage_error(command: str, exc: PlannerError, *, typed_max_model_len: object = None) -> int:
+def usage_error(command: str, exc: PlannerError, *, typed_max_model_len: object = None, flags: object = None) -> int:
     """Print a planner error as one line naming the flag (``InvalidParameterError``) and return exit code 2.
 
-    ``typed_max_model_len`` is ``--max-model-len`` as typed, shown instead of the ``-1`` it was read as.
+    ``typed_max_model_len`` is ``--max-model-len`` as typed, shown instead of the ``-1`` it was read as. ``flags``
+    is the parsed namespace: an error whose name is not one of its flags (a file, a field inside a file, the
+    deployment as a whole) is named as it is, without ``--``.
     """
     if isinstance(exc, InvalidParameterError):
-        flag = "--" + exc.name.replace("_", "-")
+        is_flag = flags is None or hasattr(flags, exc.name)
+        flag = "--" + exc.name.replace("_", "-") if is_flag else exc.name
         typed = exc.name == "max_model_len" and exc.value == -1 and typed_max_model_len is not None
         value = typed_max_model_len if typed else exc.value
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
@@ -289,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         result = plan(scenario_from_args(args))
         change = _compared(args, result)
     except PlannerError as exc:
-        return usage_error(args.command, exc, typed_max_model_len=args.max_model_len)
+        return usage_error(args.command, exc, typed_max_model_len=args.max_model_len, flags=args)
     for note in _ignored_flags(args):
         print(f"python -m planner {args.command}: note: {note}", file=sys.stderr)
     explanation = explain(result)

@@ -21,11 +21,15 @@ from planner.errors import InvalidParameterError, PlannerError
 from planner.links.rules import BadValue
 from planner.loadtest.results import to_vllm_file
 from planner.loadtest.settings import LoadSettings, parse_goodput
+from planner.loadtest.sweep import sweep_levels
 from planner.predict.api import Prediction, predict, predicted_run
 from planner.predict.calibration import CalibrationProfile, load_profile
 from planner.predict.curves import PredictedCurve, predict_curve
 
-__all__ = ["add_parser", "run"]
+__all__ = ["MAX_REQUESTS", "add_parser", "run"]
+
+#: Most requests one prediction simulates (about 10 s of simulation on one core).
+MAX_REQUESTS = 100_000
 
 
 def add_workload_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,7 +75,13 @@ def _goodput(items: list[str]) -> tuple[tuple[str, float], ...]:
 
 
 def workload_from_args(args: argparse.Namespace) -> LoadSettings:
-    """The :class:`~planner.loadtest.settings.LoadSettings` of :func:`add_workload_arguments`' flags."""
+    """The :class:`~planner.loadtest.settings.LoadSettings` of :func:`add_workload_arguments`' flags.
+
+    Raises:
+        InvalidParameterError: a flag outside what is accepted (``--num-prompts`` at most :data:`MAX_REQUESTS`).
+    """
+    if not 1 <= args.num_prompts <= MAX_REQUESTS:
+        raise InvalidParameterError("num_prompts", args.num_prompts, f"an integer from 1 to {MAX_REQUESTS:,}")
     return LoadSettings(
         num_prompts=args.num_prompts,
         max_concurrency=args.concurrency,
@@ -197,11 +207,15 @@ def run(args: argparse.Namespace) -> int:
         if args.sweep is not None:
             if args.concurrency is not None:
                 raise InvalidParameterError("max_concurrency", args.concurrency, "no --max-concurrency with --sweep")
+            try:
+                sweep_levels(args.sweep)
+            except InvalidParameterError as exc:  # named after the flag, not sweep_levels' argument
+                raise InvalidParameterError("sweep", args.sweep, exc.accepted) from exc
             curve = predict_curve(scenario, settings, profile=profile)
         else:
             prediction = predict(scenario, settings, profile=profile, static=args.static)
     except PlannerError as exc:
-        return usage_error(args.command, exc)
+        return usage_error(args.command, exc, flags=args)
     if args.sweep is not None:
         print(json.dumps(_curve_json(curve), indent=2) if args.json else _curve_text(curve))
         return 0

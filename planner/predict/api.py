@@ -226,7 +226,7 @@ class Outlook:
                     "TPOT p50 (ms)": ms(m.tpot),
                     "output tok/s": f"{m.output_throughput:,.0f}",
                     "tok/s per request": "n/a" if per_request is None else f"{per_request:,.0f}",
-                    "KV cache": "full" if p.run.kv_saturated else "",
+                    "KV cache": "fills up" if p.run.kv_saturated else "room left",
                 }
             )
         return pd.DataFrame(rows)

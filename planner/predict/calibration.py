@@ -348,6 +348,8 @@ def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProf
         raise InvalidParameterError(name, f"{len(text):,} bytes", f"a profile of at most {MAX_PROFILE_BYTES:,} bytes")
     try:
         data = _ProfileFile.model_validate(json.loads(text))
+    except UnicodeDecodeError as exc:
+        raise InvalidParameterError(name, "binary data", "a JSON calibration profile (UTF-8 text)") from exc
     except json.JSONDecodeError as exc:
         raise InvalidParameterError(name, f"line {exc.lineno}", "a JSON calibration profile") from exc
     except ValidationError as exc:
@@ -358,7 +360,10 @@ def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProf
     unknown = sorted(set(data.coefficients) - known)
     if unknown:
         raise InvalidParameterError(f"{name}: coefficients", unknown[0], ", ".join(sorted(known)))
-    coefficients = StepCoefficients(**data.coefficients)
+    try:
+        coefficients = StepCoefficients(**data.coefficients)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{name}: coefficients.{exc.name}", exc.value, exc.accepted) from exc
     return CalibrationProfile(
         gpu=data.gpu,
         engine=data.engine,

@@ -155,6 +155,8 @@ class _State:
         self.model_id = MODEL_ID
         self.max_model_len = MAX_MODEL_LEN
         self.engine: PlannedEngine | None = None
+        #: ``cache_config_info`` labels that replace the fixed ones (planned mode: the plan's pool)
+        self.cache_labels: dict[str, str] = {}
         self.queues: dict[int, asyncio.Queue[tuple[int, bool]]] = {}
         self.wake: asyncio.Event | None = None
 
@@ -269,6 +271,7 @@ def _metrics_text() -> bytes:
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", _STATE.prompt_tokens)
     counter("vllm:generation_tokens", "Number of generation tokens processed.", _STATE.generation_tokens)
     info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
+    info.update(_STATE.cache_labels)
     config = Gauge(
         "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labelnames=list(info), registry=registry
     )
@@ -684,7 +687,13 @@ TEST_DEFAULTS = {"port": 0, "tokenizer": "fixed", "itl_per_running_ms": 0.0, "ma
 #: The defaults of ``python -m planner demo-server``: vLLM's port, a byte-level tokenizer with ``/tokenize``, and a
 #: decode step that grows with the batch (0.1 ms per other running request; ``planner/cli/demo.py`` caps it at 64 at
 #: once unless ``--max-num-seqs`` says otherwise, and in planned mode leaves it to the engine's default).
-DEMO_DEFAULTS = {"port": 8000, "tokenizer": "bytes", "itl_per_running_ms": 0.1, "max_num_seqs": None}
+DEMO_DEFAULTS = {
+    "port": 8000,
+    "tokenizer": "bytes",
+    "itl_per_running_ms": 0.1,
+    "max_num_seqs": None,
+    "max_num_seqs_text": "64; with --model, the engine's",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
@@ -703,7 +712,9 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
         "--max-num-seqs",
         type=int,
         default=defaults["max_num_seqs"],
-        help=f"requests generating at once; the rest wait (default: {defaults['max_num_seqs'] or 'no limit'})",
+        help="requests generating at once; the rest wait (default: "
+        + defaults.get("max_num_seqs_text", str(defaults["max_num_seqs"] or "no limit"))
+        + ")",
     )
     parser.add_argument(
         "--tokenizer",
@@ -724,6 +735,7 @@ def serve(
     engine: PlannedEngine | None = None,
     model_id: str | None = None,
     max_model_len: int | None = None,
+    cache_labels: dict[str, str] | None = None,
 ) -> None:
     """Run the server until Ctrl-C; ``announce(port)`` is printed once it listens.
 
@@ -733,10 +745,13 @@ def serve(
         engine: planned mode: chat and completions requests are timed by this engine's steps (the deployment
             :mod:`planner.predict` simulates), not by ``--ttft-ms``/``--itl-ms``; TGI routes keep the fixed timing.
         model_id / max_model_len: what ``/v1/models`` and the responses name (planned mode: the planned model).
+        cache_labels: ``vllm:cache_config_info`` labels to report instead of the fixed pool's (planned mode:
+            ``num_gpu_blocks``, ``block_size``, ``kv_cache_size_tokens``, ... of the plan).
     """
     _STATE.engine = engine
     _STATE.model_id = model_id or MODEL_ID
     _STATE.max_model_len = max_model_len or MAX_MODEL_LEN
+    _STATE.cache_labels = dict(cache_labels or {})
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args, announce))
 
