@@ -88,4 +88,4 @@ def test_a_deployment_that_does_not_fit_is_refused() -> None:
         timeout=60,
     )
     assert out.returncode == 2
-    assert "fits" in out.stderr and out.stderr.count("\n") == 1
+    assert "does not fit" in out.stderr and out.stderr.count("\n") == 1
