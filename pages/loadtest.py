@@ -422,13 +422,13 @@ if len(points):
 if overlay is not None and overlay.pairs:
     st.subheader("Predicted against measured")
     st.caption(
-        f"The same workload as each run, predicted for {scenario_text} with "
-        f"{overlay.calibration}. Error = predicted / measured − 1."
+        f"The same workload as each run, predicted for {scenario_text}. Coefficients: {overlay.calibration}. "
+        "Error = predicted / measured − 1."
     )
     st.dataframe(overlay_errors(overlay.pairs), hide_index=True, key="lt.predict.errors")
     for note in overlay.notes:
         st.caption(f"Note: {note}.")
-    c = st.columns([1, 1, 3])
+    c = st.columns([1, 1, 1])
     if c[0].button(
         "Recalibrate from these runs",
         key="lt.recalibrate",

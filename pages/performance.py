@@ -87,9 +87,9 @@ with st.expander("Workload", expanded=True):
         AXES,
         key=W["axis"],
         horizontal=True,
-        format_func={"concurrency": "concurrency 1, 2, 4, …", "rate": "request rates"}.get,
-        help="concurrency: closed loop, that many requests in flight · request rates: open loop, requests arrive "
-        "at that rate.",
+        format_func={"concurrency": "concurrency", "rate": "request rates"}.get,
+        help="concurrency: closed loop at 1, 2, 4, … requests in flight · request rates: open loop, requests arrive "
+        "at each rate.",
     )
     sweep_max = c[1].number_input(
         "up to concurrency", *NUMBERS["sweep_max"][:2], step=1, key=W["sweep_max"], disabled=axis != "concurrency"

@@ -162,6 +162,17 @@ def curve_knees(points: pd.DataFrame) -> dict[str, float | None]:
     return knees
 
 
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks 1, 2, 5 × 10^k from just below ``low`` to just above ``high`` (both > 0)."""
+    ticks = []
+    for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        ticks += [m * 10.0**k for m in (1, 2, 5)]
+    below = [t for t in ticks if t <= low]
+    above = [t for t in ticks if t >= high]
+    first, last = (below[-1] if below else ticks[0]), (above[0] if above else ticks[-1])
+    return [t for t in ticks if first <= t <= last]
+
+
 def _knee_star(x: object, y: object, series: str, text: str, color: str) -> go.Scatter:
     """The star at a series' knee, named ``knee of <series>: <text>``."""
     return go.Scatter(
@@ -287,8 +298,13 @@ def curves_figure(
         )
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
-    # TTFT spans milliseconds (an idle server) to seconds (a queue): one decade per labelled tick
-    fig.update_yaxes(type="log", dtick=1, tickformat=",~g", row=1, col=3)
+    # TTFT spans milliseconds (an idle server) to seconds (a queue): a log axis, ticked 1-2-5 in each decade
+    ttft = points[["median_ttft_ms", "p99_ttft_ms"]].to_numpy(dtype=float).ravel()
+    ttft = ttft[ttft > 0]
+    ticks = _log_ticks(float(ttft.min()), float(ttft.max())) if len(ttft) else []
+    fig.update_yaxes(
+        type="log", tickvals=ticks, ticktext=[f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks], row=1, col=3
+    )
     fig.update_layout(
         height=430,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},

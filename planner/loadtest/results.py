@@ -186,7 +186,9 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
 
     Besides vLLM's keys: ``{mean,median,std,p90,p99}_ttft_first_chunk_ms`` (vLLM's own TTFT definition, the role
     chunk counted), ``failures_by_kind``, ``input_tokens_method``, and ``planner_``-prefixed fields (input sizing,
-    requested and measured input tokens, notes, ...). ``per_request=False`` leaves out the arrays.
+    requested and measured input tokens, notes, ...). ``per_request=False`` leaves out the arrays, and so does a run
+    without per-request rows (a prediction, or a file imported without them): empty arrays would read back as
+    "no sample" and lose the run's TPOT and ITL.
     """
     out: dict[str, Any] = {
         "date": run.date,
@@ -219,7 +221,7 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
             "planner_sweep": run.sweep,
         }
     )
-    if not per_request:
+    if not per_request or not run.requests:
         return out
     rows = run.requests
     out.update(

@@ -142,7 +142,7 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
         raise InvalidParameterError("curve", "no points", "a curve with at least one level")
     at_knee = curve.knee is not None
     point = next(p for p in curve.points if p.level == curve.knee) if at_knee else curve.points[-1]
-    where = "at the knee" if at_knee else "at the highest level"
+    where = f"at the knee, {_level(curve, point.level)}" if at_knee else f"at the top, {_level(curve, point.level)}"
     m = point.metrics
     if curve.axis == "rate":
         first = ("Highest rate", _level(curve, point.level), "The highest request rate of the sweep.")
@@ -153,22 +153,29 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
             "Beyond the knee, doubling the requests in flight buys little throughput while latency keeps rising.",
         )
     else:
-        first = ("Knee", "none", f"The curve does not bend up to {_level(curve, point.level)}: figures at the top.")
-    if curve.saturation_level is not None:
-        full = _level(curve, curve.saturation_level)
-    else:
-        full = f"not up to {_level(curve, curve.points[-1].level)}"
+        first = (
+            "Knee",
+            "none",
+            f"The curve does not bend up to {_level(curve, point.level)}: figures at the top level.",
+        )
+    top = _level(curve, curve.points[-1].level)
+    full = "never" if curve.saturation_level is None else _level(curve, curve.saturation_level)
     bound = "n/a" if curve.kv_max_concurrency is None else f"{curve.kv_max_concurrency:,.1f}"
+    at = f"{point.level:,.4g} req/s" if curve.axis == "rate" else f"c={point.level:,.4g}"
     return (
         first,
-        ("Output throughput", f"{m.output_throughput:,.0f} tok/s", f"Predicted {where}, {_level(curve, point.level)}."),
-        ("Median TPOT", _ms(m.tpot.median_s if m.tpot else None), f"Time per output token after the first, {where}."),
-        ("Median TTFT", _ms(m.ttft.median_s if m.ttft else None), f"Time to first token, {where}."),
+        (f"Throughput @ {at}", f"{m.output_throughput:,.0f} tok/s", f"Output tokens/s {where}."),
+        (
+            f"Median TPOT @ {at}",
+            _ms(m.tpot.median_s if m.tpot else None),
+            f"Time per output token after the first, {where}.",
+        ),
+        (f"Median TTFT @ {at}", _ms(m.ttft.median_s if m.ttft else None), f"Time to first token, {where}."),
         (
             "KV cache full at",
             full,
-            f"The first level whose requests filled the KV cache (then requests wait for blocks). The cache holds "
-            f"{bound} requests of this workload's length at once.",
+            f"The first level whose requests filled the KV cache (then requests wait for blocks); sweep up to {top}. "
+            f"The cache holds {bound} requests of this workload's length at once.",
         ),
     )
 
@@ -226,9 +233,9 @@ def overlay_errors(pairs: Sequence[tuple[SavedRun, SavedRun]]) -> pd.DataFrame:
         pairs: a measured (or imported) run and the prediction of the same workload.
 
     Returns:
-        One row per pair: ``run``, ``concurrency``, then for output tok/s, median TPOT, TTFT and ITL (ms) the
-        ``measured``, ``predicted`` and ``error`` (``predicted / measured − 1``, as a signed percentage) columns;
-        "n/a" where a value is missing.
+        One row per pair: ``run``, ``concurrency``, the ``error`` (``predicted / measured − 1``, as a signed
+        percentage) of output tok/s, median TPOT, TTFT and ITL, then their ``measured`` and ``predicted`` values
+        (tokens/s, ms); "n/a" where a value is missing.
     """
     rows = []
     for measured, predicted in pairs:
@@ -238,11 +245,12 @@ def overlay_errors(pairs: Sequence[tuple[SavedRun, SavedRun]]) -> pd.DataFrame:
             "run": measured.label,
             "concurrency": "n/a" if measured.max_concurrency is None else measured.max_concurrency,
         }
+        for metric, name, _ in _ERROR_METRICS:  # the errors first: they are what the table is read for
+            row[f"{name.split(' (')[0]} error"] = _error(errors[metric])
         for metric, name, scale in _ERROR_METRICS:
-            m, p, e = values_m[metric], values_p[metric], errors[metric]
+            m, p = values_m[metric], values_p[metric]
             row[f"{name} measured"] = "n/a" if m is None else f"{m * scale:,.1f}"
             row[f"{name} predicted"] = "n/a" if p is None else f"{p * scale:,.1f}"
-            row[f"{name} error"] = _error(e)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -179,12 +179,12 @@ def test_overlay_predicts_each_run_and_recalibrate_fits_them():
     assert not at.exception and not at.warning
     errors = _table(at, "output tok/s error")
     assert errors["run"].tolist() == ["h100 c=1", "h100 c=2", "h100 c=4"]
-    assert all(e.endswith("%") and e[0] in "+-" for e in errors["median TPOT (ms) error"])
+    assert all(e.endswith("%") and e[0] in "+-" for e in errors["median TPOT error"])
     runs = _table(at, "request_throughput")
     assert runs["source"].tolist() == ["imported"] * 3 + ["predicted"] * 3
     assert runs["run"].tolist()[3] == "predicted · h100 c=1"
     assert "h100 sweep · predicted" in _trace_names(at, "TPOT (ms): median, p99 thin")
-    assert any("with default coefficients" in c.value for c in at.caption)
+    assert any("Coefficients: default coefficients" in c.value for c in at.caption)
 
     at.button(key="lt.recalibrate").click().run(timeout=TIMEOUT_S)
     assert not at.exception and not at.error
@@ -204,7 +204,7 @@ def test_overlay_predicts_each_run_and_recalibrate_fits_them():
     at.button(key="lt.recalibrate.reset").click().run(timeout=TIMEOUT_S)
     assert not at.exception
     assert not any("median TPOT fitted" in d.value.columns for d in at.dataframe)
-    assert any("with default coefficients" in c.value for c in at.caption)
+    assert any("Coefficients: default coefficients" in c.value for c in at.caption)
 
 
 @pytest.mark.usefixtures("timed_endpoints")

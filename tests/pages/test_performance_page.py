@@ -37,9 +37,10 @@ def test_default_scenario_gets_its_curves():
     at = _app()
     assert not at.exception and not at.warning and not at.error
     metrics = _metrics(at)
-    assert list(metrics) == ["Knee", "Output throughput", "Median TPOT", "Median TTFT", "KV cache full at"]
+    at_top = ("Throughput @ c=256", "Median TPOT @ c=256", "Median TTFT @ c=256")
+    assert list(metrics) == ["Knee", *at_top, "KV cache full at"]
     # Llama 3.1 8B on one H100, 512 in / 128 out: throughput in the thousands of tok/s at 256 in flight
-    tok_s = float(metrics["Output throughput"].removesuffix(" tok/s").replace(",", ""))
+    tok_s = float(metrics["Throughput @ c=256"].removesuffix(" tok/s").replace(",", ""))
     assert 2_000 < tok_s < 20_000
     label = "1 · Llama-3.1-8B-Instruct · h100-sxm-80gb · vllm"
     assert label in _chart_names(at)

@@ -151,6 +151,10 @@ def test_curves_figure_draws_medians_p99_knee_and_kv_full():
     assert [a.text for a in fig.layout.annotations if a.text == KV_FULL_TEXT] == [KV_FULL_TEXT]
     assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 4.0, 8.0]
     assert fig.layout.xaxis2.title.text == CURVE_AXES["concurrency"]
+    # TTFT from 150 ms (median at 1) to 3,600 ms (p99 at 8): a log axis ticked 1-2-5
+    assert fig.layout.yaxis3.type == "log"
+    assert list(fig.layout.yaxis3.tickvals) == [100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0]
+    assert list(fig.layout.yaxis3.ticktext)[3] == "1,000"
 
 
 def test_curves_figure_empty_and_bad_axis():

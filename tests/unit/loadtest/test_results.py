@@ -83,6 +83,20 @@ def test_import_a_vllm_result_file():
     assert not failed.ok and failed.error == "Bad Request" and failed.ttft_s is None and failed.start_s == 0.25
 
 
+def test_a_run_without_request_rows_round_trips_with_its_distributions():
+    # a file without the per-request arrays (or a prediction): its export must not write empty arrays, which read
+    # back as "no sample" and lost TPOT and ITL
+    summary = {k: v for k, v in VLLM_RESULT.items() if k not in ("input_lens", "output_lens", "ttfts", "itls")}
+    summary = {k: v for k, v in summary.items() if k not in ("latencies", "start_times", "errors", "generated_texts")}
+    (run,) = import_runs(json.dumps(summary), "summary.json")
+    assert run.requests == ()
+    written = to_vllm_file(run)
+    assert "output_lens" not in written and "itls" not in written
+    (back,) = import_runs(json.dumps(written), "again.json")
+    assert back.metrics.tpot.median_s == pytest.approx(0.1) and back.metrics.itl.median_s == pytest.approx(0.1)
+    assert back.metrics.ttft.median_s == pytest.approx(0.1)
+
+
 def test_import_json_lines_and_lists():
     lines = "\n".join(json.dumps({**VLLM_RESULT, "date": d}) for d in ("20261129-101500", "20261129-101600"))
     assert [r.date for r in import_runs(lines, "append.jsonl")] == ["20261129-101500", "20261129-101600"]

@@ -54,14 +54,14 @@ def test_headline_at_the_knee():
             "4 in flight",
             "Beyond the knee, doubling the requests in flight buys little throughput while latency keeps rising.",
         ),
-        ("Output throughput", "360 tok/s", "Predicted at the knee, 4 in flight."),
-        ("Median TPOT", "11.0 ms", "Time per output token after the first, at the knee."),
-        ("Median TTFT", "40.0 ms", "Time to first token, at the knee."),
+        ("Throughput @ c=4", "360 tok/s", "Output tokens/s at the knee, 4 in flight."),
+        ("Median TPOT @ c=4", "11.0 ms", "Time per output token after the first, at the knee, 4 in flight."),
+        ("Median TTFT @ c=4", "40.0 ms", "Time to first token, at the knee, 4 in flight."),
         (
             "KV cache full at",
             "8 in flight",
-            "The first level whose requests filled the KV cache (then requests wait for blocks). The cache holds 6.5 "
-            "requests of this workload's length at once.",
+            "The first level whose requests filled the KV cache (then requests wait for blocks); sweep up to 8 in "
+            "flight. The cache holds 6.5 requests of this workload's length at once.",
         ),
     )
 
@@ -70,13 +70,14 @@ def test_headline_without_a_knee_or_saturation_is_the_top_level():
     labels_values = [(label, value) for label, value, _ in headline_metrics(_curve(knee=None, full=None))]
     assert labels_values == [
         ("Knee", "none"),
-        ("Output throughput", "400 tok/s"),
-        ("Median TPOT", "20.0 ms"),
-        ("Median TTFT", "900.0 ms"),
-        ("KV cache full at", "not up to 8 in flight"),
+        ("Throughput @ c=8", "400 tok/s"),
+        ("Median TPOT @ c=8", "20.0 ms"),
+        ("Median TTFT @ c=8", "900.0 ms"),
+        ("KV cache full at", "never"),
     ]
     rate = headline_metrics(_curve(knee=None, full=None, axis="rate"))
     assert rate[0][:2] == ("Highest rate", "8 req/s")
+    assert rate[1][0] == "Throughput @ 8 req/s"
 
 
 def test_performance_figure_one_colour_per_scenario_knee_and_kv_line():
@@ -122,11 +123,19 @@ def test_overlay_errors_are_predicted_over_measured_minus_one():
     measured = SavedRun("m c=4", "ep", "imported", _metrics(400.0, 0.020, 0.100, 0.019), max_concurrency=4)
     predicted = SavedRun("p c=4", "predicted", "predicted", _metrics(360.0, 0.022, 0.080), max_concurrency=4)
     (row,) = overlay_errors([(measured, predicted)]).to_dict("records")
+    assert list(row)[:6] == [
+        "run",
+        "concurrency",
+        "output tok/s error",
+        "median TPOT error",
+        "median TTFT error",
+        "median ITL error",
+    ]
     assert row["run"] == "m c=4" and row["concurrency"] == 4
     assert (row["output tok/s measured"], row["output tok/s predicted"], row["output tok/s error"]) == (
         "400.0",
         "360.0",
         "-10.0%",
     )
-    assert row["median TPOT (ms) error"] == "+10.0%" and row["median TTFT (ms) error"] == "-20.0%"
-    assert row["median ITL (ms) predicted"] == "n/a" and row["median ITL (ms) error"] == "n/a"
+    assert row["median TPOT error"] == "+10.0%" and row["median TTFT error"] == "-20.0%"
+    assert row["median ITL (ms) predicted"] == "n/a" and row["median ITL error"] == "n/a"
