@@ -27,7 +27,15 @@ from planner.loadtest.charts import (
     sweep_figure,
     sweep_points,
 )
-from planner.loadtest.results import failure_summary, import_runs, requests_frame, runs_frame, same_model, to_vllm_file
+from planner.loadtest.results import (
+    failure_summary,
+    group_sweeps,
+    import_runs,
+    requests_frame,
+    runs_frame,
+    same_model,
+    to_vllm_file,
+)
 from planner.loadtest.sweep import find_knee
 from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
 from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
@@ -323,6 +331,7 @@ with st.expander("Add earlier runs (vllm bench serve --save-result JSON, or this
                 f"{upload.name}: {len(added)} run(s) added"
                 + (f"; {skipped} already shown (same label) left out." if skipped else ".")
             )
+        history[:] = group_sweeps(history)  # one vllm bench serve file per concurrency: one sweep
 
 if not history:
     st.info("No results yet: choose endpoints and press Run, or add earlier runs above.")

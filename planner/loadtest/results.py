@@ -35,6 +35,7 @@ __all__ = [
     "RequestRow",
     "SavedRun",
     "failure_summary",
+    "group_sweeps",
     "import_runs",
     "requests_frame",
     "runs_frame",
@@ -376,6 +377,43 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
     if not objects or len(objects) > _MAX_RUNS:
         raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))
+
+
+def group_sweeps(runs: Sequence[SavedRun]) -> list[SavedRun]:
+    """Imported runs of one workload at several concurrencies, made one sweep.
+
+    ``vllm bench serve`` writes one file per run and no sweep id, so a sweep made with it (one run per
+    ``--max-concurrency``) arrives as separate runs. Runs without a sweep id that were imported, have a concurrency
+    cap and a burst schedule (``request_rate`` inf or unknown), and share the model and the mean input and output
+    tokens per request (to the token) become the sweep ``"<model> · <in>/<out> tokens"`` when they cover two or more
+    concurrencies. Every other run is returned as it was, in order.
+    """
+
+    def key(run: SavedRun) -> tuple[str, int, int] | None:
+        m = run.metrics
+        burst = run.request_rate is None or math.isinf(run.request_rate)
+        if run.sweep is not None or run.source != "imported" or run.max_concurrency is None or not burst:
+            return None
+        if not m.completed:
+            return None
+        return (
+            run.model or run.endpoint,
+            round(m.total_input_tokens / m.completed),
+            round(m.total_output_tokens / m.completed),
+        )
+
+    groups: dict[tuple[str, int, int], set[int]] = {}
+    for run in runs:
+        k = key(run)
+        if k is not None:
+            groups.setdefault(k, set()).add(run.max_concurrency or 0)
+    out = []
+    for run in runs:
+        k = key(run)
+        if k is not None and len(groups[k]) >= 2:
+            run = replace(run, sweep=f"{k[0]} · {k[1]}/{k[2]} tokens")
+        out.append(run)
+    return out
 
 
 def failure_summary(run: SavedRun) -> str | None:

@@ -63,9 +63,10 @@ def test_measured_on_the_planned_server_matches_the_prediction() -> None:
     assert measured["completed"] == predicted["completed"] == 12
     assert measured["total_output_tokens"] == predicted["total_output_tokens"] == 12 * 24
     # What the client sees adds its own overheads to the engine's steps (a loopback HTTP hop, an event loop on a
-    # shared CPU): within 20% (the steps are 20-60 ms; a loaded 2-core machine wakes a few ms late).
-    for key in ("median_tpot_ms", "median_ttft_ms", "output_throughput"):
-        assert measured[key] == pytest.approx(predicted[key], rel=0.20), key
+    # shared CPU): within 20% for TPOT and throughput (steps of 20-60 ms; a loaded 2-core machine wakes a few ms
+    # late), 35% for TTFT (one prefill step plus the 17 ms request overhead, each late wake-up a larger share).
+    for key, rel in (("median_tpot_ms", 0.20), ("output_throughput", 0.20), ("median_ttft_ms", 0.35)):
+        assert measured[key] == pytest.approx(predicted[key], rel=rel), key
 
 
 def test_a_deployment_that_does_not_fit_is_refused() -> None:

@@ -179,3 +179,20 @@ def test_same_model():
     assert same_model("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct")
     assert same_model("Qwen/Qwen3-8B", "qwen/qwen3-8b")
     assert not same_model("meta-llama/Llama-3.1-8B-Instruct", "timed-model")
+
+
+def test_imported_vllm_files_of_one_workload_become_one_sweep() -> None:
+    from pathlib import Path
+
+    from planner.loadtest.results import group_sweeps
+
+    # bench/data/h200_sweeps: vllm bench serve result files, one per --max-concurrency, no sweep id
+    folder = Path(__file__).resolve().parents[3] / "bench/data/h200_sweeps/llama-3.1-8b"
+    runs = [r for p in sorted(folder.glob("in*_c*.json")) for r in import_runs(p.read_bytes(), name=p.name)]
+    assert all(r.sweep is None for r in runs)
+    grouped = group_sweeps(runs)
+    sweeps = {r.sweep for r in grouped}
+    assert sweeps == {"llama-3.1-8b · 512/128 tokens", "llama-3.1-8b · 2048/128 tokens"}
+    assert sorted(r.max_concurrency for r in grouped if r.sweep.startswith("llama-3.1-8b · 512")) == [1, 4, 16, 64, 256]
+    # a lone run stays as it was
+    assert group_sweeps(runs[:1]) == runs[:1]
