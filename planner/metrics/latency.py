@@ -166,7 +166,7 @@ def summarize(values: Iterable[float | None]) -> Summary | None:
     p50, p90, p99 = np.percentile(xs, [50, 90, 99])
     return Summary(
         count=int(xs.size),
-        mean=float(math.fsum(xs) / xs.size),
+        mean=float(xs.mean()),  # pairwise summation: error ~1e-16 relative, as np.mean in vLLM
         median=float(p50),
         std=float(np.std(xs)),
         p90=float(p90),
