@@ -219,13 +219,14 @@ if planned:
                     "calibration on your own runs: the Performance page or python -m planner predict."
                 )
             with st.expander("Formulas with your numbers", expanded=False):
-                st.dataframe(
+                # st.table, not st.dataframe: the data grid's code costs every fresh visit ~0.4 s of browser CPU on
+                # a 2-core machine, for a table that starts folded (bench/data/README.md, page loads)
+                st.table(
                     [
                         {"what": f.label, "formula": f.expression, "value": f.value, "source": f.source}
                         for f in result.formulas
                     ],
                     hide_index=True,
-                    width="stretch",
                 )
             for note in result.notes:
                 st.caption(f"ℹ️ {note}")

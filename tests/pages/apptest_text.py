@@ -21,4 +21,5 @@ def page_text(at: AppTest) -> str:
 
     walk(at._tree)
     out += [df.value.to_csv() for df in at.dataframe]
+    out += [table.value.to_csv() for table in at.table]
     return "\n".join(out)
