@@ -4,7 +4,7 @@ Starts ``streamlit run app.py`` on a free port (file watcher off, usage statisti
 ``n`` times, each in a fresh Chromium context (a new session, as a new visitor gets), at 1400 x 900, and times from
 ``page.goto`` until the page's answer is drawn:
 
-* VRAM Budget: the verdict alert and the memory chart;
+* VRAM Budget: the verdict alert, the launch command and the memory chart;
 * Concurrency vs Context: the chart;
 * Live Compare and Load Test: the title and the endpoint area (no endpoint is configured here).
 
@@ -37,7 +37,7 @@ PLOTLY = ".js-plotly-plot .main-svg"
 ALERT = '[data-testid="stAlert"]'
 #: page path -> what must be visible once it has loaded, in the order it is waited for: (name, selector)
 PAGES = {
-    "": (("verdict", ALERT), ("chart", PLOTLY)),
+    "": (("verdict", ALERT), ("launch command", '[data-testid="stCode"]'), ("chart", PLOTLY)),
     "concurrency": (("chart", PLOTLY),),
     "performance": (("chart", PLOTLY),),
     "compare": (("endpoint area", ALERT),),
