@@ -255,9 +255,12 @@ def test_max_model_len_above_model_limit_refused() -> None:
     ("version", "name", "arch"),
     [
         ("0.19.0", "0.18", "v1"),
-        ("v0.11.0 (image)", "0.10", "v1"),
+        ("v0.11.0 (image)", "0.11", "v1"),
+        ("0.10.2", "0.10", "v1"),
         ("0.8.2 (V0 fallback)", "0.6.5", "v0"),
-        ("0.6.4", "0.6.3", "v0"),
+        ("0.6.4", "0.5.3", "v0"),
+        ("0.4.3", "0.5", "v0"),
+        ("0.24.0", "0.24", "v1"),
         (None, "0.27", "v1"),
         ("latest", "0.27", "v1"),
     ],
@@ -342,18 +345,18 @@ def test_a_tensor_parallelism_vllm_refuses_is_reported_as_refused_with_the_fix()
 
 
 def test_auto_max_model_len_is_the_longest_that_fits() -> None:
-    # Llama-3.1-8B-Instruct on an RTX 4090: 2,435 blocks (the planner's figure) of one full-attention group, so the
-    # bisection's answer is 2,435 x 16 = 38,960 tokens, below the model's 131,072; at that length one request takes
-    # all 2,435 blocks: concurrency 1.00x.
+    # Llama-3.1-8B-Instruct on an RTX 4090: 2,901 blocks (the planner's figure) of one full-attention group, so the
+    # bisection's answer is 2,901 x 16 = 46,416 tokens, below the model's 131,072; at that length one request takes
+    # all 2,901 blocks: concurrency 1.00x.
     from planner.capacity.scenario import MAX_MODEL_LEN_AUTO
 
     auto = Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO)
     plan = plan_vllm(auto)
     assert plan.fits and plan.max_model_len_auto
-    assert plan.max_model_len == plan.estimated_max_model_len == 2_435 * 16 == 38_960
+    assert plan.max_model_len == plan.estimated_max_model_len == 2_901 * 16 == 46_416
     assert plan.scenario.max_model_len == MAX_MODEL_LEN_AUTO  # the resolved scenario keeps auto (advice, links)
     assert plan.max_concurrency == pytest.approx(1.0, abs=0.001)
-    assert any("auto resolved to 38,960 tokens" in note for note in plan.notes)
+    assert any("auto resolved to 46,416 tokens" in note for note in plan.notes)
 
 
 def test_auto_max_model_len_takes_the_model_limit_when_it_fits() -> None:
