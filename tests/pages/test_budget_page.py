@@ -98,3 +98,24 @@ def test_auto_box_is_vllm_only() -> None:
     at = _budget(engine="tgi")
     assert not at.exception
     assert not [c for c in at.checkbox if c.key == "w0.max_model_len_auto"]
+
+
+# --- issue 16: the range over the vLLM versions in use, and a deployment across nodes ------------------------------
+
+
+def test_no_version_says_the_range_in_words() -> None:
+    at = _budget(max_model_len="8192")  # Llama-3.1-8B on an H100, no version set
+    assert not at.exception
+    infos = [i.value for i in at.info if i.value.startswith("vLLM version not set: ")]
+    assert infos and "between 421,264 and 452,112 tokens" in infos[0]
+    assert "0.14.0 sets the low end, 0.28.0 the high end" in infos[0]
+    pinned = _budget(max_model_len="8192", engine_version="0.19.0")
+    assert not [i for i in pinned.info if i.value.startswith("vLLM version not set")]
+
+
+def test_tp16_is_flagged_as_two_nodes() -> None:
+    at = _budget(model="meta-llama/Llama-3.1-70B-Instruct", tensor_parallel_size="16", max_model_len="8192")
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "need 2 nodes" in w.value)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in warning
+    assert "--nnodes 2" in warning

@@ -623,6 +623,11 @@ def _notes(
     notes: list[str] = []
     if topology.warning:
         notes.append(topology.warning)
+    if topology.tp_spans_nodes:
+        notes.append(
+            "non-torch memory is planned as within one node: the buffers NCCL sets up for the network between nodes "
+            "are not modelled"
+        )
     if profile.arch == "v1" and not scenario.enforce_eager:
         if runner == "v2":
             notes.append(

@@ -67,6 +67,11 @@ def _gib(pairs: dict[str, float]) -> tuple[tuple[str, float], ...]:
     return tuple((key, value * GIB) for key, value in pairs.items())
 
 
+#: NCCL's ring buffers on an NVSwitch node, GiB: 24 channels × 2 connectors × 9,633,792 B
+#: (:func:`planner.capacity.engines.vllm_memory.nccl_buffer_bytes`).
+_NVSWITCH_RING_GIB = 24 * 2 * 9_633_792 / GIB
+
+
 _CONSTANT_LIST = (
     FittedConstant(
         "sampler_bytes_v0",
@@ -149,7 +154,12 @@ _CONSTANT_LIST = (
     FittedConstant(
         "nvls_extra_v018",
         "bytes",
-        _gib({"log:39": 1.39, "log:40": 1.45, "log:44": 1.39, "log:45": 1.45}),
+        _gib(
+            {
+                f"log:{i}": logged - 0.25 - _NVSWITCH_RING_GIB
+                for i, logged in ((39, 2.07), (40, 2.13), (44, 2.06), (45, 2.13))
+            }
+        ),
         "non-torch at TP 2-4 on H100 SXM (NVSwitch, NVLink SHARP) from v0.18, less the TP-1 figure (0.25 GiB) and "
         "NCCL's ring buffers (24 channels × 2 connectors × 9.19 MiB = 0.43 GiB): log 39: 2.07 - 0.25 - 0.43; log 40: "
         "2.13 - 0.25 - 0.43. What holds it (NCCL's NVLS buffers, the symmetric-memory all-reduce workspaces vLLM "
@@ -158,7 +168,7 @@ _CONSTANT_LIST = (
     FittedConstant(
         "nvlink_extra_v0",
         "bytes",
-        _gib({"log:4": 1.36}),
+        _gib({"log:4": 3.58 - 1.79 - _NVSWITCH_RING_GIB}),
         "V0 (v0.6.5, H100 SXM) non-torch at TP 2 less TP 1 (3.58 - 1.79 GiB) less NCCL's ring buffers (0.43 GiB): "
         "V0 takes its baseline before NCCL and custom all-reduce are set up, so their init-time buffers count",
     ),

@@ -159,3 +159,48 @@ def test_bad_max_model_len_is_one_line(capsys: pytest.CaptureFixture[str], argv:
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+# --- issue 16: the version range, the topology and the entry point in the CLI ------------------------------------
+
+
+def test_json_carries_the_version_range_topology_and_runner(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--max-model-len", "8192"]
+    code, out, _ = run([*argv, "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["model_runner"] == "v2"
+    assert (payload["version_range"]["low"]["version"], payload["version_range"]["high"]["version"]) == (
+        "0.14.0",
+        "0.28.0",
+    )
+    assert payload["topology"] == {
+        "num_gpus": 1,
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "tp_spans_nodes": False,
+        "link": "nvswitch",
+        "all_reduce": None,
+        "warning": None,
+        "needs": [],
+    }
+    code, out, _ = run([*argv, "--engine-version", "0.19.0", "--json"], capsys)
+    assert json.loads(out)["version_range"] is None  # a version given: no range
+
+
+def test_text_says_the_range_and_the_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "-tp", "16", "--max-model-len"]
+    code, out, _ = run([*argv, "8192"], capsys)
+    assert code == 0
+    assert "  vLLM version unknown: between " in out and "the figures above are 0.28.0's" in out
+    assert "  multi-node: --distributed-executor-backend ray on a Ray cluster of the 2 nodes; or on every node: " in out
+    assert "need 2 nodes of 8 NVIDIA H100 80GB SXM5" in out
+    assert out.count("KV bytes per token, model") == 1
+
+
+def test_entry_point_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h100", "--max-model-len", "8192", "--json"]
+    code, out, _ = run([*argv, "--entry-point", "llm"], capsys)
+    assert code == 0 and json.loads(out)["max_num_batched_tokens"] == 16384  # vllm.LLM's default on an H100
+    code, _, err = run([*argv, "--entry-point", "python"], capsys)
+    assert code == 2 and "--entry-point: invalid choice: 'python'" in err
