@@ -116,7 +116,8 @@ with answer:
             else:
                 st.error(f"Does not fit{at}: {result.reason}")
             if result.topology is not None and result.topology.warning:
-                st.warning(" ".join([result.topology.warning + ".", *result.topology.needs]))
+                needs = " or ".join(result.topology.needs)
+                st.warning(f"{result.topology.warning}." + (f" vLLM launches it with {needs}." if needs else ""))
             range_text = version_range_text(result)
             if range_text:
                 st.info(f"vLLM version not set: {range_text}.")

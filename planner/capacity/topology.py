@@ -34,7 +34,8 @@ class Topology:
         link: ``GPU.link`` within a node, ``None`` when unknown.
         all_reduce: how the TP group all-reduces, in words (``None`` at TP 1 or for engines that do not say).
         warning: what to know and do when the deployment does not fit one node; ``None`` when it does.
-        needs: the launch flags vLLM needs for it, one per line (empty on one node).
+        needs: the ways vLLM launches it, each with its flags ("Ray: ...", "multiprocessing: ..."); empty on one
+            node.
     """
 
     num_gpus: int
@@ -79,8 +80,8 @@ def place(tp: int, pp: int, gpu: GPU, *, engine: str = "vllm", all_reduce: str |
     nodes = ceil_div(gpus, per_node)
     tp_spans = any((stage * tp) // per_node != (stage * tp + tp - 1) // per_node for stage in range(pp))
     launch = (
-        f"--distributed-executor-backend ray on a Ray cluster of the {nodes} nodes",
-        f"or on every node: --nnodes {nodes} --node-rank <0..{nodes - 1}> --master-addr <node 0>"
+        f"Ray: --distributed-executor-backend ray on a Ray cluster of the {nodes} nodes",
+        f"multiprocessing: --nnodes {nodes} --node-rank <0..{nodes - 1}> --master-addr <node 0> on every node"
         + ("" if gpus % nodes == 0 else f" (needs TP × PP = {gpus} divisible by {nodes} nodes)"),
     )
     where = f"{gpus} GPUs ({tp} TP × {pp} PP) need {nodes} nodes of {per_node} {gpu.name}"

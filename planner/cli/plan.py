@@ -211,7 +211,7 @@ def _text(result: Plan) -> str:
     if result.topology is not None and result.topology.all_reduce:
         lines.append(f"  all-reduce: {result.topology.all_reduce}")
     if result.topology is not None and result.topology.needs:
-        lines.append(f"  multi-node: {'; '.join(result.topology.needs)}")
+        lines.append(f"  multi-node: {' or '.join(result.topology.needs)}")
     lines.extend(f"  note: {note}" for note in result.notes)
     command = launch(result)
     lines.append(f"  launch: {command.command}")

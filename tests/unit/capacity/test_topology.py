@@ -25,7 +25,7 @@ def test_tp16_spans_two_nodes_and_says_what_to_do() -> None:
     assert (top.num_gpus, top.nodes, top.tp_spans_nodes) == (16, 2, True)
     assert "a tensor-parallel group spans nodes" in top.warning
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in top.warning
-    assert top.needs[0].startswith("--distributed-executor-backend ray")
+    assert top.needs[0].startswith("Ray: --distributed-executor-backend ray")
     assert "--nnodes 2 --node-rank <0..1>" in top.needs[1]
 
 

@@ -193,7 +193,10 @@ def test_text_says_the_range_and_the_nodes(capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run([*argv, "8192"], capsys)
     assert code == 0
     assert "  vLLM version unknown: between " in out and "the figures above are 0.28.0's" in out
-    assert "  multi-node: --distributed-executor-backend ray on a Ray cluster of the 2 nodes; or on every node: " in out
+    assert (
+        "  multi-node: Ray: --distributed-executor-backend ray on a Ray cluster of the 2 nodes or multiprocessing: "
+        in out
+    )
     assert "need 2 nodes of 8 NVIDIA H100 80GB SXM5" in out
     assert out.count("KV bytes per token, model") == 1
 
