@@ -103,11 +103,17 @@ def _version(record: dict) -> str | None:
 
 
 def catalog_gpu(name: str | None) -> GPU | None:
-    """The catalog GPU a log's GPU name stands for, or None (unnamed, a class, a mix of cards)."""
-    if not name or "+" in name or ("class" in name and name not in GPU_ALIASES):
+    """The catalog GPU a log's GPU name stands for ("2x RTX 4090", "A10G (g5.2xlarge)"), or None (unnamed, a memory
+    class, a mix of cards)."""
+    if not name or "+" in name:
+        return None
+    if name in GPU_ALIASES:
+        return get_gpu(GPU_ALIASES[name])
+    bare = re.sub(r"^\d+\s*[x×]\s*", "", re.sub(r"\s*\(.*\)$", "", name))
+    if "class" in bare:
         return None
     try:
-        return get_gpu(GPU_ALIASES.get(name, re.sub(r"\s*\(.*\)$", "", name)))
+        return get_gpu(bare)
     except PlannerError:
         return None
 

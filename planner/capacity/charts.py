@@ -371,31 +371,19 @@ def _add_version_band(fig: go.Figure, plan: Plan, label: str, points: Sequence[i
     lows = [_positive(p[0]) for p in pairs if p is not None]
     highs = [_positive(p[1]) for p in pairs if p is not None]
     name = f"{label}: vLLM {band.low.version} … {band.high.version}"
+    edge = {"x": list(points), "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": label}
+    fig.add_trace(go.Scatter(y=lows, showlegend=False, hoverinfo="skip", **edge))
     fig.add_trace(
         go.Scatter(
-            x=list(points),
-            y=lows,
-            mode="lines",
-            line={"width": 0, "color": color},
-            legendgroup=label,
-            showlegend=False,
-            hoverinfo="skip",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(points),
             y=highs,
-            mode="lines",
-            line={"width": 0, "color": color},
             fill="tonexty",
             fillcolor=_rgba(color, 0.18),
             name=name,
-            legendgroup=label,
             customdata=[[lo or 0.0] for lo in lows],
             hovertemplate=f"<b>{label}</b>, vLLM versions in use<br>context %{{x:,}} tokens<br>"
             f"%{{customdata[0]:,.2f}} ({band.low.version}) to %{{y:,.2f}} ({band.high.version}) concurrent "
             "requests<extra></extra>",
+            **edge,
         )
     )
 

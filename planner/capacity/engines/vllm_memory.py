@@ -28,6 +28,15 @@ NVSwitch systems with NVLink SHARP from v0.18 a fitted surplus. vLLM's custom al
 **CUDA-graph estimate** (``profile_cudagraph_memory``, subtracted from v0.21): a pool per captured graph and
 layer times the graphs the capture sizes give (:func:`cuda_graph_sizes`).
 
+Not in the budget: the CUDA context (a few hundred MiB per process) and NCCL's and the custom all-reduce's
+init-time allocations exist before vLLM's profiling baseline (``init_snapshot``, taken after
+``init_worker_distributed_environment`` in ``vllm/v1/worker/gpu_worker.py``), so from V1 v0.10 they only take from
+the ``1 − gpu_memory_utilization`` headroom. Older accounting counted from process start: V0 v0.6.3/0.6.4's
+``non_torch = used − torch allocated`` includes the context (the 0.35 GiB of logs 1 and 2), and V0 from v0.6.5 takes
+its baseline before NCCL is set up (the fitted ``nvlink_extra_v0``). cuBLAS and cuBLASLt workspaces come from torch's
+allocator (PyTorch's ``CUBLAS_WORKSPACE_CONFIG``), so they land in the activation peak or, with the CUDA modules the
+first forward loads, in the fitted TP-1 non-torch figure.
+
 Constants fitted to logs live in :mod:`planner.capacity.engines.vllm_fitted`, each with its records.
 """
 
