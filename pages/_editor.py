@@ -41,6 +41,7 @@ from planner.capacity.scenario import (
     ARTICLE_PRECISIONS,
     DTYPES,
     ENGINES,
+    ENTRY_POINTS,
     LIMITS,
     MAX_MODEL_LEN_AUTO,
     QUANTIZATION_CHOICES,
@@ -83,7 +84,7 @@ _SERVER_FIELDS = (
 _TGI_FIELDS = ("max_input_tokens", "max_total_tokens", "max_batch_prefill_tokens", "cuda_memory_fraction")
 _ARTICLE_FIELDS = ("params_b", "num_layers", "num_kv_heads", "head_dim", "gpu_memory_gb", "weight_quant", "kv_quant")
 _FIELDS_BY_ENGINE = {
-    "vllm": set(_SERVER_FIELDS),
+    "vllm": set(_SERVER_FIELDS) | {"entry_point"},
     "tgi": set(_SERVER_FIELDS) | set(_TGI_FIELDS),
     "article": set(_ARTICLE_FIELDS),
 }
@@ -363,8 +364,18 @@ def edit_scenario(index: int) -> Scenario:
                 key=k("engine_version"),
                 max_chars=40,
                 placeholder="newest known",
-                help="e.g. 0.19.0 for vLLM, 3.3.7 for TGI.",
+                help="e.g. 0.19.0 for vLLM, 3.3.7 for TGI. Empty for vLLM: the newest version's figures, with the "
+                "range over the versions still in use.",
             )
+            if engine == "vllm":
+                st.selectbox(
+                    "Started as",
+                    ENTRY_POINTS,
+                    key=k("entry_point"),
+                    format_func={"serve": "vllm serve", "llm": "vllm.LLM (offline)"}.get,
+                    help="vllm serve and the offline vllm.LLM class default to different max_num_seqs and "
+                    "max_num_batched_tokens, which size the profile run.",
+                )
     _remember(index)
     scenario = _collect(index, engine, gpu, used, uploaded)
     _forget_hidden(index, drawn)

@@ -10,7 +10,14 @@ import streamlit as st
 from pages import _editor as editor
 from pages import _state as state
 from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
-from planner.capacity.explain import Explanation, explain, layout_rows, max_model_len_text, version_changes
+from planner.capacity.explain import (
+    Explanation,
+    explain,
+    layout_rows,
+    max_model_len_text,
+    version_changes,
+    version_range_text,
+)
 from planner.capacity.result import Plan
 from planner.catalog.launch import launch
 from planner.catalog.presets import presets, scenario_from_advice
@@ -108,6 +115,12 @@ with answer:
                 st.error(f"Refused: {result.reason}")
             else:
                 st.error(f"Does not fit{at}: {result.reason}")
+            if result.topology is not None and result.topology.warning:
+                needs = " or ".join(result.topology.needs)
+                st.warning(f"{result.topology.warning}." + (f" vLLM launches it with {needs}." if needs else ""))
+            range_text = version_range_text(result)
+            if range_text:
+                st.info(f"vLLM version not set: {range_text}.")
             if not compact and not result.refused:  # a refused configuration has no start-up to describe
                 terms = result.per_gpu.as_gib()
                 target = result.scenario.target_context

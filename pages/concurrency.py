@@ -15,6 +15,7 @@ from planner.capacity.charts import (
     model_context_limit,
     scenario_label,
 )
+from planner.capacity.explain import version_range_text
 from planner.errors import PlannerError
 
 state.use_router()
@@ -86,6 +87,9 @@ with chart_area:
             '--max-model-len were raised with the same KV memory. Grey dotted, "(does not fit)": a scenario the '
             "engine rejects. n/a beyond a model's own limit (max_position_embeddings)."
         )
+        ranges = [(label, p) for label, p in zip(labels, plans, strict=True) if version_range_text(p)]
+        for label, p in ranges:
+            st.caption(f"Shaded, {label}: no vLLM version set, {version_range_text(p)}.")
 shown = table.astype(object).map(lambda v: "n/a" if pd.isna(v) else v)
 shown["context_tokens"] = table["context_tokens"].map(context_label)
 st.table(

@@ -255,7 +255,9 @@ def concurrency_figure(
     give with the same KV memory); a diamond marks ``max_model_len``. No point lies beyond the
     model's limit (:func:`model_context_limit`): those contexts are n/a. A scenario that does not fit
     (``plan.fits`` false) is one grey dotted line named ``label + " (does not fit)"`` with its
-    ``plan.reason`` in the hover, and no diamond. Values are :meth:`Plan.concurrency_at`.
+    ``plan.reason`` in the hover, and no diamond. Values are :meth:`Plan.concurrency_at`. A plan with a
+    :attr:`Plan.version_range` (vLLM, no version set) gets a band in its colour from the version with the least
+    KV memory to the one with the most (:meth:`VersionRange.concurrency_band`), named after the two versions.
 
     Args:
         plans: the plans.
@@ -283,6 +285,7 @@ def concurrency_figure(
                 fig.add_trace(_not_fit_trace(plan, label, points, _NOT_FIT_SYMBOLS[index % len(_NOT_FIT_SYMBOLS)]))
             continue
         color = COLORS[index % len(COLORS)]
+        _add_version_band(fig, plan, label, points, color)
         solid = [c for c in points if c <= plan.max_model_len]
         dotted = [c for c in points if c >= plan.max_model_len]
         for part, dash, suffix, show in ((solid, "solid", "", True), (dotted, "dot", " (beyond max_model_len)", False)):
@@ -348,6 +351,41 @@ def concurrency_figure(
         hovermode="closest",
     )
     return fig
+
+
+def _rgba(color: str, alpha: float) -> str:
+    """``#RRGGBB`` → ``rgba(r, g, b, alpha)``."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def _add_version_band(fig: go.Figure, plan: Plan, label: str, points: Sequence[int], color: str) -> None:
+    """Shade, in the scenario's colour, the concurrency range over the vLLM versions still in use
+    (:attr:`Plan.version_range`), when the plan has one and its ends differ."""
+    band = plan.version_range
+    if band is None or band.low.kv_cache_bytes == band.high.kv_cache_bytes or not points:
+        return
+    pairs = [band.concurrency_band(c) for c in points]
+    if any(p is None for p in pairs):
+        return
+    lows = [_positive(p[0]) for p in pairs if p is not None]
+    highs = [_positive(p[1]) for p in pairs if p is not None]
+    name = f"{label}: vLLM {band.low.version} … {band.high.version}"
+    edge = {"x": list(points), "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": label}
+    fig.add_trace(go.Scatter(y=lows, showlegend=False, hoverinfo="skip", **edge))
+    fig.add_trace(
+        go.Scatter(
+            y=highs,
+            fill="tonexty",
+            fillcolor=_rgba(color, 0.18),
+            name=name,
+            customdata=[[lo or 0.0] for lo in lows],
+            hovertemplate=f"<b>{label}</b>, vLLM versions in use<br>context %{{x:,}} tokens<br>"
+            f"%{{customdata[0]:,.2f}} ({band.low.version}) to %{{y:,.2f}} ({band.high.version}) concurrent "
+            "requests<extra></extra>",
+            **edge,
+        )
+    )
 
 
 def _not_fit_trace(plan: Plan, label: str, points: Sequence[int], symbol: str) -> go.Scatter:

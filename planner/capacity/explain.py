@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 from planner.capacity.engines.common import fmt_gib
-from planner.capacity.engines.vllm import accepts_max_model_len_auto, profile_for
+from planner.capacity.engines.vllm import VLLMProfile, accepts_max_model_len_auto, profile_for
 from planner.capacity.kv_layout import KvGroupType, KvLayout
 from planner.capacity.plan import ADVICE_MAX_LEN_STEP_TOKENS, advised_max_model_len
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
-from planner.units import MIB
+from planner.units import GIB, MIB
 
 __all__ = [
     "SOURCES",
@@ -43,6 +43,7 @@ __all__ = [
     "layout_rows",
     "max_model_len_text",
     "version_changes",
+    "version_range_text",
 ]
 
 #: Where the explanations' formulas come from.
@@ -418,8 +419,48 @@ def explain(plan: Plan) -> Explanation | None:
     return Explanation(layout=layout, lines=tuple(lines), longest_fit=_longest_fit(plan, layout))
 
 
+def version_range_text(plan: Plan) -> str | None:
+    """The plan's range over the vLLM versions still in use, in words; ``None`` without one.
+
+    "between 9,968 and 20,704 tokens (1.52–3.16 GiB of KV cache per GPU, 0.08x–0.16x at 131,072) depending on the
+    vLLM version: 0.18.0 sets the low end, 0.10.0 the high end; the figures above are 0.28.0's", with which versions
+    start when only some do.
+    """
+    vr = plan.version_range
+    if vr is None:
+        return None
+    low, high = vr.low, vr.high
+    newest = plan.scenario.engine_version
+    if low.kv_cache_bytes == high.kv_cache_bytes:
+        return f"the same {low.kv_cache_tokens:,} tokens in every vLLM version from {vr.versions[0].version} on"
+    text = (
+        f"between {low.kv_cache_tokens:,} and {high.kv_cache_tokens:,} tokens "
+        f"({low.kv_cache_bytes / GIB:.2f}–{high.kv_cache_bytes / GIB:.2f} GiB of KV cache per GPU, "
+        f"{low.max_concurrency:.2f}x–{high.max_concurrency:.2f}x at {plan.max_model_len:,}) depending on the vLLM "
+        f"version: {low.version} sets the low end, {high.version} the high end; the figures above are {newest}'s"
+    )
+    if vr.fits_in_some:
+        starts = ", ".join(v.version for v in vr.versions if v.fits)
+        text += f". It starts only in {starts}"
+    return text
+
+
 def _same_but_version(a: Scenario, b: Scenario) -> bool:
     return all(getattr(a, f.name) == getattr(b, f.name) for f in fields(Scenario) if f.name not in ("engine_version",))
+
+
+_SAMPLER_WORDS = {
+    "v0_sort": "V0's sampler sorts the vocabulary",
+    "v1_sort": "the V1 sampler sorts the vocabulary",
+    "v1_flashinfer": "FlashInfer's top-k/top-p kernel",
+    "v1_triton": "the in-place Triton top-k/top-p",
+    "v2": "the V2 model runner's fp32 copy and Gumbel kernel",
+}
+
+
+def _sampler_words(profile: VLLMProfile, runner: str) -> str:
+    """The dummy sampler run's code path in words."""
+    return _SAMPLER_WORDS["v2" if runner == "v2" else profile.sampler_path]
 
 
 def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
@@ -483,14 +524,17 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
             lines.append(f"The hybrid KV-cache manager of {vb} changes nothing here: every layer is full attention.")
     if old_profile.tokens_from_concurrency != new_profile.tokens_from_concurrency:
         lines.append(
-            f'"GPU KV cache size" is printed as int(max_concurrency × max_model_len) in {vb} (vLLM #51041, v0.26) '
-            f"instead of num_blocks // groups × block size: {old.kv_cache_tokens:,} → {new.kv_cache_tokens:,} tokens."
+            f'"GPU KV cache size" is printed as int(max_concurrency × max_model_len) in {vb} (vLLM 0.24.0 '
+            "kv_cache_utils.py) instead of num_blocks // groups × block size: "
+            f"{old.kv_cache_tokens:,} → {new.kv_cache_tokens:,} tokens."
         )
     if old.per_gpu.activation_bytes != new.per_gpu.activation_bytes:
+        old_runner, new_runner = old.model_runner or "v1", new.model_runner or "v1"
         lines.append(
             f"The activation peak moves {fmt_gib(old.per_gpu.activation_bytes)} → "
-            f"{fmt_gib(new.per_gpu.activation_bytes)} per GPU (sampler warm-up {old_profile.sampler_factor:g} → "
-            f"{new_profile.sampler_factor:g} × seqs × vocab × 4 B, the larger of it and the forward pass in V1)."
+            f"{fmt_gib(new.per_gpu.activation_bytes)} per GPU (the dummy sampler run: "
+            f"{_sampler_words(old_profile, old_runner)} → {_sampler_words(new_profile, new_runner)}; the larger of it "
+            "and the forward pass is the peak)."
         )
     if (old.max_num_seqs, old.max_num_batched_tokens) != (new.max_num_seqs, new.max_num_batched_tokens):
         lines.append(
@@ -503,9 +547,9 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
             f"Non-torch memory (CUDA context, NCCL buffers): {fmt_gib(old.per_gpu.non_torch_bytes)} → "
             f"{fmt_gib(new.per_gpu.non_torch_bytes)} per GPU ({new_profile.source})."
         )
-    if old_profile.cuda_graph_subtracted != new_profile.cuda_graph_subtracted:
+    if old.per_gpu.cuda_graph_bytes != new.per_gpu.cuda_graph_bytes:
         lines.append(
-            f"The CUDA-graph estimate comes out of the KV budget in {vb} (PR #30515, v0.21): "
+            f"The CUDA-graph estimate taken out of the KV budget (PR #30515, v0.21+; none on vLLM's V2 model runner): "
             f"{fmt_gib(old.per_gpu.cuda_graph_bytes)} → {fmt_gib(new.per_gpu.cuda_graph_bytes)} per GPU."
         )
     figures = (

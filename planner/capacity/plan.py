@@ -12,7 +12,8 @@ from planner.capacity.engines.tgi import plan_tgi
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.result import Advice, Plan
 from planner.capacity.scenario import Scenario, validate
-from planner.catalog.gpus import get_gpu, list_gpus
+from planner.capacity.version_range import version_range
+from planner.catalog.gpus import GPU, get_gpu, list_gpus
 from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
 from planner.catalog.models import quantized_exports
@@ -33,15 +34,22 @@ ADVICE_MAX_LEN_STEP_TOKENS = 1024
 _MIN_GPU_STEP = 1.1
 
 
-def _plan_once(scenario: Scenario, spec: ModelSpec | None) -> Plan:
+def _plan_once(scenario: Scenario, spec: ModelSpec | None, gpu: GPU | None = None) -> Plan:
     if scenario.engine == "tgi":
-        return plan_tgi(scenario, spec)
+        return plan_tgi(scenario, spec, gpu)
     if scenario.engine == "article":
         return plan_article(scenario, spec)
-    return plan_vllm(scenario, spec)
+    return plan_vllm(scenario, spec, gpu)
 
 
-def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = True) -> Plan:
+def plan(
+    scenario: Scenario,
+    *,
+    spec: ModelSpec | None = None,
+    advise: bool = True,
+    gpu: GPU | None = None,
+    with_range: bool = True,
+) -> Plan:
     """Validate ``scenario`` and plan it with its engine.
 
     Args:
@@ -49,6 +57,9 @@ def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = Tr
         spec: a model to use instead of resolving ``scenario.model`` (catalog, on-disk cache, then the Hub,
             see :func:`planner.catalog.hub.resolve_model`).
         advise: when it does not fit, search for the cheapest changes that make it fit.
+        gpu: a GPU to use instead of the scenario's (a catalog GPU with the memory a log reports, say).
+        with_range: vLLM without ``engine_version``: also plan the versions still in use
+            (:attr:`Plan.version_range`).
 
     Returns:
         The plan; ``advice`` lists fitting alternatives, each re-planned to prove it, fewest GPUs
@@ -67,7 +78,9 @@ def plan(scenario: Scenario, *, spec: ModelSpec | None = None, advise: bool = Tr
     )
     if spec is None and not (scenario.engine == "article" and article_inputs):
         spec = resolve_model(scenario.model).spec
-    result = _plan_once(scenario, spec)
+    result = _plan_once(scenario, spec, gpu)
+    if with_range and spec is not None and scenario.engine == "vllm" and scenario.engine_version is None:
+        result = replace(result, version_range=version_range(scenario, spec, gpu))
     if result.fits or not advise:
         return result
     return replace(result, advice=_advice(scenario, result, spec))

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from planner.capacity.kv_cache import KVPool
 from planner.capacity.kv_layout import KvLayout
 from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
+from planner.capacity.topology import Topology
 from planner.units import GIB
 
-__all__ = ["Advice", "Formula", "MemoryTerms", "Plan"]
+__all__ = ["Advice", "Formula", "MemoryTerms", "Plan", "VersionFigures", "VersionRange"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,72 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class VersionFigures:
+    """One vLLM version's figures for a scenario.
+
+    Attributes:
+        version: the vLLM version planned (``0.17.0``).
+        kv_cache_bytes: KV memory per GPU, bytes.
+        kv_cache_tokens: "GPU KV cache size" as that version prints it.
+        max_concurrency: requests of ``max_model_len`` that fit.
+        fits: that version starts and serves one full-length request.
+    """
+
+    version: str
+    kv_cache_bytes: float
+    kv_cache_tokens: int
+    max_concurrency: float
+    fits: bool
+
+    def to_json(self) -> dict[str, object]:
+        """JSON-ready form (``kv_cache_memory_gib`` in GiB)."""
+        return {
+            "version": self.version,
+            "kv_cache_memory_gib": self.kv_cache_bytes / GIB,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": self.max_concurrency,
+            "fits": self.fits,
+        }
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """A scenario's figures over the vLLM versions still in use, for when the version is not known.
+
+    Attributes:
+        versions: each version's figures, oldest first.
+        low / high: the versions with the least and the most concurrency at ``max_model_len`` (ties: the newer).
+        low_pool / high_pool: their KV pools, for concurrency at any context (``None`` for a refused plan).
+    """
+
+    versions: tuple[VersionFigures, ...]
+    low: VersionFigures
+    high: VersionFigures
+    low_pool: KVPool | None = field(default=None, compare=False)
+    high_pool: KVPool | None = field(default=None, compare=False)
+
+    @property
+    def fits_in_some(self) -> bool:
+        """Some versions fit and others do not."""
+        return any(v.fits for v in self.versions) and not all(v.fits for v in self.versions)
+
+    def concurrency_band(self, context_tokens: int) -> tuple[float, float] | None:
+        """``(lowest, highest)`` concurrency at ``context_tokens`` over the two ends, ``None`` without pools."""
+        if self.low_pool is None or self.high_pool is None or not self.low_pool.num_blocks:
+            return None
+        values = (self.low_pool.concurrency_at(context_tokens), self.high_pool.concurrency_at(context_tokens))
+        return min(values), max(values)
+
+    def to_json(self) -> dict[str, object]:
+        """JSON-ready form: ``low`` / ``high`` and every version."""
+        return {
+            "low": self.low.to_json(),
+            "high": self.high.to_json(),
+            "versions": [v.to_json() for v in self.versions],
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     """The plan of one scenario.
 
@@ -113,6 +180,11 @@ class Plan:
             without one).
         kv_layout: the KV-cache groups, pages and per-request blocks behind the figures, in vLLM's terms (``None``
             for engines other than vLLM); :func:`planner.capacity.explain.explain` puts it in words.
+        model_runner: vLLM's model runner for this model and version, ``v0``, ``v1`` or ``v2`` (``None`` for other
+            engines).
+        topology: the nodes the TP × PP groups need and how they all-reduce (``None`` for the article engine).
+        version_range: with no ``engine_version`` (vLLM), the figures over the versions still in use
+            (:func:`planner.capacity.version_range.version_range`); ``None`` otherwise.
     """
 
     scenario: Scenario
@@ -144,6 +216,9 @@ class Plan:
     pool: KVPool | None = field(default=None, compare=False)
     refused: bool = False
     kv_layout: KvLayout | None = field(default=None, compare=False)
+    model_runner: str | None = None
+    topology: Topology | None = None
+    version_range: VersionRange | None = field(default=None, compare=False)
 
     @property
     def max_model_len_auto(self) -> bool:
@@ -206,4 +281,7 @@ class Plan:
             ],
             "notes": list(self.notes),
             "kv_layout": None if self.kv_layout is None else self.kv_layout.to_json(),
+            "model_runner": self.model_runner,
+            "topology": None if self.topology is None else self.topology.to_json(),
+            "version_range": None if self.version_range is None else self.version_range.to_json(),
         }

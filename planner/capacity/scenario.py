@@ -17,6 +17,7 @@ __all__ = [
     "BLOCK_SIZES",
     "DTYPES",
     "ENGINES",
+    "ENTRY_POINTS",
     "INT_FIELDS",
     "LIMITS",
     "MAX_MODEL_LEN_AUTO",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 ENGINES = ("vllm", "tgi", "article")
+#: How vLLM is started: ``vllm serve`` (the OpenAI-compatible server) or the offline ``vllm.LLM`` class. Their
+#: default ``max_num_seqs`` / ``max_num_batched_tokens`` differ (``EngineArgs.get_batch_defaults``, usage contexts
+#: ``OPENAI_API_SERVER`` and ``LLM_CLASS``), and the profile run is sized by them.
+ENTRY_POINTS = ("serve", "llm")
 #: ``--dtype`` values (vLLM ``ModelDType``; ``half`` = float16).
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 #: ``--quantization`` choices: ``None`` follows the checkpoint; the rest force a scheme. ``awq`` and
@@ -81,7 +86,9 @@ class Scenario:
             :data:`MAX_MODEL_LEN_AUTO` (-1) = the largest that fits (vLLM's ``--max-model-len auto``, vLLM only).
         max_num_seqs / max_num_batched_tokens / block_size: vLLM scheduler settings; ``None`` = default.
         enforce_eager: disable CUDA graphs.
-        engine_version: e.g. ``0.19.0``; ``None`` = the newest the planner knows.
+        engine_version: e.g. ``0.19.0``; ``None`` = the newest the planner knows (and a range over the versions
+            still in use).
+        entry_point: ``serve`` (``vllm serve``) or ``llm`` (``vllm.LLM``), see :data:`ENTRY_POINTS`.
         max_input_tokens / max_total_tokens / max_batch_prefill_tokens / cuda_memory_fraction: TGI
             launcher settings.
         target_context: a second context length (tokens) to report concurrency at.
@@ -105,6 +112,7 @@ class Scenario:
     block_size: int | None = None
     enforce_eager: bool = False
     engine_version: str | None = None
+    entry_point: str = "serve"
     max_input_tokens: int | None = None
     max_total_tokens: int | None = None
     max_batch_prefill_tokens: int | None = None
@@ -179,6 +187,8 @@ def validate(s: Scenario) -> Scenario:
     """
     if s.engine not in ENGINES:
         raise InvalidParameterError("engine", s.engine, "one of " + ", ".join(ENGINES))
+    if s.entry_point not in ENTRY_POINTS:
+        raise InvalidParameterError("entry_point", s.entry_point, "one of " + ", ".join(ENTRY_POINTS))
     if s.dtype not in DTYPES:
         raise InvalidParameterError("dtype", s.dtype, "one of " + ", ".join(DTYPES))
     if s.quantization not in QUANTIZATION_CHOICES:

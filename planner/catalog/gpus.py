@@ -55,6 +55,7 @@ __all__ = [
     "CUDA_DRIVER_RESERVE_BYTES",
     "CUSTOM_GPU_ID",
     "GPU",
+    "LINKS",
     "MAX_CUSTOM_MEMORY_GIB",
     "MEMORY_TOTAL_SOURCES",
     "custom_gpu",
@@ -86,6 +87,12 @@ MEMORY_TOTAL_SOURCES: tuple[str, ...] = (
     "derived_nvidia_smi",
     "derived_marketed",
 )
+
+#: How the GPUs of one node reach each other (``GPU.link``): every pair through an NVSwitch (HGX/DGX boards, the
+#: NVL72 rack), NVLink without a switch (bridged pairs, the V100 cube mesh), AMD Infinity Fabric, PCIe only, or a
+#: RoCE scale-up fabric (Gaudi). vLLM's custom all-reduce and NCCL's channel count depend on it
+#: (:mod:`planner.capacity.engines.vllm_memory`).
+LINKS: tuple[str, ...] = ("nvswitch", "nvlink", "xgmi", "pcie", "roce")
 
 #: Catalog id of every GPU returned by :func:`custom_gpu`.
 CUSTOM_GPU_ID = "custom"
@@ -122,6 +129,14 @@ class GPU:
         price_usd_per_hour: On-demand cloud price in USD per GPU-hour, or ``None``.
         price_source: Where and when the price was seen, or ``None`` when there is no price.
         interconnect: Scale-up and host links as free text, or ``None``.
+        link: How the GPUs of one node reach each other, one of :data:`LINKS`; ``None`` when unknown (a custom
+            GPU).
+        nvls: NVLink SHARP (NVSwitch multicast) capable: Hopper and later behind an NVSwitch.
+        p2p: CUDA peer-to-peer between GPUs of a node (``torch.cuda.can_device_access_peer``); GeForce drivers
+            disable it. ``None`` when unknown.
+        gpus_per_node: The most GPUs one node of the usual server holds (8 on an HGX board or an 8-slot PCIe
+            server, 4 per GB200 compute tray); a TP or PP group larger than this spans nodes. ``None`` when
+            unknown.
         aliases: Other names the GPU is known by (nvidia-smi/rocminfo names, short names).
         is_custom: ``True`` for a GPU built by :func:`custom_gpu`.
         memory_total_note: One or two sentences on how ``memory_total_bytes`` was obtained.
@@ -145,6 +160,10 @@ class GPU:
     aliases: tuple[str, ...]
     is_custom: bool = False
     memory_total_note: str | None = None
+    link: str | None = None
+    nvls: bool = False
+    p2p: bool | None = None
+    gpus_per_node: int | None = None
 
     @property
     def memory_total_gib(self) -> float:
@@ -186,6 +205,8 @@ def list_gpus() -> tuple[GPU, ...]:
             raise PlannerError(f"GPU catalog entry {entry.get('id')!r} lacks {', '.join(sorted(missing))}")
         values = {key: entry[key] for key in wanted}
         values["aliases"] = tuple(values["aliases"])
+        if values["link"] not in LINKS:
+            raise PlannerError(f"GPU catalog entry {entry['id']!r}: link {values['link']!r} is not one of {LINKS}")
         gpus.append(GPU(**values))
     ids = [gpu.id for gpu in gpus]
     if len(set(ids)) != len(ids):

@@ -43,7 +43,9 @@ def vllm_command(plan: Plan) -> str:
     resolved number for older versions, which take only numbers. ``--quantization``
     appears only for schemes vLLM applies at load time (fp8, bitsandbytes); AWQ, GPTQ, w8a8 and MXFP4
     come with the checkpoint, so when the planned checkpoint is not such an export the command starts
-    with a comment line saying one is needed.
+    with a comment line saying one is needed. A plan of the offline ``vllm.LLM`` class (``entry_point`` ``llm``)
+    pins ``--max-num-seqs`` and ``--max-num-batched-tokens`` to that class's defaults, which ``vllm serve`` would not
+    pick, so the server sizes its memory as planned.
     """
     s = plan.scenario
     if s.engine == "article" and s.params_b is not None and s.model not in plan.model_id:
@@ -71,10 +73,16 @@ def vllm_command(plan: Plan) -> str:
     auto = plan.max_model_len_auto and accepts_max_model_len_auto(s.engine_version)
     max_len = "auto" if auto else str(plan.max_model_len)
     args += ["--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}", "--max-model-len", max_len]
-    if s.max_num_seqs is not None:
-        args += ["--max-num-seqs", str(s.max_num_seqs)]
-    if s.max_num_batched_tokens is not None:
-        args += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
+    # a plan of the offline vllm.LLM class pins its scheduler defaults, which vllm serve would not pick
+    offline = s.entry_point == "llm" and s.engine == "vllm"
+    seqs = s.max_num_seqs if s.max_num_seqs is not None or not offline else plan.max_num_seqs
+    batched = s.max_num_batched_tokens
+    if batched is None and offline:
+        batched = plan.max_num_batched_tokens
+    if seqs is not None:
+        args += ["--max-num-seqs", str(seqs)]
+    if batched is not None:
+        args += ["--max-num-batched-tokens", str(batched)]
     if s.block_size not in (None, 16):
         args += ["--block-size", str(s.block_size)]
     if s.enforce_eager:

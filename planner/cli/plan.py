@@ -20,10 +20,18 @@ from planner.capacity.explain import (
     explain,
     layout_rows,
     max_model_len_text,
+    version_range_text,
 )
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
-from planner.capacity.scenario import DTYPES, ENGINES, QUANTIZATION_CHOICES, Scenario, parse_max_model_len
+from planner.capacity.scenario import (
+    DTYPES,
+    ENGINES,
+    ENTRY_POINTS,
+    QUANTIZATION_CHOICES,
+    Scenario,
+    parse_max_model_len,
+)
 from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
@@ -83,7 +91,18 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--block-size", type=int, help="KV-cache block size in tokens (default: the engine's, 16)")
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (default: graphs captured)")
-    p.add_argument("--engine-version", help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI) (default: the newest known)")
+    p.add_argument(
+        "--engine-version",
+        help="e.g. 0.19.0 (vLLM) or 2.2.0 (TGI) (default: the newest known, with the range over the vLLM versions "
+        "still in use)",
+    )
+    p.add_argument(
+        "--entry-point",
+        choices=ENTRY_POINTS,
+        default="serve",
+        help="vLLM: started as vllm serve or as the offline vllm.LLM class; their scheduler defaults differ "
+        "(default: serve)",
+    )
     p.add_argument("--max-input-tokens", type=int, help="TGI: longest prompt (default: TGI's)")
     p.add_argument("--max-total-tokens", type=int, help="TGI: longest prompt + output (default: TGI's)")
     p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI: tokens of one prefill batch (default: TGI's)")
@@ -131,6 +150,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         block_size=args.block_size,
         enforce_eager=args.enforce_eager,
         engine_version=args.engine_version,
+        entry_point=args.entry_point,
         max_input_tokens=args.max_input_tokens,
         max_total_tokens=args.max_total_tokens,
         max_batch_prefill_tokens=args.max_batch_prefill_tokens,
@@ -186,10 +206,12 @@ def _text(result: Plan) -> str:
     lines.append(f"  fits: yes{at}" if result.fits else f"  fits: NO{at} - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
-    if result.num_gpus > 1 and result.kv_bytes_per_token_model != result.kv_bytes_per_token:
-        lines.insert(
-            9, f"  KV bytes per token, model {result.kv_bytes_per_token_model:,.0f} over {result.num_gpus} GPUs"
-        )
+    if result.version_range is not None:
+        lines.append(f"  vLLM version unknown: {version_range_text(result)}")
+    if result.topology is not None and result.topology.all_reduce:
+        lines.append(f"  all-reduce: {result.topology.all_reduce}")
+    if result.topology is not None and result.topology.needs:
+        lines.append(f"  multi-node: {' or '.join(result.topology.needs)}")
     lines.extend(f"  note: {note}" for note in result.notes)
     command = launch(result)
     lines.append(f"  launch: {command.command}")

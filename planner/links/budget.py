@@ -49,6 +49,7 @@ from planner.capacity.scenario import (
     ARTICLE_PRECISIONS,
     DTYPES,
     ENGINES,
+    ENTRY_POINTS,
     INT_FIELDS,
     LIMITS,
     MAX_MODEL_LEN_AUTO,
@@ -105,6 +106,7 @@ _DEFAULT = Scenario()
 _FIELDS = tuple(f.name for f in fields(Scenario))
 _CHOICES: dict[str, tuple[str | None, ...]] = {
     "engine": ENGINES,
+    "entry_point": ENTRY_POINTS,
     "dtype": DTYPES,
     "quantization": QUANTIZATION_CHOICES,
     "kv_cache_dtype": KV_CACHE_DTYPES,

@@ -1,8 +1,9 @@
 """VRAM Budget (AppTest): the explanation of each plan and the version comparison.
 
-Figures by hand (``tests/unit/capacity/test_kv_layout.py``): gemma-2-9b on one H100 at 8,192 tokens, 19,187 blocks
-(the planner's figure, issue 11), 513 + 512 = 1,025 blocks per request, 18.72x; gemma-3-12b-it at 131,072 tokens,
-vLLM 0.9 0.81x against 0.10 3.58x with the same 105,776 tokens.
+Figures by hand (``tests/unit/capacity/test_kv_layout.py``): gemma-2-9b on one H100 at 8,192 tokens, 19,345 blocks
+(the planner's figure; 19,187 in issue 11, before issue 16's mechanisms), 513 + 512 = 1,025 blocks per request,
+18.87x; gemma-3-12b-it at 131,072 tokens, vLLM 0.9 0.81x against 0.11 3.59x with about the same tokens (106,016 and
+105,904).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def test_explanation_of_gemma_2_9b() -> None:
     assert not at.exception
     text = _expander_text(at, WHY).replace("\\", "")  # markdown escapes
     assert "2 KV-cache groups of 21 layers" in text
-    assert "19,187 blocks / 1,025 blocks per request = 18.72x" in text
-    assert "int(18.7190 × 8,192) = 153,346 tokens" in text
+    assert "19,345 blocks / 1,025 blocks per request = 18.87x" in text
+    assert "int(18.8732 × 8,192) = 154,609 tokens" in text
     assert "The longest that fits" in text
     table = next(t for t in at.table if "blocks/request (each group)" in t.value.index).value
     assert table.loc["blocks/request (each group)"].to_dict() == {"sliding window": "513", "full attention": "512"}
@@ -46,12 +47,12 @@ def test_two_vllm_versions_say_what_changed() -> None:
         scenarios="2",
         model="google/gemma-3-12b-it",
         engine_version="0.9.0",
-        **{"s2.model": "google/gemma-3-12b-it", "s2.engine_version": "0.10.0"},
+        **{"s2.model": "google/gemma-3-12b-it", "s2.engine_version": "0.11.0"},
     )
     assert not at.exception
-    text = _expander_text(at, "What changed from vLLM 0.9.0 to 0.10.0 (scenarios 1 and 2)").replace("\\", "")
-    assert "0.81x → 3.58x (4.4×)" in text
-    assert '"GPU KV cache size" stays 105,776 tokens' in text
+    text = _expander_text(at, "What changed from vLLM 0.9.0 to 0.11.0 (scenarios 1 and 2)").replace("\\", "")
+    assert "0.81x → 3.59x (4.4×)" in text
+    assert "hybrid KV-cache manager landed" in text
 
 
 def test_no_comparison_for_different_models_and_no_explanation_for_tgi() -> None:
@@ -61,15 +62,15 @@ def test_no_comparison_for_different_models_and_no_explanation_for_tgi() -> None
     assert len([e for e in at.expander if e.label == WHY]) == 1  # scenario 2 (vLLM) only
 
 
-# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,435 blocks (the planner's figure) of one
-# full-attention group, so auto resolves to 2,435 x 16 = 38,960 tokens (vLLM v0.12+ _auto_fit_max_model_len) --------
+# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,901 blocks (the planner's figure) of one
+# full-attention group, so auto resolves to 2,901 x 16 = 46,416 tokens (vLLM v0.12+ _auto_fit_max_model_len) --------
 
 
 def test_auto_link_says_the_resolved_length_and_launches_with_auto() -> None:
     at = _budget(gpu="rtx-4090", max_model_len="auto")
     assert not at.exception and not at.warning
     assert [s.value for s in at.success] == [
-        "Fits — vLLM 0.28.0 (V1 accounting of 0.27+) at max_model_len auto → 38,960 tokens"
+        "Fits — vLLM 0.28.0 (V1 accounting of 0.27+) at max_model_len auto → 46,416 tokens"
     ]
     assert any("--max-model-len auto" in c.value for c in at.code)
     assert at.checkbox(key="w0.max_model_len_auto").value is True
@@ -80,7 +81,7 @@ def test_auto_link_says_the_resolved_length_and_launches_with_auto() -> None:
 def test_auto_for_an_old_vllm_launches_with_the_number() -> None:
     at = _budget(gpu="rtx-4090", max_model_len="-1", engine_version="0.11.0")  # vLLM 0.11 has no auto
     assert not at.exception
-    assert any("--max-model-len auto" not in c.value and "--max-model-len 39456" in c.value for c in at.code)
+    assert any("--max-model-len auto" not in c.value and "--max-model-len 39408" in c.value for c in at.code)
 
 
 def test_auto_box_sets_and_clears_auto() -> None:
@@ -88,7 +89,7 @@ def test_auto_box_sets_and_clears_auto() -> None:
     at.checkbox(key="w0.max_model_len_auto").check().run(timeout=TIMEOUT_S)
     assert not at.exception
     assert at.query_params["max_model_len"] == "auto"
-    assert "38,960" in at.success[0].value
+    assert "46,416" in at.success[0].value
     at.checkbox(key="w0.max_model_len_auto").uncheck().run(timeout=TIMEOUT_S)
     assert at.query_params["max_model_len"] == "8192"  # the typed length comes back
 
@@ -97,3 +98,24 @@ def test_auto_box_is_vllm_only() -> None:
     at = _budget(engine="tgi")
     assert not at.exception
     assert not [c for c in at.checkbox if c.key == "w0.max_model_len_auto"]
+
+
+# --- issue 16: the range over the vLLM versions in use, and a deployment across nodes ------------------------------
+
+
+def test_no_version_says_the_range_in_words() -> None:
+    at = _budget(max_model_len="8192")  # Llama-3.1-8B on an H100, no version set
+    assert not at.exception
+    infos = [i.value for i in at.info if i.value.startswith("vLLM version not set: ")]
+    assert infos and "between 421,264 and 452,112 tokens" in infos[0]
+    assert "0.14.0 sets the low end, 0.28.0 the high end" in infos[0]
+    pinned = _budget(max_model_len="8192", engine_version="0.19.0")
+    assert not [i for i in pinned.info if i.value.startswith("vLLM version not set")]
+
+
+def test_tp16_is_flagged_as_two_nodes() -> None:
+    at = _budget(model="meta-llama/Llama-3.1-70B-Instruct", tensor_parallel_size="16", max_model_len="8192")
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "need 2 nodes" in w.value)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in warning
+    assert "--nnodes 2" in warning

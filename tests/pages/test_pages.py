@@ -322,3 +322,11 @@ def test_scenarios_survive_leaving_the_budget_page(how, other):
     if how == "typed":  # a field hidden by the engine switch is still what was typed
         at.selectbox(key="w0.engine").set_value("vllm").run(timeout=TIMEOUT_S)
         assert at.number_input(key="w0.tensor_parallel_size").value == 2
+
+
+def test_concurrency_band_of_the_vllm_versions_in_use():
+    # no version set: the chart shades the range over the versions in use and a caption says it in words
+    at = _app("pages/concurrency.py", max_model_len="8192")
+    assert not at.exception
+    captions = [c.value for c in at.caption if c.value.startswith("Shaded, ")]
+    assert captions and "0.14.0 sets the low end, 0.28.0 the high end" in captions[0]

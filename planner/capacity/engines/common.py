@@ -28,8 +28,9 @@ class Resolved:
     quantization: str
 
 
-def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
-    """Resolve the model (catalog, cache, then Hub; unless ``spec`` is given), the GPU and the dtypes.
+def resolve(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None = None) -> Resolved:
+    """Resolve the model (catalog, cache, then Hub; unless ``spec`` is given), the GPU (unless ``gpu`` is given) and
+    the dtypes.
 
     ``--dtype auto`` takes the checkpoint's dtype, with float32 checkpoints served in bfloat16 and
     bfloat16 replaced by float16 on GPUs without bf16 (T4, V100). ``--quantization`` unset follows the
@@ -40,7 +41,8 @@ def resolve(scenario: Scenario, spec: ModelSpec | None = None) -> Resolved:
     """
     if spec is None:
         spec = resolve_model(scenario.model).spec
-    gpu = resolve_gpu(scenario)
+    if gpu is None:
+        gpu = resolve_gpu(scenario)
     dtype = scenario.dtype
     if dtype == "auto":
         dtype = spec.torch_dtype if spec.torch_dtype != "float32" else "bfloat16"

@@ -31,7 +31,9 @@ from planner.capacity.engines.common import fmt_gib, resolve
 from planner.capacity.kv_cache import kv_dtype_bytes, kv_heads_per_rank
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import Scenario
+from planner.capacity.topology import place
 from planner.capacity.weights import weights_bytes_per_rank
+from planner.catalog.gpus import GPU
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.units import DTYPE_BYTES, GIB
@@ -99,7 +101,7 @@ def _check_launcher_limits(scenario: Scenario, spec: ModelSpec, version: str) ->
         raise InvalidParameterError("max_batch_prefill_tokens", prefill, f"at least max_input_tokens ({max_input:,})")
 
 
-def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
+def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None = None) -> Plan:
     """Plan ``scenario`` the way TGI sizes its token budget at warm-up (see module docstring).
 
     ``tensor_parallel_size`` is TGI's ``--num-shard``; TGI has no pipeline parallelism.
@@ -110,7 +112,7 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     """
     version = scenario.engine_version or NEWEST_TGI_VERSION
     _version(version)
-    r = resolve(scenario, spec)
+    r = resolve(scenario, spec, gpu)
     spec, gpu = r.spec, r.gpu
     _check_launcher_limits(scenario, spec, version)
     shards = scenario.tensor_parallel_size
@@ -154,6 +156,9 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         )
     elif tokens < max_total:
         reason = f"max_batch_total_tokens {tokens:,} is below --max-total-tokens {max_total:,}: TGI refuses to start"
+    topology = place(shards, 1, gpu, engine="tgi")
+    if reason is None and topology.warning:
+        reason = topology.warning
     if weights + CUDA_CONTEXT_BYTES > total * scenario.cuda_memory_fraction or free < 0:
         # TGI never reaches the KV allocation: there is no cache and nothing to serve.
         blocks = tokens = 0
@@ -234,4 +239,5 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
             *spec.assumptions,
             "TGI admits requests by tokens, not sequences: concurrency is max_batch_total_tokens / max_total_tokens",
         ),
+        topology=topology,
     )

@@ -6,25 +6,16 @@ Per GPU (``vllm/v1/worker/gpu_worker.py::determine_available_memory``; V0
     kv_cache_memory = total_memory × gpu_memory_utilization
                       − weights − activation_peak − non_torch − cuda_graph_estimate
 
-* ``total_memory`` is what the CUDA driver reports (``torch.cuda.mem_get_info()[1]``), from the GPU
-  catalog.
+* ``total_memory`` is what the CUDA driver reports (``torch.cuda.mem_get_info()[1]``), from the GPU catalog.
 * ``weights`` is :func:`planner.capacity.weights.weights_bytes_per_rank` ("Model loading took").
-* ``activation_peak`` is the rise of torch's peak allocation during the profile run. Two mechanisms
-  set it: the dummy forward of ``max_num_batched_tokens`` tokens (its widest live tensors are the MLP's,
-  ``T · (2h + 3i/tp + qkv/tp)`` elements), and the dummy sampler run over
-  ``min(max_num_seqs, max_num_batched_tokens)`` rows of fp32 logits (``S · V · 4`` bytes, times a
-  version factor for the copies the sampler makes). In V1 the larger one is the peak. The sampler
-  runs on the last pipeline stage only. The factors are fitted to the logs: in v0.10–v0.16 the peak
-  was 9.7 × ``S·V·4`` for five models of 0.6B–120B on H100 (ids 32, 33, 35, 28, 30; each within 2%),
-  in v0.17+ 3.85 × (ids 38, 43, 51, 54; within 3%).
-* ``non_torch`` is CUDA context, NCCL and custom all-reduce buffers: about 0.13 GiB at TP 1 and
-  0.55 GiB at TP > 1 up to v0.17, 0.25 GiB and 2.1 GiB from v0.18 (ids 36, 39, 40, 52), 0.07 GiB with
-  pipeline parallelism alone (ids 41, 42).
-* ``cuda_graph_estimate`` is subtracted from v0.21 on (PR #30515, on by default since v0.21.0); its
-  size grows with the layers captured: 21 MiB per layer, fitted to the estimates vLLM v0.19 logged for
-  gemma-3-12b (1.02 GiB, 48 layers) and gemma-2-9b (0.84 GiB, 42 layers), ids 53 and 54.
+* ``activation_peak``, ``non_torch`` and ``cuda_graph_estimate`` are counted mechanism by mechanism in
+  :mod:`planner.capacity.engines.vllm_memory`: the profile run's forward of ``max_num_batched_tokens`` tokens
+  (with the fused-MoE workspaces), the dummy sampler run over ``min(max_num_seqs, max_num_batched_tokens)`` rows
+  by its code path, NCCL's ring buffers by interconnect, and the CUDA-graph pool by capture sizes. The few
+  constants fitted to logs are in :mod:`planner.capacity.engines.vllm_fitted`, each with its records.
 
-The KV memory is then laid out in blocks as :mod:`planner.capacity.kv_cache` describes; the GPU with the
+:data:`VERSION_PROFILES` says which mechanism each vLLM version has, and since when (engine files and PRs cited per
+profile). The KV memory is then laid out in blocks as :mod:`planner.capacity.kv_cache` describes; the GPU with the
 fewest blocks sets the count for all (``unify_kv_cache_configs``).
 """
 
@@ -34,6 +25,18 @@ import re
 from dataclasses import dataclass, replace
 
 from planner.capacity.engines.common import fmt_gib, resolve
+from planner.capacity.engines.vllm_fitted import fitted
+from planner.capacity.engines.vllm_memory import (
+    V2_RUNNER_ARCHITECTURES,
+    CustomAllReduce,
+    NonTorch,
+    cuda_graph_sizes,
+    custom_all_reduce,
+    dense_forward_bytes,
+    moe_workspace_bytes,
+    non_torch,
+    sampler_bytes_per_logit,
+)
 from planner.capacity.kv_cache import (
     KVPool,
     build_pool,
@@ -45,10 +48,12 @@ from planner.capacity.kv_cache import (
 from planner.capacity.kv_layout import build_kv_layout, kv_bytes_per_token_model
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
+from planner.capacity.topology import Topology, place
 from planner.capacity.weights import pp_layer_ranges, weights_bytes_per_rank
+from planner.catalog.gpus import GPU
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
-from planner.units import DTYPE_BYTES, GIB, MIB, ceil_div
+from planner.units import DTYPE_BYTES, GIB, ceil_div
 
 __all__ = [
     "AUTO_MAX_MODEL_LEN_SINCE",
@@ -59,132 +64,184 @@ __all__ = [
     "default_limits",
     "plan_vllm",
     "profile_for",
+    "runner_for",
+    "version_key",
 ]
 
-#: Bytes of one fp32 logit.
-_LOGIT_BYTES = 4
-#: CUDA-graph pool per captured layer, v0.21+ estimate (see module docstring).
-CUDA_GRAPH_BYTES_PER_LAYER = 21 * MIB
 #: Default block size on CUDA (``vllm/config/cache.py``).
 DEFAULT_BLOCK_SIZE = 16
 #: Device memory from which vLLM picks its larger scheduler defaults, unless the GPU is an A100
-#: (``arg_utils.py::_set_default_args``; quoted in vLLM #53961).
+#: (``EngineArgs.get_batch_defaults``, ``vllm/engine/arg_utils.py``, v0.24.0: ``device_memory >= 70 GiB and "a100"
+#: not in device_name``).
 LARGE_GPU_BYTES = 70 * GIB
 #: The ≥160 GiB tier of PR #51726 (max_num_batched_tokens 16384).
 HUGE_GPU_BYTES = 160 * GIB
+#: Above this context V0 turns chunked prefill on (at 2048 batched tokens) unless told otherwise (vLLM PR #6666,
+#: v0.5.3: "enable chunked prefill by default for long context (>32K) models").
+V0_LONG_CONTEXT_TOKENS = 32768
 
 
 @dataclass(frozen=True)
 class VLLMProfile:
-    """Version-dependent terms of vLLM's memory accounting.
+    """Which memory mechanisms a vLLM version has.
 
     Attributes:
         name: lowest version the profile applies to.
         since: that version as a tuple.
         arch: ``v0`` or ``v1`` engine.
-        sampler_factor: multiple of ``S · V · 4`` bytes the sampler warm-up peaks at.
-        activation_is_max: V1 keeps the larger of forward and sampler peaks; V0 adds them.
-        non_torch_tp1_bytes / non_torch_tp_bytes / non_torch_pp_bytes: non-torch memory at TP 1,
-            TP > 1, and PP > 1 with TP 1.
+        sampler_path: the dummy sampler run's code path on the V1 model runner (or V0's), one of
+            :data:`planner.capacity.engines.vllm_memory.SAMPLER_PATHS`.
+        non_torch_base: the fitted constant of non-torch memory at TP 1.
+        nvls_extra: NVSwitch systems with NVLink SHARP show the fitted extra non-torch memory at TP > 1.
+        long_context_chunked: V0 turns chunked prefill on above 32k context.
         hybrid_kv: sliding-window layers get their own KV groups (hybrid KV cache manager).
-        cuda_graph_subtracted: the CUDA-graph estimate comes out of the budget.
+        cuda_graph_constant: the fitted per-graph-and-layer pool when the CUDA-graph estimate comes out of the budget,
+            ``None`` when it does not.
         tokens_from_concurrency: "GPU KV cache size" printed as ``int(concurrency × max_model_len)``.
         huge_gpu_tier: ≥160 GiB GPUs default to 16384 batched tokens.
-        source: where the figures come from.
+        moe_workspace_persistent: the fused-MoE workspaces stay allocated after the forward (so they add to the
+            sampler's peak).
+        v2_runner: the architectures of ``V2_RUNNER_ARCHITECTURES`` run on the V2 model runner.
+        source: where the profile's change comes from.
     """
 
     name: str
     since: tuple[int, ...]
     arch: str
-    sampler_factor: float
-    activation_is_max: bool
-    non_torch_tp1_bytes: float
-    non_torch_tp_bytes: float
-    non_torch_pp_bytes: float
+    sampler_path: str
+    non_torch_base: str
+    nvls_extra: bool
+    long_context_chunked: bool
     hybrid_kv: bool
-    cuda_graph_subtracted: bool
+    cuda_graph_constant: str | None
     tokens_from_concurrency: bool
     huge_gpu_tier: bool
+    moe_workspace_persistent: bool
+    v2_runner: bool
     source: str
 
+    @property
+    def cuda_graph_subtracted(self) -> bool:
+        """The CUDA-graph estimate comes out of the budget (v0.21+, V1 runner)."""
+        return self.cuda_graph_constant is not None
 
-_V0 = VLLMProfile(
-    name="0.6.5",
-    since=(0, 6, 5),
+
+_V0_OLD = VLLMProfile(
+    name="0.5",
+    since=(0, 0, 0),
     arch="v0",
-    sampler_factor=1.0,
-    activation_is_max=False,
-    non_torch_tp1_bytes=0.20 * GIB,
-    non_torch_tp_bytes=1.8 * GIB,
-    non_torch_pp_bytes=0.07 * GIB,
+    sampler_path="v0_sort",
+    non_torch_base="non_torch_tp1_v063",
+    nvls_extra=False,
+    long_context_chunked=False,
     hybrid_kv=False,
-    cuda_graph_subtracted=False,
+    cuda_graph_constant=None,
     tokens_from_concurrency=False,
     huge_gpu_tier=False,
-    source="V0 memory_profiling (PR #10511); non-torch 0.09-0.26 GiB in ids 16, 55, 56",
+    moe_workspace_persistent=False,
+    v2_runner=False,
+    source="V0 before v0.5.3: max_num_batched_tokens = max(max_model_len, 2048) at any context "
+    "(vllm/config.py SchedulerConfig); peak-torch accounting of v0.6.3/0.6.4 (ids 1, 2)",
+)
+_V0_CHUNKED = replace(
+    _V0_OLD,
+    name="0.5.3",
+    since=(0, 5, 3),
+    long_context_chunked=True,
+    source="chunked prefill on by default above 32k context (vLLM PR #6666, v0.5.3)",
+)
+_V0 = replace(
+    _V0_CHUNKED,
+    name="0.6.5",
+    since=(0, 6, 5),
+    non_torch_base="non_torch_tp1_v0",
+    source="V0 memory_profiling (PRs #10511, #12126): non-torch 0.09-0.26 GiB at TP 1 (ids 16, 55, 56)",
 )
 _V1_EARLY = replace(
     _V0,
     name="0.8",
     since=(0, 8, 0),
     arch="v1",
-    sampler_factor=9.7,
-    activation_is_max=True,
-    non_torch_tp1_bytes=0.13 * GIB,
-    non_torch_tp_bytes=0.55 * GIB,
-    source="V1 engine default from v0.8.0",
+    sampler_path="v1_sort",
+    non_torch_base="non_torch_tp1_v1",
+    source="V1 engine default from v0.8.0; FlashInfer top-k/top-p off by default for FlashInfer >= 0.2.3 "
+    "(vLLM PR #14815), so the sampler sorts",
 )
 _V1_HYBRID = replace(
     _V1_EARLY,
     name="0.10",
     since=(0, 10, 0),
     hybrid_kv=True,
-    source="v0.11 DEBUG logs (ids 28-37): activation 9.7 x S·V·4, non-torch 0.13 / 0.55 GiB",
+    sampler_path="v1_flashinfer",
+    source="hybrid KV-cache manager; FlashInfer top-k/top-p sampler on by default with flashinfer-python a "
+    "dependency (turned off by vLLM PR #26859, after v0.11.0)",
 )
-_V1_LEAN_SAMPLER = replace(
-    _V1_HYBRID, name="0.17", since=(0, 17, 0), sampler_factor=3.85, source="activation fell at v0.17.0 (ids 50-52)"
+_V1_SORT = replace(
+    _V1_HYBRID,
+    name="0.11",
+    since=(0, 11, 0),
+    sampler_path="v1_sort",
+    source="the sampler sorts again: v0.11.0 logs (ids 28-37) show the sort path's 38 B per logit; PR #26859",
+)
+_V1_WORKSPACE = replace(
+    _V1_SORT,
+    name="0.14",
+    since=(0, 14, 0),
+    moe_workspace_persistent=True,
+    source="fused-MoE workspaces from the worker's WorkspaceManager, kept between layers (vllm/v1/worker/"
+    "workspace.py; PR #31531, merged 2026-01-15)",
+)
+_V1_TRITON = replace(
+    _V1_WORKSPACE,
+    name="0.17",
+    since=(0, 17, 0),
+    sampler_path="v1_triton",
+    source="in-place Triton top-k/top-p: activation fell at v0.17.0 (ids 50-52)",
 )
 _V1_NCCL = replace(
-    _V1_LEAN_SAMPLER,
+    _V1_TRITON,
     name="0.18",
     since=(0, 18, 0),
-    non_torch_tp1_bytes=0.25 * GIB,
-    non_torch_tp_bytes=2.1 * GIB,
-    source="v0.18/v0.19 logs: non-torch 0.25 GiB at TP 1, 2.07-2.13 GiB at TP 2-4 (ids 38-45, 52)",
+    non_torch_base="non_torch_tp1_v018",
+    nvls_extra=True,
+    source="v0.18/v0.19 logs: non-torch 0.25 GiB at TP 1, 2.07-2.13 GiB at TP 2-4 on H100 SXM (ids 38-45, 52)",
 )
 _V1_GRAPHS = replace(
     _V1_NCCL,
     name="0.21",
     since=(0, 21, 0),
-    cuda_graph_subtracted=True,
-    source="CUDA-graph memory estimate on by default since v0.21.0 (PR #30515; v0.27.1 log)",
+    cuda_graph_constant="graph_bytes_per_layer_graph_v021",
+    source="CUDA-graph memory estimate on by default since v0.21.0 (PR #30515; 'default since v0.21.0' in the "
+    "v0.24.0 log)",
 )
-_V1_DERIVED_TOKENS = replace(
+_V1_RUNNER2 = replace(
     _V1_GRAPHS,
-    name="0.26",
-    since=(0, 26, 0),
+    name="0.24",
+    since=(0, 24, 0),
+    cuda_graph_constant="graph_bytes_per_layer_graph_v024",
     tokens_from_concurrency=True,
-    source="_report_kv_cache_config prints int(max_concurrency x max_model_len) (vLLM #51041)",
+    v2_runner=True,
+    source="vLLM 0.24.0 source: the V2 model runner by default for Llama, Mistral, Qwen3, DeepSeek-V2, Qwen2-MoE "
+    "and Granite-MoE (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES); 'GPU KV cache size' = max_concurrency × "
+    "max_model_len (kv_cache_utils.py); CUDA graphs estimated as the largest first capture plus one graph per "
+    "further size (gpu_model_runner.py::profile_cudagraph_memory)",
 )
-#: Oldest to newest; a version uses the last profile whose ``since`` it reaches. Each profile states
-#: only what changed from the one before.
+#: Oldest to newest; a version uses the last profile whose ``since`` it reaches. Each profile states only what
+#: changed from the one before.
 VERSION_PROFILES: tuple[VLLMProfile, ...] = (
-    replace(
-        _V0,
-        name="0.6.3",
-        since=(0, 0, 0),
-        non_torch_tp1_bytes=0.35 * GIB,
-        source="V0 peak-torch accounting of v0.6.3/0.6.4 (ids 1, 2)",
-    ),
+    _V0_OLD,
+    _V0_CHUNKED,
     _V0,
     _V1_EARLY,
     _V1_HYBRID,
-    _V1_LEAN_SAMPLER,
+    _V1_SORT,
+    _V1_WORKSPACE,
+    _V1_TRITON,
     _V1_NCCL,
     _V1_GRAPHS,
-    _V1_DERIVED_TOKENS,
+    _V1_RUNNER2,
     replace(
-        _V1_DERIVED_TOKENS,
+        _V1_RUNNER2,
         name="0.27",
         since=(0, 27, 0),
         huge_gpu_tier=True,
@@ -199,7 +256,7 @@ NEWEST_VERSION = "0.28.0"
 AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
 
 
-def _version_key(version: str | None) -> tuple[int, int, int]:
+def version_key(version: str | None) -> tuple[int, int, int]:
     """``"0.19.0"`` → ``(0, 19, 0)``; ``None`` or ``latest`` → :data:`NEWEST_VERSION`'s.
 
     Raises:
@@ -220,7 +277,7 @@ def profile_for(version: str | None) -> VLLMProfile:
         InvalidParameterError: the string holds no ``major.minor`` version.
     """
     text = NEWEST_VERSION if version in (None, "", "latest") else str(version)
-    key = _version_key(version)
+    key = version_key(version)
     # "0.8.2 (V0 fallback)", "0.9.0-v0": versions 0.8-0.10 could still run the V0 engine.
     force_v0 = re.search(r"\bv0\b(?!\.)", text, re.IGNORECASE) is not None
     chosen = VERSION_PROFILES[0]
@@ -230,64 +287,123 @@ def profile_for(version: str | None) -> VLLMProfile:
     return chosen
 
 
+def runner_for(profile: VLLMProfile, spec: ModelSpec) -> str:
+    """The model runner vLLM uses for ``spec``: ``v0``, ``v1`` or ``v2`` (``VllmConfig.use_v2_model_runner``)."""
+    if profile.arch == "v0":
+        return "v0"
+    return "v2" if profile.v2_runner and spec.architecture in V2_RUNNER_ARCHITECTURES else "v1"
+
+
 def accepts_max_model_len_auto(version: str | None) -> bool:
     """Whether ``vllm serve`` of ``version`` takes ``--max-model-len auto`` (v0.12+, :data:`AUTO_MAX_MODEL_LEN_SINCE`).
 
     Args:
         version: a vLLM version string (``"0.19.0"``); ``None`` or ``latest`` = :data:`NEWEST_VERSION`.
     """
-    return _version_key(version) >= AUTO_MAX_MODEL_LEN_SINCE
+    return version_key(version) >= AUTO_MAX_MODEL_LEN_SINCE
 
 
-def default_limits(profile: VLLMProfile, *, total_bytes: float, gpu_id: str, max_model_len: int) -> tuple[int, int]:
-    """vLLM's default ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve``.
+def default_limits(
+    profile: VLLMProfile, *, total_bytes: float, gpu_id: str, max_model_len: int, entry_point: str = "serve"
+) -> tuple[int, int]:
+    """vLLM's default ``(max_num_seqs, max_num_batched_tokens)`` for ``vllm serve`` or ``vllm.LLM``.
 
-    V1 v0.8/v0.9: 1024 / 2048 everywhere. V1 (``EngineArgs._set_default_args``, OPENAI_API_SERVER
-    context): 1024 / 8192 on GPUs of at least
-    70 GiB that are not A100s, 256 / 2048 otherwise; from the ≥160 GiB tier on, 16384 batched tokens on
-    such GPUs. V0: 256 sequences and ``max(max_model_len, 2048)`` batched tokens without chunked
-    prefill, which V0 enables (at 2048) only above 32k context.
+    V1 from v0.10 (``EngineArgs.get_batch_defaults``, ``vllm/engine/arg_utils.py``, v0.24.0): on GPUs of at least
+    70 GiB that are not A100s 1024 sequences and 8192 batched tokens for ``vllm serve`` (usage context
+    OPENAI_API_SERVER), 1024 and 16384 for ``vllm.LLM`` (LLM_CLASS); otherwise 256 sequences and 2048 / 8192;
+    from the ≥160 GiB tier on, 16384 batched tokens on such GPUs for both. V1 v0.8/v0.9
+    (``_override_v1_engine_args``, vLLM PR #11061): 1024 sequences, 2048 batched tokens for the server and 8192 for
+    ``LLM``, on every GPU (log id 6, L40S v0.8.4, is within 4% only with 1024). V0: 256 sequences and
+    ``max(max_model_len, 2048)`` batched tokens without chunked prefill, which V0 turns on (at 2048) above 32k
+    context from v0.5.3.
     """
     if profile.arch == "v0":
-        return 256, (2048 if max_model_len > 32768 else max(max_model_len, 2048))
+        if profile.long_context_chunked and max_model_len > V0_LONG_CONTEXT_TOKENS:
+            return 256, 2048
+        return 256, max(max_model_len, 2048)
+    llm = entry_point == "llm"
     if not profile.hybrid_kv:
-        # V1 before the memory-based split (v0.8/v0.9): 1024 sequences and 2048 batched tokens for
-        # the API server on every GPU; log id 6 (L40S, v0.8.4) is within 4% only with 1024.
-        return 1024, 2048
+        return 1024, 8192 if llm else 2048
     if total_bytes >= LARGE_GPU_BYTES and "a100" not in gpu_id:
         if profile.huge_gpu_tier and total_bytes >= HUGE_GPU_BYTES:
             return 1024, 16384
-        return 1024, 8192
-    return 256, 2048
+        return 1024, 16384 if llm else 8192
+    return 256, 8192 if llm else 2048
 
 
-def _forward_peak_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes: float) -> float:
+@dataclass(frozen=True)
+class _Activation:
+    """The profile run's peak and its two candidates, bytes."""
+
+    peak: float
+    forward: float
+    sampler: float
+    moe_workspace: float
+    rows: int
+    bytes_per_logit: float
+
+
+def _activation(
+    spec: ModelSpec,
+    profile: VLLMProfile,
+    runner: str,
+    *,
+    tokens: int,
+    max_num_seqs: int,
+    tp: int,
+    act_bytes: float,
+    fp8_activations: bool,
+    last_stage: bool,
+) -> _Activation:
+    """The profile run's activation peak on one rank (:mod:`planner.capacity.engines.vllm_memory`)."""
+    moe = moe_workspace_bytes(spec, tokens, tp, act_bytes, fp8_activations=fp8_activations)
+    forward = dense_forward_bytes(spec, tokens, tp, act_bytes)
     if spec.is_moe:
-        inter = spec.num_experts_per_tok * spec.moe_intermediate_size + spec.shared_expert_intermediate_size
-    else:
-        inter = max(spec.dense_intermediate_sizes or (spec.intermediate_size,))
-    qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
-    return tokens * (2 * spec.hidden_size + (3 * inter + qkv) / tp) * act_bytes
+        forward = max(forward, tokens * 2 * spec.hidden_size * act_bytes + moe)
+    rows = min(max_num_seqs, tokens)
+    per_logit = sampler_bytes_per_logit("v2" if runner == "v2" else profile.sampler_path, act_bytes)
+    sampler = 0.0
+    if last_stage:
+        kept = moe if profile.moe_workspace_persistent else 0.0
+        sampler = rows * spec.vocab_size * per_logit + tokens * spec.hidden_size * act_bytes + kept
+    return _Activation(max(forward, sampler), forward, sampler, moe, rows, per_logit)
 
 
 @dataclass(frozen=True)
 class _Stage:
     stage: int
     weights: float
-    activation: float
-    non_torch: float
+    activation: _Activation
+    non_torch: NonTorch
     cuda_graph: float
     available: float
     pool: KVPool
     layer_range: tuple[int, int]
 
 
-def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
+def _fp8_activations(spec: ModelSpec, quantization: str) -> bool:
+    """FP8 checkpoints and ``--quantization fp8`` quantize the MoE input activations to FP8."""
+    return quantization == "fp8" or spec.quant.method == "fp8"
+
+
+def _all_reduce_text(car: CustomAllReduce, tp: int) -> str | None:
+    if tp == 1:
+        return None
+    if car.enabled:
+        return (
+            f"vLLM's custom all-reduce ({car.reason}; {car.buffer_bytes / 2**20:.0f} MiB of IPC buffers per GPU, set "
+            "up before the profiling baseline, so outside the KV budget) for small tensors, NCCL for the rest"
+        )
+    return f"NCCL only: custom all-reduce off ({car.reason})"
+
+
+def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None = None) -> Plan:
     """Plan ``scenario`` as vLLM would size it at start-up.
 
     Args:
         scenario: the scenario (``engine`` is ignored; vLLM rules apply).
         spec: a model to use instead of looking ``scenario.model`` up in the catalog.
+        gpu: a GPU to use instead of the scenario's (e.g. a catalog GPU with the memory a log reports).
 
     Returns:
         The plan of the GPU with the fewest KV blocks; ``fits`` is False when vLLM would refuse to
@@ -296,9 +412,10 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     Raises:
         PlannerError subclasses for unknown models, GPUs or bad settings.
     """
-    r = resolve(scenario, spec)
+    r = resolve(scenario, spec, gpu)
     spec, gpu = r.spec, r.gpu
     profile = profile_for(scenario.engine_version)
+    runner = runner_for(profile, spec)
     tp, pp = scenario.tensor_parallel_size, scenario.pipeline_parallel_size
     if pp > spec.num_layers:
         raise InvalidParameterError("pipeline_parallel_size", pp, f"at most the model's {spec.num_layers} layers")
@@ -307,45 +424,63 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     # auto sizes the memory at the model's own limit, then fits the length into it (_auto_fit_max_model_len)
     max_len = spec.max_position_embeddings if auto else scenario.max_model_len or spec.max_position_embeddings
     total = float(gpu.memory_total_bytes)
-    seqs_default, mnbt_default = default_limits(profile, total_bytes=total, gpu_id=gpu.id, max_model_len=max_len)
+    seqs_default, mnbt_default = default_limits(
+        profile, total_bytes=total, gpu_id=gpu.id, max_model_len=max_len, entry_point=scenario.entry_point
+    )
     max_num_seqs = scenario.max_num_seqs or seqs_default
     mnbt = scenario.max_num_batched_tokens or mnbt_default
     block = scenario.block_size or DEFAULT_BLOCK_SIZE
     version = NEWEST_VERSION if scenario.engine_version in (None, "", "latest") else scenario.engine_version
     # auto stays auto in the resolved scenario (advice and links keep it); the plan's max_model_len is the number
     resolved = replace(scenario, max_model_len=scenario.max_model_len if auto else max_len, engine_version=version)
-    if profile is VERSION_PROFILES[0] and not version.startswith("0.6"):
-        notes.append(f"vLLM {version} predates the oldest accounting modelled (v0.6.3); planned with v0.6.3's rules")
+    if version_key(version) < (0, 6, 3):
+        notes.append(
+            f"vLLM {version} predates the oldest accounting modelled (v0.6.3's peak torch memory); planned with it"
+        )
+    placement = place(tp, pp, gpu)
+    car = custom_all_reduce(tp, gpu, spans_nodes=placement.tp_spans_nodes)
+    topology = replace(placement, all_reduce=_all_reduce_text(car, tp))
     kv_bytes = kv_dtype_bytes(scenario.kv_cache_dtype, r.dtype)
     act_bytes = DTYPE_BYTES[r.dtype]
     budget = total * scenario.gpu_memory_utilization
     page = page_bytes_per_layer(spec, tp=tp, block_size=block, dtype_bytes=kv_bytes)
+    nt = non_torch(
+        base=profile.non_torch_base,
+        tp=tp,
+        pp=pp,
+        gpu=gpu,
+        v0_init_buffers=profile.arch == "v0",
+        nvls_extra=profile.nvls_extra,
+    )
+    piecewise, full = cuda_graph_sizes(max_num_seqs, mnbt)
+    graphs = len(piecewise) + len(full)
+    subtract_graphs = profile.cuda_graph_subtracted and not scenario.enforce_eager and runner != "v2"
     stages = []
     for stage, layer_range in enumerate(pp_layer_ranges(spec.num_layers, pp)):
         weights = weights_bytes_per_rank(
             spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp, stage=stage
         ).total_bytes
-        forward = _forward_peak_bytes(spec, mnbt, tp, act_bytes)
-        sampler = 0.0
-        if stage == pp - 1:
-            sampler = profile.sampler_factor * min(max_num_seqs, mnbt) * spec.vocab_size * _LOGIT_BYTES
-        activation = max(forward, sampler) if profile.activation_is_max else forward + sampler
-        if tp > 1:
-            non_torch = profile.non_torch_tp_bytes
-        elif pp > 1:
-            non_torch = profile.non_torch_pp_bytes
-        else:
-            non_torch = profile.non_torch_tp1_bytes
+        activation = _activation(
+            spec,
+            profile,
+            runner,
+            tokens=mnbt,
+            max_num_seqs=max_num_seqs,
+            tp=tp,
+            act_bytes=act_bytes,
+            fp8_activations=_fp8_activations(spec, r.quantization),
+            last_stage=stage == pp - 1,
+        )
         n_layers = layer_range[1] - layer_range[0]
         graph = 0.0
-        if profile.cuda_graph_subtracted and not scenario.enforce_eager:
-            graph = CUDA_GRAPH_BYTES_PER_LAYER * n_layers
-        available = budget - weights - activation - non_torch - graph
+        if subtract_graphs and profile.cuda_graph_constant is not None:
+            graph = fitted(profile.cuda_graph_constant) * n_layers * graphs
+        available = budget - weights - activation.peak - nt.total_bytes - graph
         groups = kv_groups(spec, layer_range, hybrid=profile.hybrid_kv)
         pool = build_pool(
             groups, available_bytes=available, page_bytes=page, block_size=block, max_num_batched_tokens=mnbt
         )
-        stages.append(_Stage(stage, weights, activation, non_torch, graph, available, pool, layer_range))
+        stages.append(_Stage(stage, weights, activation, nt, graph, available, pool, layer_range))
     limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
     pool = limiting.pool
     by_memory = _estimate_max_len(pool, profile, max_len) if pool.num_blocks else 0
@@ -401,27 +536,13 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         total_bytes=total,
         budget_bytes=budget,
         weights_bytes=limiting.weights,
-        activation_bytes=limiting.activation,
-        non_torch_bytes=limiting.non_torch,
+        activation_bytes=limiting.activation.peak,
+        non_torch_bytes=limiting.non_torch.total_bytes,
         cuda_graph_bytes=limiting.cuda_graph,
         kv_cache_bytes=max(0.0, limiting.available),
         unused_bytes=max(0.0, total - budget),
     )
-    if profile.arch == "v1" and not profile.cuda_graph_subtracted and not scenario.enforce_eager:
-        notes.append(
-            f"vLLM {profile.name}+ captures CUDA graphs after sizing the KV cache, so their pool "
-            "(0.1-1.9 GiB) comes out of the 1 − gpu_memory_utilization headroom"
-        )
-    if spec.vision_params:
-        notes.append(
-            "multimodal model: the vision tower's weights are counted; its encoder profile run can "
-            "raise the activation peak above the estimate"
-        )
-    if tp > spec.num_kv_heads and not spec.is_mla:
-        notes.append(
-            f"TP {tp} exceeds the {spec.num_kv_heads} KV heads: each GPU keeps one KV head "
-            "(replicated), so KV per token does not shrink further"
-        )
+    notes += _notes(profile, runner, scenario, spec, gpu, topology, tp)
     target = scenario.target_context
     if profile.arch == "v0":
         tokens_rule = "v0_blocks"
@@ -441,7 +562,19 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         longest_by_memory_tokens=by_memory,
     )
     formulas = _formulas(
-        profile, total, scenario, limiting, page, pool, tokens, concurrency, max_len, mnbt, max_num_seqs, spec
+        profile,
+        runner,
+        total,
+        scenario,
+        limiting,
+        page,
+        pool,
+        tokens,
+        concurrency,
+        max_len,
+        mnbt,
+        spec,
+        graphs=graphs if subtract_graphs else 0,
     )
     return Plan(
         scenario=resolved,
@@ -472,7 +605,59 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         pool=pool,
         refused=refused,
         kv_layout=layout,
+        model_runner=runner,
+        topology=topology,
     )
+
+
+def _notes(
+    profile: VLLMProfile,
+    runner: str,
+    scenario: Scenario,
+    spec: ModelSpec,
+    gpu: GPU,
+    topology: Topology,
+    tp: int,
+) -> list[str]:
+    """Caveats of a vLLM plan, each naming the mechanism."""
+    notes: list[str] = []
+    if topology.warning:
+        notes.append(topology.warning)
+    if topology.tp_spans_nodes:
+        notes.append(
+            "non-torch memory is planned as within one node: the buffers NCCL sets up for the network between nodes "
+            "are not modelled"
+        )
+    if profile.arch == "v1" and not scenario.enforce_eager:
+        if runner == "v2":
+            notes.append(
+                f"{spec.architecture} runs on vLLM's V2 model runner, which estimates no CUDA-graph memory "
+                "(profile_cudagraph_memory returns 0): the graph pool (0.5-1 GiB) comes out of the 1 − "
+                "gpu_memory_utilization headroom"
+            )
+        elif not profile.cuda_graph_subtracted:
+            notes.append(
+                f"vLLM {profile.name}+ captures CUDA graphs after sizing the KV cache, so their pool "
+                "(0.1-1.9 GiB) comes out of the 1 − gpu_memory_utilization headroom"
+            )
+    if tp > 1 and gpu.link is None:
+        notes.append(
+            "interconnect unknown (custom GPU): NCCL buffers planned as over PCIe; between NVSwitch-connected "
+            "Hopper or later GPUs vLLM v0.18+ takes about 1.8 GiB more per GPU"
+        )
+    if scenario.entry_point == "llm":
+        notes.append("entry point vllm.LLM: the offline class's scheduler defaults (usage context LLM_CLASS)")
+    if spec.vision_params:
+        notes.append(
+            "multimodal model: the vision tower's weights are counted; its encoder profile run can "
+            "raise the activation peak above the estimate"
+        )
+    if tp > spec.num_kv_heads and not spec.is_mla:
+        notes.append(
+            f"TP {tp} exceeds the {spec.num_kv_heads} KV heads: each GPU keeps one KV head "
+            "(replicated), so KV per token does not shrink further"
+        )
+    return notes
 
 
 def _refusal(spec: ModelSpec, tp: int, max_len: int) -> str | None:
@@ -543,6 +728,7 @@ def _page_expression(spec: ModelSpec, pool: KVPool, page: int, tp: int) -> str:
 
 def _formulas(
     profile: VLLMProfile,
+    runner: str,
     total: float,
     s: Scenario,
     st: _Stage,
@@ -552,8 +738,9 @@ def _formulas(
     concurrency: float,
     max_len: int,
     mnbt: int,
-    seqs: int,
     spec: ModelSpec,
+    *,
+    graphs: int,
 ) -> tuple[Formula, ...]:
     src = (
         "vllm/v1/worker/gpu_worker.py::determine_available_memory"
@@ -561,21 +748,47 @@ def _formulas(
         else "vllm/worker/worker.py::determine_num_available_blocks"
     )
     budget = total * s.gpu_memory_utilization
+    act = st.activation
+    runner_name = {"v0": "V0 model runner", "v1": "V1 model runner", "v2": "V2 model runner"}[runner]
+    forward = f"forward {mnbt:,} tokens {fmt_gib(act.forward)}"
+    if act.moe_workspace:
+        forward += f" (fused-MoE workspaces {fmt_gib(act.moe_workspace)})"
+    sampler = (
+        f"sampler {act.rows:,} rows × {spec.vocab_size:,} vocab × {act.bytes_per_logit:.1f} B + hidden states"
+        + (" + MoE workspaces kept" if profile.moe_workspace_persistent and act.moe_workspace else "")
+        + f" {fmt_gib(act.sampler)}"
+    )
     lines = [
         Formula("Requested memory", f"{fmt_gib(total)} × {s.gpu_memory_utilization:.2f}", fmt_gib(budget), src),
         Formula(
             "Activation peak",
-            f"max(forward {mnbt:,} tokens, sampler {profile.sampler_factor} × {min(seqs, mnbt):,} seqs × "
-            f"{spec.vocab_size:,} vocab × 4 B)"
-            if profile.activation_is_max
-            else f"forward {mnbt:,} tokens + sampler {min(seqs, mnbt):,} seqs × {spec.vocab_size:,} × 4 B",
-            fmt_gib(st.activation),
-            "profile_run / _dummy_sampler_run",
+            f"max({forward}, {sampler}) on the {runner_name}",
+            fmt_gib(act.peak),
+            "profile_run / _dummy_sampler_run (planner/capacity/engines/vllm_memory.py)",
         ),
         Formula(
+            "Non-torch memory",
+            " + ".join(f"{what} {fmt_gib(value)}" for what, value in st.non_torch.parts),
+            fmt_gib(st.non_torch.total_bytes),
+            "vllm/utils/mem_utils.py::memory_profiling (non_torch_increase)",
+        ),
+    ]
+    if graphs:
+        per = fitted(profile.cuda_graph_constant) if profile.cuda_graph_constant else 0.0
+        layers = st.layer_range[1] - st.layer_range[0]
+        lines.append(
+            Formula(
+                "CUDA-graph estimate",
+                f"{graphs} graphs × {layers} layers × {per / 1024:,.0f} KiB",
+                fmt_gib(st.cuda_graph),
+                "gpu_model_runner.py::profile_cudagraph_memory (v0.21+)",
+            )
+        )
+    lines += [
+        Formula(
             "KV cache memory",
-            f"{fmt_gib(budget)} − {fmt_gib(st.weights)} weights − {fmt_gib(st.activation)} activation − "
-            f"{fmt_gib(st.non_torch)} non-torch − {fmt_gib(st.cuda_graph)} CUDA graphs",
+            f"{fmt_gib(budget)} − {fmt_gib(st.weights)} weights − {fmt_gib(act.peak)} activation − "
+            f"{fmt_gib(st.non_torch.total_bytes)} non-torch − {fmt_gib(st.cuda_graph)} CUDA graphs",
             fmt_gib(max(0.0, st.available)),
             src,
         ),

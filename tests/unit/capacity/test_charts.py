@@ -191,3 +191,19 @@ def test_key_figures_table(plans):
     )
     with pytest.raises(InvalidParameterError):
         key_figures_table(plans, ["a"])
+
+
+def test_version_range_is_a_band_in_the_scenario_colour() -> None:
+    # Llama-3.1-8B on an H100, no version: the band runs from v0.14 (51.42x at 8,192) to v0.28 (55.19x);
+    # tests/unit/capacity/test_version_range.py works the ends out
+    result = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", max_model_len=8192), advise=False)
+    fig = concurrency_figure([result], ["A"], min_context=1024, max_context=8192)
+    band = [t for t in fig.data if t.fill == "tonexty"]
+    assert len(band) == 1 and band[0].name == "A: vLLM 0.14.0 … 0.28.0"
+    assert band[0].fillcolor == "rgba(99, 110, 250, 0.18)"  # COLORS[0] #636EFA
+    x = list(band[0].x)
+    assert band[0].y[x.index(8192)] == pytest.approx(result.version_range.high.max_concurrency)
+    lower = fig.data[fig.data.index(band[0]) - 1]
+    assert lower.y[x.index(8192)] == pytest.approx(result.version_range.low.max_concurrency)
+    pinned = plan(result.scenario, advise=False)  # engine_version 0.28.0 now: no range, no band
+    assert not [t for t in concurrency_figure([pinned], ["A"]).data if t.fill == "tonexty"]

@@ -9,14 +9,15 @@ Formulas (vLLM ``vllm/v1/core/kv_cache_utils.py`` and ``vllm/v1/kv_cache_interfa
 * blocks one request of L tokens takes per group (``max_memory_usage_bytes``): cdiv(L, 16) for full attention,
   cdiv(min(window − 1 + max_num_batched_tokens, L), 16) + 1 for a sliding window.
 * concurrency = num_blocks / blocks per request (``get_max_concurrency_for_kv_cache_config``); "GPU KV cache size"
-  = int(concurrency × L) from v0.26 (vLLM #51041), num_blocks // groups × 16 before.
+  = int(concurrency × L) from v0.24 (vLLM 0.24.0 ``kv_cache_utils.py``), num_blocks // groups × 16 before.
 
 Config values are the catalog's (``planner/catalog/data/models_reference.json`` / ``models_serving.json``, each with
 its source). Every scenario runs on one H100 80GB SXM at gpu_memory_utilization 0.9, where vLLM's default
 max_num_batched_tokens is 8,192 (``EngineArgs._set_default_args``: ≥ 70 GiB and not an A100).
 
 The number of blocks follows from the KV memory, which is the planner's estimate of weights, activation and
-overheads; it is quoted (issue 11 quotes gemma-2-9b's 19,187) and every other figure is derived from it by hand.
+overheads; it is quoted (issue 11 quoted gemma-2-9b's 19,187, before issue 16 counted the activation, non-torch and
+CUDA-graph terms by mechanism) and every other figure is derived from it by hand.
 Integers are exact; concurrency within 0.005.
 """
 
@@ -62,13 +63,15 @@ def test_gemma_2_9b_two_groups_of_21() -> None:
     assert layout.kv_bytes_per_token_per_gpu == 42 * 8 * 512 * 2 == 344_064
     assert sliding.kv_bytes_per_token_per_gpu == full.kv_bytes_per_token_per_gpu == 172_032
     assert layout.kv_bytes_per_token_model == layout.kv_bytes_per_token_all_gpus == 344_064
-    assert plan.num_gpu_blocks == 19_187  # the planner's figure, quoted in issue 11
-    assert plan.max_concurrency == pytest.approx(19_187 / 1025, abs=CONCURRENCY_ABS)  # 18.72x
-    assert plan.kv_cache_tokens == 153_346  # int(19187 x 8192 / 1025) = int(153,346.24), vLLM >= 0.26
+    # the planner's figure: 19,187 in issue 11; 19,345 since issue 16 counts the CUDA-graph estimate of v0.24+ by
+    # capture sizes (102 graphs x 42 layers x 132 KiB = 0.54 GiB, not 42 x 21 MiB = 0.86 GiB)
+    assert plan.num_gpu_blocks == 19_345
+    assert plan.max_concurrency == pytest.approx(19_345 / 1025, abs=CONCURRENCY_ABS)  # 18.87x
+    assert plan.kv_cache_tokens == 154_609  # int(19345 x 8192 / 1025) = int(154,609.06), vLLM >= 0.24
     assert layout.kv_tokens_rule == "concurrency_times_len"
     # longest by memory: past 4095 + 8192 = 12,287 tokens the sliding group holds cdiv(12287, 16) + 1 = 769 blocks,
-    # so cdiv(L, 16) <= 19187 - 769 = 18,418 -> L = 18,418 x 16 = 294,688; the model's 8,192 caps it
-    assert layout.longest_by_memory_tokens == 294_688
+    # so cdiv(L, 16) <= 19345 - 769 = 18,576 -> L = 18,576 x 16 = 297,216; the model's 8,192 caps it
+    assert layout.longest_by_memory_tokens == 297_216
     assert plan.estimated_max_model_len == 8192
 
 
@@ -77,12 +80,13 @@ def test_gemma_2_9b_two_groups_of_21() -> None:
     [
         # v0.9: no hybrid manager; unify_hybrid_kv_cache_specs caches the 40 sliding layers as full attention:
         # one group of 48 layers, blocks of 131,072 x 48 = 6,291,456 B; a 131,072-token request: 131072 / 16 = 8,192
-        # blocks; tokens 6,611 x 16 = 105,776
-        ("0.9.0", False, 1, 48, 6_611, 8_192, 105_776),
-        # v0.10: 40 sliding (window 1024) + 8 full -> groups of 8: 5 sliding + 1 full = 6, blocks of 1,048,576 B;
-        # sliding keeps min(1023 + 8192, 131072) = 9,215 tokens -> cdiv(9215, 16) + 1 = 577 blocks in each of 5;
-        # full 8,192 -> 5 x 577 + 8192 = 11,077; tokens 39,667 // 6 x 16 = 6,611 x 16 = 105,776
-        ("0.10.0", True, 6, 8, 39_667, 11_077, 105_776),
+        # blocks; tokens 6,626 x 16 = 106,016
+        ("0.9.0", False, 1, 48, 6_626, 8_192, 106_016),
+        # v0.11 (the hybrid manager came in v0.10, whose FlashInfer sampler also changes the memory; v0.11 samples
+        # as v0.9 does): 40 sliding (window 1024) + 8 full -> groups of 8: 5 sliding + 1 full = 6, blocks of
+        # 1,048,576 B; sliding keeps min(1023 + 8192, 131072) = 9,215 tokens -> cdiv(9215, 16) + 1 = 577 blocks in
+        # each of 5; full 8,192 -> 5 x 577 + 8192 = 11,077; tokens 39,714 // 6 x 16 = 6,619 x 16 = 105,904
+        ("0.11.0", True, 6, 8, 39_714, 11_077, 105_904),
     ],
 )
 def test_gemma_3_12b_before_and_after_the_hybrid_allocator(
@@ -98,7 +102,7 @@ def test_gemma_3_12b_before_and_after_the_hybrid_allocator(
     assert (layout.num_kv_cache_groups, layout.group_size_layers) == (groups, group_size)
     assert layout.block_bytes == 131_072 * group_size
     assert layout.kv_bytes_per_token_per_gpu == 48 * 8 * 512 * 2 == 393_216
-    assert plan.num_gpu_blocks == blocks  # the planner's figure (38.74 GiB of KV in both versions)
+    assert plan.num_gpu_blocks == blocks  # the planner's figure (38.8 GiB of KV in both versions)
     assert layout.blocks_per_request == per_request
     assert plan.kv_cache_tokens == tokens
     assert plan.max_concurrency == pytest.approx(blocks / per_request, abs=CONCURRENCY_ABS)  # 0.81x, 3.58x
@@ -119,9 +123,9 @@ def test_gpt_oss_20b_alternating_sliding_and_full() -> None:
     assert layout.blocks_per_request == 1_521
     assert layout.kv_bytes_per_token_per_gpu == 24 * 8 * 128 * 2 == 49_152
     assert sliding.kv_bytes_per_token_per_gpu == 12 * 8 * 128 * 2 == 24_576
-    assert plan.num_gpu_blocks == 147_832  # the planner's figure
-    assert plan.max_concurrency == pytest.approx(147_832 / 1_521, abs=CONCURRENCY_ABS)  # 97.19x
-    assert plan.kv_cache_tokens == 1_555_103  # int(147832 x 16000 / 1521) = int(1,555,103.2)
+    assert plan.num_gpu_blocks == 147_071  # the planner's figure
+    assert plan.max_concurrency == pytest.approx(147_071 / 1_521, abs=CONCURRENCY_ABS)  # 96.69x
+    assert plan.kv_cache_tokens == 1_547_097  # int(147071 x 16000 / 1521) = int(1,547,097.96)
     # what a 16,000-token request really takes per token per GPU: 1521 x 393,216 B / 16000 = 37,380.1 B
     assert layout.kv_bytes_per_request_per_gpu / 16_000 == pytest.approx(37_380.1, abs=0.1)
 
@@ -139,9 +143,9 @@ def test_llama_3_1_70b_tp16_replicates_kv_heads() -> None:
     assert layout.kv_bytes_per_token_all_gpus == 16 * 40_960 == 655_360  # every head stored twice
     assert plan.kv_bytes_per_token_model == 327_680
     assert layout.blocks_per_request == 8192 // 16 == 512
-    assert plan.num_gpu_blocks == 93_836  # the planner's figure
-    assert plan.max_concurrency == pytest.approx(93_836 / 512, abs=CONCURRENCY_ABS)  # 183.27x
-    assert plan.kv_cache_tokens == 93_836 * 16 == 1_501_376  # one group: int(concurrency x 8192) = blocks x 16
+    assert plan.num_gpu_blocks == 98_210  # the planner's figure
+    assert plan.max_concurrency == pytest.approx(98_210 / 512, abs=CONCURRENCY_ABS)  # 191.82x
+    assert plan.kv_cache_tokens == 98_210 * 16 == 1_571_360  # one group: int(concurrency x 8192) = blocks x 16
     # past TP 8 the per-GPU figure stops shrinking: at TP 8 each GPU also keeps 8 // 8 = 1 head
     tp8 = plan_vllm(plan.scenario.with_changes(tensor_parallel_size=8))
     assert tp8.kv_layout.kv_bytes_per_token_per_gpu == 40_960

@@ -2,11 +2,11 @@
 
 Golden figures by hand from config.json (worked out in ``tests/unit/capacity/test_kv_layout.py``, vLLM
 ``vllm/v1/core/kv_cache_utils.py`` v0.10–v0.24 and #51041): gemma-2-9b on one H100 at 8,192 tokens has 2 KV-cache
-groups of 21 layers, 513 + 512 = 1,025 blocks per request, 19,187 blocks (the planner's figure, quoted in issue 11),
-19,187 / 1,025 = 18.72x and int(19,187 × 8,192 / 1,025) = 153,346 tokens; gemma-3-12b-it at 131,072 tokens goes
-from 1 group of 48 layers (v0.9: 6,611 / 8,192 = 0.81x) to 6 groups of 8 (v0.10: 39,667 / 11,077 = 3.58x), both
-105,776 tokens; Llama-3.1-70B at TP 16 keeps 1 of its 8 KV heads per GPU: 80 × 256 × 2 = 40,960 B per token per
-GPU, 80 × 8 × 256 × 2 = 327,680 B for the model.
+groups of 21 layers, 513 + 512 = 1,025 blocks per request, 19,345 blocks (the planner's figure; 19,187 in issue 11
+before issue 16's mechanisms), 19,345 / 1,025 = 18.87x and int(19,345 × 8,192 / 1,025) = 154,609 tokens;
+gemma-3-12b-it at 131,072 tokens goes from 1 group of 48 layers (v0.9: 6,626 / 8,192 = 0.81x) to 6 groups of 8
+(v0.11: 39,714 / 11,077 = 3.59x), 106,016 and 105,904 tokens; Llama-3.1-70B at TP 16 keeps 1 of its 8 KV heads
+per GPU: 80 × 256 × 2 = 40,960 B per token per GPU, 80 × 8 × 256 × 2 = 327,680 B for the model.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from tests.unit.cli.test_main import run
 
 GEMMA_2 = ["plan", "--model", "google/gemma-2-9b", "--gpu", "h100", "--max-model-len", "8192"]
-GEMMA_3 = ["plan", "--model", "google/gemma-3-12b-it", "--gpu", "h100", "--engine-version", "0.10.0"]
+GEMMA_3 = ["plan", "--model", "google/gemma-3-12b-it", "--gpu", "h100", "--engine-version", "0.11.0"]
 
 
 def test_text_explains_the_kv_layout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,8 +30,8 @@ def test_text_explains_the_kv_layout(capsys: pytest.CaptureFixture[str]) -> None
     assert "sliding window  4,096" in layout and "full attention  n/a" in layout
     flat = " ".join(out.split())  # the sentences wrap
     assert "2 KV-cache groups of 21 layers" in flat
-    assert "19,187 blocks / 1,025 blocks per request = 18.72x" in flat
-    assert "int(18.7190 × 8,192) = 153,346 tokens" in flat
+    assert "19,345 blocks / 1,025 blocks per request = 18.87x" in flat
+    assert "int(18.8732 × 8,192) = 154,609 tokens" in flat
     assert "longest that fits:" in out
 
 
@@ -44,8 +44,8 @@ def test_json_carries_the_layout_and_the_explanation(capsys: pytest.CaptureFixtu
     assert layout["kv_bytes_per_token_per_gpu"] == 344_064
     assert {g["attention"]: g["blocks_per_request"] for g in layout["group_types"]} == {"sliding": 513, "full": 512}
     explanation = payload["explanation"]
-    assert any("153,346" in line for line in explanation["lines"])
-    assert explanation["longest_fit"]["longest_by_memory_tokens"] == 294_688  # (19,187 - 769) x 16
+    assert any("154,609" in line for line in explanation["lines"])
+    assert explanation["longest_fit"]["longest_by_memory_tokens"] == 297_216  # (19,345 - 769) x 16
     assert explanation["longest_fit"]["limited_by"] == "max_position_embeddings"
     assert payload["version_change"] is None
 
@@ -62,18 +62,18 @@ def test_tp16_labels_whole_model_bytes(capsys: pytest.CaptureFixture[str]) -> No
 def test_compare_engine_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([*GEMMA_3, "--compare-engine-version", "0.9.0"], capsys)
     assert code == 0
-    assert "what changed from vLLM 0.9.0 to 0.10.0:" in out
-    assert "0.81x → 3.58x (4.4×)" in " ".join(out.split())
+    assert "what changed from vLLM 0.9.0 to 0.11.0:" in out
+    assert "0.81x → 3.59x (4.4×)" in " ".join(out.split())
     code, out, _ = run([*GEMMA_3, "--compare-engine-version", "0.9.0", "--json"], capsys)
     change = json.loads(out)["version_change"]
-    assert (change["old_version"], change["new_version"]) == ("0.9.0", "0.10.0")
+    assert (change["old_version"], change["new_version"]) == ("0.9.0", "0.11.0")
     figures = {f["label"]: (f["old"], f["new"]) for f in change["figures"]}
-    assert figures["GPU KV cache size (tokens)"] == ("105,776", "105,776")
-    assert figures["Concurrency @ 131,072"] == ("0.81x", "3.58x")
+    assert figures["GPU KV cache size (tokens)"] == ("106,016", "105,904")
+    assert figures["Concurrency @ 131,072"] == ("0.81x", "3.59x")
 
 
 def test_compare_with_the_same_accounting_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run([*GEMMA_3, "--compare-engine-version", "0.11.0"], capsys)
+    code, out, err = run([*GEMMA_3, "--compare-engine-version", "0.12.0"], capsys)
     assert code == 0
     assert "nothing to compare" in err and len(err.splitlines()) == 1
     assert "what changed" not in out
@@ -103,8 +103,8 @@ def test_tgi_plans_have_no_explanation(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0 and "KV layout" not in out
 
 
-# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,435 blocks (the planner's figure) of one
-# full-attention group of 32 layers, so the longest that fits is 2,435 x 16 = 38,960 tokens -------------------------
+# --- --max-model-len auto: Llama-3.1-8B-Instruct on an RTX 4090 holds 2,901 blocks (the planner's figure) of one
+# full-attention group of 32 layers, so the longest that fits is 2,901 x 16 = 46,416 tokens -------------------------
 
 AUTO = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 4090"]
 
@@ -113,8 +113,8 @@ AUTO = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 409
 def test_auto_resolves_and_the_verdict_says_so(capsys: pytest.CaptureFixture[str], value: str) -> None:
     code, out, err = run([*AUTO, "--max-model-len", value], capsys)
     assert code == 0 and err == ""
-    assert "fits: yes at max_model_len auto → 38,960 tokens" in out
-    assert "Maximum concurrency for 38,960 tokens per request: 1.00x" in out
+    assert "fits: yes at max_model_len auto → 46,416 tokens" in out
+    assert "Maximum concurrency for 46,416 tokens per request: 1.00x" in out
     assert (
         "launch: vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.9 --max-model-len auto" in out
     )
@@ -124,8 +124,8 @@ def test_auto_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([*AUTO, "--max-model-len", "auto", "--json"], capsys)
     assert code == 0
     payload = json.loads(out)
-    assert (payload["max_model_len"], payload["max_model_len_auto"]) == (38_960, True)
-    assert payload["estimated_max_model_len"] == 38_960
+    assert (payload["max_model_len"], payload["max_model_len_auto"]) == (46_416, True)
+    assert payload["estimated_max_model_len"] == 46_416
     assert payload["launch_command"].endswith("--max-model-len auto")
     assert payload["explanation"]["longest_fit"]["limited_by"] == "kv_cache"
 
@@ -159,3 +159,51 @@ def test_bad_max_model_len_is_one_line(capsys: pytest.CaptureFixture[str], argv:
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+# --- issue 16: the version range, the topology and the entry point in the CLI ------------------------------------
+
+
+def test_json_carries_the_version_range_topology_and_runner(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--max-model-len", "8192"]
+    code, out, _ = run([*argv, "--json"], capsys)
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["model_runner"] == "v2"
+    assert (payload["version_range"]["low"]["version"], payload["version_range"]["high"]["version"]) == (
+        "0.14.0",
+        "0.28.0",
+    )
+    assert payload["topology"] == {
+        "num_gpus": 1,
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "tp_spans_nodes": False,
+        "link": "nvswitch",
+        "all_reduce": None,
+        "warning": None,
+        "needs": [],
+    }
+    code, out, _ = run([*argv, "--engine-version", "0.19.0", "--json"], capsys)
+    assert json.loads(out)["version_range"] is None  # a version given: no range
+
+
+def test_text_says_the_range_and_the_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "-tp", "16", "--max-model-len"]
+    code, out, _ = run([*argv, "8192"], capsys)
+    assert code == 0
+    assert "  vLLM version unknown: between " in out and "the figures above are 0.28.0's" in out
+    assert (
+        "  multi-node: Ray: --distributed-executor-backend ray on a Ray cluster of the 2 nodes or multiprocessing: "
+        in out
+    )
+    assert "need 2 nodes of 8 NVIDIA H100 80GB SXM5" in out
+    assert out.count("KV bytes per token, model") == 1
+
+
+def test_entry_point_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h100", "--max-model-len", "8192", "--json"]
+    code, out, _ = run([*argv, "--entry-point", "llm"], capsys)
+    assert code == 0 and json.loads(out)["max_num_batched_tokens"] == 16384  # vllm.LLM's default on an H100
+    code, _, err = run([*argv, "--entry-point", "python"], capsys)
+    assert code == 2 and "--entry-point: invalid choice: 'python'" in err

@@ -273,3 +273,11 @@ def test_max_model_len_auto_is_dropped_for_tgi():
     decoded = decode({"engine": "tgi", "max_model_len": "auto"})
     assert decoded.scenarios[0] == Scenario(engine="tgi")
     assert len(decoded.warnings) == 1 and "auto is for --engine vllm" in decoded.warnings[0]
+
+
+def test_entry_point_round_trips_and_a_bad_one_warns():
+    assert encode([Scenario(entry_point="llm")]) == {"entry_point": "llm"}
+    assert decode({"entry_point": "llm"}).scenarios[0].entry_point == "llm"
+    decoded = decode({"entry_point": "python"})
+    assert decoded.scenarios[0].entry_point == "serve"
+    assert len(decoded.warnings) == 1 and decoded.warnings[0].startswith("entry_point=")

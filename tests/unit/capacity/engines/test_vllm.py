@@ -255,9 +255,12 @@ def test_max_model_len_above_model_limit_refused() -> None:
     ("version", "name", "arch"),
     [
         ("0.19.0", "0.18", "v1"),
-        ("v0.11.0 (image)", "0.10", "v1"),
+        ("v0.11.0 (image)", "0.11", "v1"),
+        ("0.10.2", "0.10", "v1"),
         ("0.8.2 (V0 fallback)", "0.6.5", "v0"),
-        ("0.6.4", "0.6.3", "v0"),
+        ("0.6.4", "0.5.3", "v0"),
+        ("0.4.3", "0.5", "v0"),
+        ("0.24.0", "0.24", "v1"),
         (None, "0.27", "v1"),
         ("latest", "0.27", "v1"),
     ],
@@ -342,18 +345,18 @@ def test_a_tensor_parallelism_vllm_refuses_is_reported_as_refused_with_the_fix()
 
 
 def test_auto_max_model_len_is_the_longest_that_fits() -> None:
-    # Llama-3.1-8B-Instruct on an RTX 4090: 2,435 blocks (the planner's figure) of one full-attention group, so the
-    # bisection's answer is 2,435 x 16 = 38,960 tokens, below the model's 131,072; at that length one request takes
-    # all 2,435 blocks: concurrency 1.00x.
+    # Llama-3.1-8B-Instruct on an RTX 4090: 2,901 blocks (the planner's figure) of one full-attention group, so the
+    # bisection's answer is 2,901 x 16 = 46,416 tokens, below the model's 131,072; at that length one request takes
+    # all 2,901 blocks: concurrency 1.00x.
     from planner.capacity.scenario import MAX_MODEL_LEN_AUTO
 
     auto = Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO)
     plan = plan_vllm(auto)
     assert plan.fits and plan.max_model_len_auto
-    assert plan.max_model_len == plan.estimated_max_model_len == 2_435 * 16 == 38_960
+    assert plan.max_model_len == plan.estimated_max_model_len == 2_901 * 16 == 46_416
     assert plan.scenario.max_model_len == MAX_MODEL_LEN_AUTO  # the resolved scenario keeps auto (advice, links)
     assert plan.max_concurrency == pytest.approx(1.0, abs=0.001)
-    assert any("auto resolved to 38,960 tokens" in note for note in plan.notes)
+    assert any("auto resolved to 46,416 tokens" in note for note in plan.notes)
 
 
 def test_auto_max_model_len_takes_the_model_limit_when_it_fits() -> None:
@@ -374,3 +377,90 @@ def test_versions_that_take_max_model_len_auto(version: str | None, accepts: boo
     from planner.capacity.engines.vllm import accepts_max_model_len_auto
 
     assert accepts_max_model_len_auto(version) is accepts
+
+
+# --- issue 16: the mechanisms at plan level, worked out by hand ---------------------------------------------------
+
+
+def test_70b_on_two_h100_at_the_newest_version() -> None:
+    # Llama-3.3-70B-Instruct (h 8192, i 28672, 64 heads, 8 KV heads of 128, 80 layers) on 2 H100 SXM at 0.9:
+    # budget 79.19 × 0.9 = 71.27 GiB; weights 65.71 GiB per GPU; the V2 model runner's forward peak
+    # 8192 × (2·8192 + (3·28672 + 80·128) / 2) × 2 B = 1,056,964,608 B = 0.984 GiB (its sampler, 1024 × 128,256 × 6 B +
+    # 8192 × 8192 × 2 B = 0.86 GiB, is smaller); non-torch 0.248 + 0.431 (NCCL ring, 24 channels) + 1.42 (NVLS) =
+    # 2.10 GiB; no CUDA-graph estimate on the V2 runner. KV = 71.27 − 65.71 − 0.98 − 2.10 = 2.48 GiB, 163,840 B per
+    # token per GPU: 1,016 blocks, 16,256 tokens. The model's 131,072 tokens need 20 GiB: does not fit, by 17.5 GiB
+    # (not by 0.06 GiB, the CUDA-graph estimate and V1 sampler the V2 runner does not have).
+    from planner.capacity.plan import plan
+
+    result = plan(Scenario(model="meta-llama/Llama-3.3-70B-Instruct", gpu=H100, tensor_parallel_size=2))
+    assert result.per_gpu.activation_bytes == 1_056_964_608
+    assert result.per_gpu.non_torch_bytes / GIB == pytest.approx(2.10, abs=0.005)
+    assert result.per_gpu.cuda_graph_bytes == 0
+    assert result.per_gpu.kv_cache_bytes / GIB == pytest.approx(2.48, abs=0.01)
+    assert (result.num_gpu_blocks, result.kv_cache_tokens) == (1_016, 16_256)
+    assert not result.fits and "needs 20.00 GiB of KV cache" in result.reason
+    assert result.advice[0].change == "--max-model-len 15360"  # 16,256 rounded down to a multiple of 1,024
+
+
+def test_tp_without_nvlink_takes_little_non_torch() -> None:
+    # v0.19, TP 2: 0.248 GiB + NCCL's ring over PCIe, 2 channels × 2 × 9,633,792 B = 0.036 GiB, on L40S; on H100
+    # SXM 0.248 + 0.431 + 1.42 = 2.10 GiB (logs 39, 44: 2.07, 2.06)
+    base = Scenario(model="meta-llama/Llama-3.1-8B-Instruct", max_model_len=8192, engine_version="0.19.0")
+    l40s = plan_vllm(base.with_changes(gpu="l40s", tensor_parallel_size=2))
+    h100 = plan_vllm(base.with_changes(gpu=H100, tensor_parallel_size=2))
+    assert l40s.per_gpu.non_torch_bytes / GIB == pytest.approx(0.248 + 38_535_168 / GIB, abs=1e-6)
+    assert h100.per_gpu.non_torch_bytes / GIB == pytest.approx(2.07, abs=0.05)
+
+
+def test_v0_sampler_of_a_large_vocabulary_on_two_t4() -> None:
+    # vLLM 0.4.3 (V0, no chunked prefill): 256 rows, max_num_batched_tokens = max(4096, 2048) = 4096. gemma-2-9b-it
+    # (vocab 256,000, h 3584, fp16 on a T4): the sampler sorts the vocabulary, 256 × 256,000 × 38.59 B + 4096 × 3584
+    # × 2 B = 2.56 GB = 2.38 GiB, where the forward is 4096 × (2·3584 + (3·14336 + 32·256) / 2) × 2 B = 0.25 GiB.
+    result = plan_vllm(
+        Scenario(
+            model="google/gemma-2-9b-it", gpu="t4", tensor_parallel_size=2, max_model_len=4096, engine_version="0.4.3"
+        )
+    )
+    assert (result.max_num_seqs, result.max_num_batched_tokens) == (256, 4096)
+    sampler = 256 * 256_000 * (39.16 + 38.47 + 38.13) / 3 + 4096 * 3584 * 2
+    assert result.per_gpu.activation_bytes == pytest.approx(sampler, rel=1e-9)
+    assert result.per_gpu.activation_bytes / GIB == pytest.approx(2.38, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("version", "max_model_len", "limits"),
+    [
+        ("0.4.3", 65_536, (256, 65_536)),  # no chunked prefill by default before v0.5.3: the whole context
+        ("0.5.3", 65_536, (256, 2_048)),  # vLLM PR #6666: chunked prefill above 32k context, 2048 tokens
+        ("0.5.3", 8_192, (256, 8_192)),
+    ],
+)
+def test_v0_profile_batch(version: str, max_model_len: int, limits: tuple[int, int]) -> None:
+    profile = profile_for(version)
+    assert default_limits(profile, total_bytes=79.19 * GIB, gpu_id=H100, max_model_len=max_model_len) == limits
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu", "total_gib", "entry", "limits"),
+    [
+        (None, H100, 79.19, "serve", (1024, 8192)),  # EngineArgs.get_batch_defaults, OPENAI_API_SERVER
+        (None, H100, 79.19, "llm", (1024, 16384)),  # LLM_CLASS
+        (None, "l4", 21.94, "llm", (256, 8192)),
+        (None, "a100-sxm4-80gb", 79.15, "llm", (256, 8192)),  # "a100" not in device name
+        ("0.8.4", "l40s", 44.43, "llm", (1024, 8192)),  # _override_v1_engine_args (PR #11061)
+    ],
+)
+def test_default_limits_by_entry_point(
+    version: str | None, gpu: str, total_gib: float, entry: str, limits: tuple[int, int]
+) -> None:
+    kwargs = {"total_bytes": total_gib * GIB, "gpu_id": gpu, "max_model_len": 8192, "entry_point": entry}
+    assert default_limits(profile_for(version), **kwargs) == limits
+
+
+def test_entry_point_llm_sizes_the_profile_run_and_pins_the_launch() -> None:
+    from planner.capacity.plan import plan
+    from planner.catalog.launch import launch
+
+    result = plan(Scenario(model="Qwen/Qwen3-8B", gpu=H100, max_model_len=8192, entry_point="llm"), advise=False)
+    assert (result.max_num_seqs, result.max_num_batched_tokens) == (1024, 16384)
+    assert "--max-num-seqs 1024 --max-num-batched-tokens 16384" in launch(result).command
