@@ -31,6 +31,7 @@ __all__ = [
     "ACCEPTED_LINES",
     "EXAMPLE_PROMPTS",
     "MAX_DATASET_BYTES",
+    "WORDS",
     "CalibratedPrompt",
     "InputCalibration",
     "calibrate_prompt",
@@ -157,7 +158,9 @@ _TEXT = (
     "into than them can only other new some could time these two may then do first any my now such like our over "
     "man me even most made after also did many before must through back years where much your way well down"
 )
-_WORDS = tuple(_TEXT.split(" "))
+#: The word list of the synthetic prompts (each word one token on the Llama, Qwen, Mistral and Gemma tokenizers).
+WORDS: tuple[str, ...] = tuple(_TEXT.split(" "))
+_WORDS = WORDS
 
 
 def synthetic_text(n_words: int, offset: int = 0) -> str:
