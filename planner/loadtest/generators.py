@@ -29,6 +29,7 @@ v0.24):
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -53,6 +54,8 @@ __all__ = [
     "sampled_words",
 ]
 
+#: Most segments whose length is checked with the server's tokenizer, one call each.
+_MAX_COUNTS = 64
 #: Datasets whose prompts :func:`plan_requests` builds.
 GENERATED = ("prefix_repetition", "multi_turn", "timed_trace", "burstgpt")
 
@@ -266,8 +269,9 @@ async def render_segments(
     """Text (or token ids) for every segment name of ``planned``, sized with the server's tokenizer.
 
     Text: each name gets :func:`sampled_words` of ``round(tokens / k)`` words, k the tokens per word the server's
-    tokenizer route counts on a 256-word sample (one call; 1 without a route or with ``sizing="words"``), so the
-    lengths are right on average and exact on word-level tokenizers; the run's input check compares them with the
+    tokenizer route counts on a 256-word sample (one call; 1 without a route or with ``sizing="words"``); the first
+    64 names are then counted once each and their word counts moved by the miss, so the lengths are exact on
+    word-level tokenizers and within a word on byte-level ones; the run's input check compares them with the
     server's ``usage.prompt_tokens``. Token ids (``token_ids=True``; vLLM and SGLang completions): each name gets
     exactly its tokens, drawn (seeded by its name) from the ids of the server's own tokens of the word list, so
     the lengths are exact by construction.
@@ -281,7 +285,21 @@ async def render_segments(
     if sizing != "words" or token_ids:
         ids = await tokenize_text(endpoint, info, sample, timeout_s=timeout_s, secrets=secrets)
     per_word = len(ids) / 256 if ids else 1.0
-    texts = {key: sampled_words(key, round(n / per_word), seed) for key, n in sizes.items()}
+    words = {key: max(1, round(n / per_word)) for key, n in sizes.items()}
+    if ids and not token_ids:
+        # one correcting count per segment (the first 64): drawn words vary in length on byte-level tokenizers
+        sem = asyncio.Semaphore(8)
+
+        async def correct(key: str) -> None:
+            async with sem:
+                found = await tokenize_text(
+                    endpoint, info, sampled_words(key, words[key], seed), timeout_s=timeout_s, secrets=secrets
+                )
+            if found:
+                words[key] = max(1, words[key] + round((sizes[key] - len(found)) / per_word))
+
+        await asyncio.gather(*(correct(key) for key in list(sizes)[:_MAX_COUNTS]))
+    texts = {key: sampled_words(key, n, seed) for key, n in words.items()}
     if token_ids and ids:
         pool = sorted(set(ids))
         table = {key: tuple(random.Random(f"{seed}:{key}").choices(pool, k=n)) for key, n in sizes.items()}
