@@ -60,7 +60,6 @@ _MAX_COUNTS = 64
 GENERATED = ("prefix_repetition", "multi_turn", "timed_trace", "burstgpt")
 
 
-
 @dataclass(frozen=True)
 class Segment:
     """A named run of prompt tokens: two segments of one name are the same text, byte for byte.
