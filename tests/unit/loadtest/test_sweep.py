@@ -145,7 +145,8 @@ def test_sweep_runs_each_level_at_its_concurrency(timed_server):
 
 # --- a short real sweep --------------------------------------------------------------------------------------------
 def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
-    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60)
+    # every level (no stop at saturation: llama-cpp-python serves one request at a time, saturated at 1)
+    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60, sweep_stop=False)
     outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings, prompts_per_level=2)
     points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
     assert [(p.concurrency, p.completed, p.failed) for p in points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
