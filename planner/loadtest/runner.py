@@ -215,7 +215,7 @@ async def _generated_workload(
     targets: tuple[int | None, ...] = tuple(r.tokens for r in planned)
     if settings.dataset_name == "multi_turn":  # the server counts the whole conversation, not the new message
         targets = (None,) * len(planned)
-    method = {"token_ids": "token_ids", "calibrated": "calibrated", "estimate": "estimate"}[rendered.method]
+    method = {"token_ids": "token_ids", "calibrated": "segments", "estimate": "estimate"}[rendered.method]
     calibration = InputCalibration(method, len(planned), template_tokens=0 if token_ids is not None else None)
     conversations = tuple(r.conversation for r in measured)
     return Workload(

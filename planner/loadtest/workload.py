@@ -331,7 +331,8 @@ class InputCalibration:
     """How the input lengths of a run's synthetic prompts were set.
 
     Attributes:
-        method: ``"exact"`` (every prompt counted by the server, every count equal to its target), ``"calibrated"``
+        method: ``"exact"`` (every prompt counted by the server, every count equal to its target), ``"segments"``
+            (a generated workload's shared and own segments, each sized with the server's tokenizer), ``"calibrated"``
             (sized from a calibrated prompt, only some counted), ``"nearest"`` (counted, some miss the target), or
             ``"estimate"`` (no tokenizer route: words ≈ tokens).
         total: Prompts built.
@@ -365,6 +366,8 @@ class InputCalibration:
             return TOKEN_IDS
         if self.method == "exact":
             return EXACT
+        if self.method == "segments":
+            return "segments sized by the server's /tokenize"
         return f"{self.method} (server /tokenize: {self.exact} of {self.total} prompts counted exact)"
 
 
