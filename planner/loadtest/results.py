@@ -38,6 +38,7 @@ __all__ = [
     "failure_summary",
     "group_sweeps",
     "import_runs",
+    "prefix_cache_frame",
     "requests_frame",
     "runs_frame",
     "same_model",
@@ -591,4 +592,40 @@ def ttft_by_turn(runs: Sequence[SavedRun]) -> pd.DataFrame:
                 }
             )
     columns = ["run", "turn", "requests", "median_ttft_ms", "p90_ttft_ms", "mean_input_tokens"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def prefix_cache_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """One row per run that read the server's prefix-cache counters or whose workload shares prefixes: ``run``,
+    ``dataset_name``, ``prefix_cache_hit_rate`` (the server's, 0–1), ``prefix_cache_hits`` and
+    ``prefix_cache_queries`` (tokens), ``reusable_prefix_share`` (the most a cache could serve on this workload,
+    0–1), ``cache_flushed``, ``median_ttft_ms``; None where unknown. Empty when no run has any of it."""
+    rows = []
+    for run in runs:
+        cache = run.prefix_cache
+        if cache is None and run.reusable_prefix_share is None:
+            continue
+        ttft = run.metrics.ttft
+        rows.append(
+            {
+                "run": run.label,
+                "dataset_name": run.dataset_name,
+                "prefix_cache_hit_rate": run.prefix_cache_hit_rate,
+                "prefix_cache_hits": None if cache is None else cache.hits_tokens,
+                "prefix_cache_queries": None if cache is None else cache.queries_tokens,
+                "reusable_prefix_share": run.reusable_prefix_share,
+                "cache_flushed": run.cache_flushed,
+                "median_ttft_ms": None if ttft is None or ttft.median_s is None else ttft.median_s * _MS,
+            }
+        )
+    columns = [
+        "run",
+        "dataset_name",
+        "prefix_cache_hit_rate",
+        "prefix_cache_hits",
+        "prefix_cache_queries",
+        "reusable_prefix_share",
+        "cache_flushed",
+        "median_ttft_ms",
+    ]
     return pd.DataFrame(rows, columns=columns)
