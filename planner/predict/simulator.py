@@ -145,6 +145,7 @@ class _Engine:
         due: Sequence[float],
         cap: int,
         frontend_gap_s: float = 0.0,
+        cached: Sequence[int] | None = None,
     ) -> None:
         self.shape = shape
         self.frontend_gap_s = frontend_gap_s
@@ -174,6 +175,9 @@ class _Engine:
         self.finish_step = [0] * n
         self.arrive_step = [0] * n
         self.computed = [0] * n
+        # prompt tokens the prefix cache holds at admission: they start computed (vLLM's num_computed_tokens =
+        # the cached tokens, vllm/v1/core/sched/scheduler.py), so prefill computes only the rest
+        self.cached = [min(int(c), a - 1) for c, a in zip(cached, self.prompt, strict=True)] if cached else [0] * n
         self.generated = [0] * n
         self.held = [0] * n
         self.free = shape.num_gpu_blocks
@@ -205,6 +209,7 @@ class _Engine:
             (self.finish_step, 0),
             (self.arrive_step, len(self.step_end)),
             (self.computed, 0),
+            (self.cached, 0),
             (self.generated, 0),
             (self.held, 0),
         ):
@@ -272,6 +277,8 @@ class _Engine:
         if not self.waiting or len(self.running) >= self.max_seqs or budget <= 0:
             return False
         j = self.waiting[0]
+        if self.computed[j] == 0 and self.cached[j] > 0:  # a hit: its cached blocks are held, not computed
+            self.computed[j] = self.cached[j]
         n_new = min(self.prompt[j] + self.generated[j] - self.computed[j], budget)
         return self.blocks.of(self.computed[j] + n_new) - self.held[j] <= self.free
 
@@ -592,6 +599,7 @@ def simulate(
     mode: str = "continuous",
     request_overhead_s: float | None = None,
     lengths: Sequence[tuple[int, int]] | None = None,
+    cached_tokens: Sequence[int] | None = None,
 ) -> SimulatedRun:
     """Simulate ``settings``' workload on the deployment ``shape``.
 
@@ -605,6 +613,9 @@ def simulate(
         request_overhead_s: client-to-engine time per request; default the coefficients' (0 for a raw vector).
         lengths: ``(input tokens, output tokens)`` of each request, instead of drawing them from ``settings``
             (``num_prompts`` of them).
+        cached_tokens: prompt tokens of each request the prefix cache already holds when it is admitted
+            (continuous mode; at most its prompt − 1, as vLLM always computes the last token): they start
+            computed, so the prefill term counts only the uncached tokens; their blocks are still held.
 
     Returns:
         The run.
@@ -634,7 +645,9 @@ def simulate(
     else:
         pairs = [(a, b) for a, b, _ in draw_lengths(settings, settings.num_prompts, 0)]
     cap = settings.max_concurrency or settings.num_prompts
-    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap)
+    if cached_tokens is not None and len(cached_tokens) != len(pairs):
+        raise InvalidParameterError("cached_tokens", len(cached_tokens), f"{len(pairs)} counts, one per request")
+    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap, cached_tokens)
     longest = max(a + b for a, b in zip(engine.prompt, engine.out_len, strict=True))
     if longest > shape.max_model_len:
         raise InvalidParameterError(
