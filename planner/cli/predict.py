@@ -220,8 +220,9 @@ def run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError("sweep", args.sweep, exc.accepted) from exc
             curve = predict_curve(scenario, settings, profile=profile)
         else:
+            hit_rate = args.prefix_cache_hit_rate
             prediction = predict(
-                scenario, settings, profile=profile, static=args.static, prefix_cache_hit_rate=args.prefix_cache_hit_rate
+                scenario, settings, profile=profile, static=args.static, prefix_cache_hit_rate=hit_rate
             )
     except PlannerError as exc:
         return usage_error(args.command, exc, flags=args)

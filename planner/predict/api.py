@@ -158,8 +158,11 @@ def predict(
     cached = None
     if prefix_cache_hit_rate:
         block = shape.block_size
-        cached = [int(prefix_cache_hit_rate * a // block) * block for a, _, _ in draw_lengths(work, work.num_prompts, 0)]
-        notes.append(f"{prefix_cache_hit_rate:.0%} of each prompt served from the prefix cache (whole blocks): not prefilled")
+        prompts = [a for a, _, _ in draw_lengths(work, work.num_prompts, 0)]
+        cached = [int(prefix_cache_hit_rate * a // block) * block for a in prompts]
+        notes.append(
+            f"{prefix_cache_hit_rate:.0%} of each prompt served from the prefix cache (whole blocks): not prefilled"
+        )
     run = simulate(shape, work, coefficients, cached_tokens=cached)
     if run.kv_saturated:
         notes.append(
