@@ -9,6 +9,7 @@ server (:mod:`planner.serving.demo_server`), which records every request with it
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -90,12 +91,12 @@ def test_each_turn_carries_the_conversation_with_the_answers_received():
     answer = "".join(token_text(k) for k in range(1, 6))  # what the timed server answers to 5 tokens
     for turns in by_first.values():
         bodies = [json.loads(r["body"]) for r in turns]
-        for before, after in zip(bodies, bodies[1:], strict=False):
+        for before, after in itertools.pairwise(bodies):
             # turn t = turn t−1's messages + the answer it got + a new user message of its own
             assert after["messages"][:-2] == before["messages"]
             assert after["messages"][-2] == {"role": "assistant", "content": answer}
             assert after["messages"][-1]["role"] == "user" and after["messages"][-1] not in before["messages"]
-        for done, nxt in zip(turns, turns[1:], strict=False):
+        for done, nxt in itertools.pairwise(turns):
             assert nxt["received_s"] - done["finished_s"] >= 0.2 - 0.005  # the think time, then the next turn
     assert [len(json.loads(r["body"])["messages"]) for r in next(iter(by_first.values()))] == [1, 3, 5]
 
