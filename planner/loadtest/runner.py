@@ -556,6 +556,7 @@ async def run_load(
     schedule = Schedule((), (), (), ())
     warm: list[RequestRecord | None] = []
     finished: dict[int, RequestRecord] = {}
+    sent_text: dict[int, str] = {}  # a later turn's whole prompt (the conversation so far), for estimates
     tasks: list[asyncio.Task[None]] = []
     reset_error: str | None = None
     counters = settings.scrape_metrics and endpoint.kind in METRICS_KINDS
@@ -614,6 +615,7 @@ async def run_load(
                     if schedule.think_time_s:
                         await asyncio.sleep(schedule.think_time_s)
                     request = replace(request, history=tuple(history))
+                    sent_text[i] = request.text
                 record = await _send(request, True)
                 if record is None:
                     return
@@ -674,7 +676,7 @@ async def run_load(
         "cache_reset": reset_error,
         "cache_flushed": settings.flush_cache and reset_error is None,
     }
-    return _result(endpoint, settings, workload, schedule, finished, warm, counts, duration, stopped, extra)
+    return _result(endpoint, settings, workload, schedule, finished, sent_text, warm, counts, duration, stopped, extra)
 
 
 async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
@@ -689,9 +691,11 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
     return result if isinstance(result, list) else []
 
 
-def _reusable(schedule: Schedule, workload: Workload, index: int, finished: Mapping[int, RequestRecord]) -> int | None:
-    """Reusable prefix tokens of request ``index``: a later turn reuses the previous turn's prompt and answer as the
-    server counted them; other requests, what the workload planned."""
+def _reusable(
+    schedule: Schedule, workload: Workload, index: int, inputs: Mapping[int, int], finished: Mapping[int, RequestRecord]
+) -> int | None:
+    """Reusable prefix tokens of request ``index``: a later turn reuses the previous turn's prompt and answer (the
+    server's counts, else the run's estimates); other requests, what the workload planned."""
     if schedule.turn[index] > 0:
         prev = next(
             (
@@ -702,9 +706,9 @@ def _reusable(schedule: Schedule, workload: Workload, index: int, finished: Mapp
             None,
         )
         record = finished.get(prev) if prev is not None else None
-        if record is None or record.prompt_tokens is None or record.output_tokens is None:
+        if record is None or prev not in inputs or record.output_tokens is None:
             return None
-        return record.prompt_tokens + record.output_tokens
+        return inputs[prev] + record.output_tokens
     return workload.reusable_tokens[index] if workload.reusable_tokens is not None else None
 
 
@@ -714,6 +718,7 @@ def _result(
     workload: Workload,
     schedule: Schedule,
     finished: Mapping[int, RequestRecord],
+    sent_text: Mapping[int, str],
     warm: list[RequestRecord | None],
     counts: _Counters,
     duration: float,
@@ -728,7 +733,8 @@ def _result(
         records.append(record)
         indices.append(index)
         asked = workload.tokens[index] if index < len(workload.tokens) else None
-        fallback = asked if asked is not None else estimate_tokens(schedule.requests[index].text)
+        text = sent_text.get(index, schedule.requests[index].text)
+        fallback = asked if asked is not None else estimate_tokens(text)
         inputs.append(record.prompt_tokens if record.prompt_tokens is not None else fallback)
     metrics = compute_benchmark_metrics(records, inputs, max(duration, 1e-9), slo_ms=dict(settings.goodput_ms))
     requests = schedule.requests
@@ -752,6 +758,8 @@ def _result(
         not_sent_fields=dropped,
         sizing_note=workload.note,
         turns=tuple(schedule.turn[i] if conversations else None for i in indices),
-        reusable_tokens=tuple(_reusable(schedule, workload, i, finished) for i in indices),
+        reusable_tokens=tuple(
+            _reusable(schedule, workload, i, dict(zip(indices, inputs, strict=True)), finished) for i in indices
+        ),
         **extra,
     )
