@@ -279,12 +279,12 @@ with st.expander("Load", expanded=True):
         "the prefix-cache hit rate).",
     )
     flush = c[5].toggle(
-        "flush, prime, measure",
+        "flush cache",
         key=W["flush_cache"],
         help="Empty the server's prefix cache first (vLLM POST /reset_prefix_cache, which needs "
         "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
     )
-    c = st.columns(6)
+    c = st.columns([1, 1, 1, 3])
     num_runs = c[0].number_input(
         "repeats",
         1,
@@ -560,6 +560,8 @@ if len(cache):
     shown_cache = cache.astype(object).where(cache.notna(), None)
     for col in ("prefix_cache_hit_rate", "reusable_prefix_share"):
         shown_cache[col] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_cache[col]]
+    for col in ("prefix_cache_hits", "prefix_cache_queries", "median_ttft_ms"):
+        shown_cache[col] = [f"{v:,.0f}" if v is not None else "n/a" for v in shown_cache[col]]
     st.dataframe(shown_cache.fillna("n/a"), hide_index=True, key="lt.cache.table")
     st.caption(
         "Hit rate = Δ hits / Δ queries of the server's counters over the measured requests (vLLM "
@@ -571,7 +573,11 @@ turns = ttft_by_turn(shown)
 if len(turns):
     st.subheader("TTFT by turn")
     st.plotly_chart(turns_figure(turns), key="lt.chart.turns")
-    st.dataframe(turns, hide_index=True, key="lt.turns.table")
+    st.dataframe(
+        turns.round({"median_ttft_ms": 1, "p90_ttft_ms": 1, "mean_input_tokens": 0}),
+        hide_index=True,
+        key="lt.turns.table",
+    )
 repeats = repeat_summary(shown)
 if len(repeats):
     st.subheader("Repeats: mean and 95% confidence interval")

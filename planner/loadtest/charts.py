@@ -561,8 +561,6 @@ def turns_figure(frame: pd.DataFrame) -> go.Figure:
         )
     fig.update_xaxes(title_text="turn", dtick=1)
     fig.update_yaxes(title_text="TTFT (ms)", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="prompt tokens (conversation so far)", rangemode="tozero", secondary_y=True)
-    fig.update_layout(
-        title="TTFT by turn", height=360, margin={"t": 50, "b": 40}, legend={"orientation": "h", "y": -0.25}
-    )
+    fig.update_yaxes(title_text="prompt tokens", rangemode="tozero", secondary_y=True)
+    fig.update_layout(height=380, margin={"t": 20, "b": 40}, legend={"orientation": "h", "y": -0.2})
     return fig
