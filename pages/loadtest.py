@@ -284,7 +284,7 @@ with st.expander("Load", expanded=True):
         help="Empty the server's prefix cache first (vLLM POST /reset_prefix_cache, which needs "
         "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
     )
-    c = st.columns([1, 1, 1, 3])
+    c = st.columns([1, 2, 2, 2])
     num_runs = c[0].number_input(
         "repeats",
         1,
