@@ -12,51 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
-import sys
-import time
 from datetime import datetime
 
-import httpx
 import pytest
 
 from planner.loadtest.results import saved_run, ttft_by_turn
 from planner.loadtest.runner import run_load
 from planner.loadtest.settings import LoadSettings
 from planner.serving.endpoints import Endpoint
-from tests.conftest import CACHE, _free_port
+from tests.conftest import LLAMA_MODEL, llama_server
 
 
 @pytest.fixture(scope="module")
 def logged_llama(llama_url, tmp_path_factory):
     """A second llama_cpp.server on the session's model (``llama_url`` assembled it), its log kept: ``(url, log)``."""
-    path = CACHE / "gemma3-270m-q4_k_m.gguf"
-    port = _free_port()
     log = tmp_path_factory.mktemp("llama-mt") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--chat_format", "gemma",
-             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--interrupt_requests", "False"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("the second llama_cpp.server did not start")
+    with llama_server(LLAMA_MODEL, log, n_ctx=4096) as url:
         yield url, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_multi_turn_against_llama_cpp_reuses_the_conversation(logged_llama):

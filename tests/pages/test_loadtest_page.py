@@ -258,7 +258,7 @@ def test_a_malformed_trace_upload_is_refused_by_line():
     from planner.errors import PlannerError
     from planner.loadtest.datasets import read_trace
 
-    with pytest.raises(PlannerError, match="^dataset line 2='output_length'"):
+    with pytest.raises(PlannerError, match=r"^dataset line 2='output_length'"):
         read_trace(
             '{"timestamp": 0, "input_length": 4, "output_length": 1}\n{"timestamp": 1, "input_length": 4}\n',
             "timed_trace",
