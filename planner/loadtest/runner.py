@@ -692,19 +692,18 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
 
 
 def _reusable(
-    schedule: Schedule, workload: Workload, index: int, inputs: Mapping[int, int], finished: Mapping[int, RequestRecord]
+    schedule: Schedule,
+    workload: Workload,
+    index: int,
+    inputs: Mapping[int, int],
+    finished: Mapping[int, RequestRecord],
+    turns: Mapping[tuple[int | None, int], int],
 ) -> int | None:
     """Reusable prefix tokens of request ``index``: a later turn reuses the previous turn's prompt and answer (the
-    server's counts, else the run's estimates); other requests, what the workload planned."""
+    server's counts, else the run's estimates); other requests, what the workload planned. ``turns`` maps
+    ``(conversation, turn)`` to the request index."""
     if schedule.turn[index] > 0:
-        prev = next(
-            (
-                j
-                for j, t in enumerate(schedule.turn)
-                if t == schedule.turn[index] - 1 and schedule.conversation[j] == schedule.conversation[index]
-            ),
-            None,
-        )
+        prev = turns.get((schedule.conversation[index], schedule.turn[index] - 1))
         record = finished.get(prev) if prev is not None else None
         if record is None or prev not in inputs or record.output_tokens is None:
             return None
@@ -740,6 +739,8 @@ def _result(
     requests = schedule.requests
     dropped = build_request(endpoint.kind, requests[0], model=None).dropped if requests else ()
     conversations = schedule.has_conversations
+    by_turn = {(c, t): i for i, (c, t) in enumerate(zip(schedule.conversation, schedule.turn, strict=True))}
+    counted = dict(zip(indices, inputs, strict=True))
     return LoadResult(
         endpoint=endpoint.name,
         settings=settings,
@@ -758,8 +759,6 @@ def _result(
         not_sent_fields=dropped,
         sizing_note=workload.note,
         turns=tuple(schedule.turn[i] if conversations else None for i in indices),
-        reusable_tokens=tuple(
-            _reusable(schedule, workload, i, dict(zip(indices, inputs, strict=True)), finished) for i in indices
-        ),
+        reusable_tokens=tuple(_reusable(schedule, workload, i, counted, finished, by_turn) for i in indices),
         **extra,
     )

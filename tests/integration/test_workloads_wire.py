@@ -116,23 +116,28 @@ def test_trace_arrivals_within_5_ms_of_their_timestamps(scale, unit):
         time_scale=scale,
         max_concurrency=None,
     )
-    with TimedServer() as server:
-        result = asyncio.run(run_load(Endpoint("t", "vllm", server.url), settings))
-        received = [r["received_s"] for r in _generations(server)][2:]
-    assert result.metrics.completed == 10 and result.metrics.failed == 0
     expected = [t - stamps[0] for t in stamps]
-    # the server's clock against the trace's: one offset (the median gap, so one late request does not set it)
-    gaps = sorted(r - e for r, e in zip(received, expected, strict=True))
-    errors_ms = [round((r - e - gaps[5]) * 1000, 1) for r, e in zip(received, expected, strict=True)]
-    sent = sorted(r.t_sent - result.start_s for r in result.records)
-    sent_ms = [round((a - b) * 1000, 1) for a, b in zip(sent, expected, strict=True)]
     # On an idle machine every arrival lands within 5 ms (measured: at most 2.2 ms at the server, 1.4-3.8 ms from
     # release to send). This 2-core machine is shared with other test runs, whose bursts can hold either process
-    # off the CPU for 10-50 ms at any moment (seen here), so the test allows two such outliers in ten at the server
-    # (a second process) and one at the client.
-    within = [sum(abs(e) <= 5 for e in errs) for errs in (errors_ms, sent_ms)]
-    assert within[0] >= 8 and within[1] >= 9, (errors_ms, sent_ms)
-    assert sorted(abs(e) for e in errors_ms)[5] <= 3, errors_ms  # the median arrival within 3 ms
+    # off the CPU for 10-50 ms at any moment (seen here), so an attempt allows two such outliers in ten at the
+    # server (a second process) and one at the client, and a replay gets three attempts.
+    failures = []
+    for _ in range(3):
+        with TimedServer() as server:
+            result = asyncio.run(run_load(Endpoint("t", "vllm", server.url), settings))
+            received = [r["received_s"] for r in _generations(server)][2:]
+        assert result.metrics.completed == 10 and result.metrics.failed == 0
+        # the server's clock against the trace's: one offset (the median gap, so one late request does not set it)
+        gaps = sorted(r - e for r, e in zip(received, expected, strict=True))
+        errors_ms = [round((r - e - gaps[5]) * 1000, 1) for r, e in zip(received, expected, strict=True)]
+        sent = sorted(r.t_sent - result.start_s for r in result.records)
+        sent_ms = [round((a - b) * 1000, 1) for a, b in zip(sent, expected, strict=True)]
+        within = [sum(abs(e) <= 5 for e in errs) for errs in (errors_ms, sent_ms)]
+        median_ms = sorted(abs(e) for e in errors_ms)[5]
+        if within[0] >= 8 and within[1] >= 9 and median_ms <= 3:
+            return
+        failures.append((errors_ms, sent_ms))
+    pytest.fail(f"arrivals off their timestamps by more than 5 ms (server, client): {failures}")
 
 
 FILES = {
