@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from pages import _state as state
+from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
 
@@ -162,6 +163,7 @@ def restore_from_link(
     seen_key: str,
     probe_key: str,
     available: Mapping[str, Endpoint],
+    own_keys: Collection[str],
 ) -> None:
     """Load a link's settings into the widgets when the link is new to this session (or on a first visit).
 
@@ -175,10 +177,16 @@ def restore_from_link(
         probe_key: A widget key other than the endpoint selection; when Streamlit has dropped it (first visit, or
             back from another page) the widgets are filled again.
         available: Endpoints this page may use (names a link gives that are not here warn).
+        own_keys: The query keys of the page's codec (the rest of the link is the scenarios').
     """
     from dataclasses import replace
 
-    query = {key: st.query_params.get_all(key) for key in st.query_params}
+    # The link also carries the scenarios (the scenario codec's keys, read here into the session as on every page):
+    # only this page's own keys make a new link for its widgets.
+    _, warnings, _ = state.load(foreign=own_keys)
+    for line in warnings:
+        st.warning(f"URL parameter — {line}")
+    query = {key: st.query_params.get_all(key) for key in st.query_params if key in own_keys}
     flat = {key: values[-1] if values else "" for key, values in query.items()}
     new_link = bool(query) and flat != st.session_state.get(seen_key)
     if probe_key in st.session_state and not new_link:
@@ -205,7 +213,6 @@ def restore_from_link(
 
 
 def write_link(params: dict[str, str], seen_key: str) -> None:
-    """Put the page's encoded settings in the URL (only when they changed, or a key was repeated)."""
-    if params != st.query_params.to_dict() or any(len(st.query_params.get_all(k)) > 1 for k in st.query_params):
-        st.query_params.from_dict(params)
+    """Put the page's encoded settings in the URL after the session's scenarios, so the link restores both."""
+    state.save(st.session_state.get(state.SCENARIOS_KEY) or (Scenario(),), extra=params)
     st.session_state[seen_key] = params

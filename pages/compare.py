@@ -68,6 +68,7 @@ endpoints_ui.restore_from_link(
     seen_key=_SEEN_KEY,
     probe_key=W["prompt"],
     available=available,
+    own_keys=tuple(compare_state.KEYS.values()),
 )
 st.session_state[W["endpoints"]] = [n for n in st.session_state.get(W["endpoints"], []) if n in available]
 

@@ -83,6 +83,7 @@ endpoints_ui.restore_from_link(
     seen_key=_SEEN_KEY,
     probe_key=W["num_prompts"],
     available=available,
+    own_keys=tuple(loadtest_state.KEYS.values()),
 )
 st.session_state[W["endpoints"]] = [n for n in st.session_state.get(W["endpoints"], []) if n in available]
 names = st.multiselect("Endpoints to load", list(available), key=W["endpoints"], help="Run one after the other.")
@@ -454,7 +455,11 @@ st.fragment(run_every=1.0 if active else None)(live_panel)()
 
 # --- results ---------------------------------------------------------------------------------------------------------
 history = st.session_state.setdefault(HISTORY_KEY, [])
-with st.expander("Add earlier runs (vllm bench serve --save-result JSON, or this page's export)"):
+# open while files are chosen: a rerun (the link being written) must not fold the button that adds them out of sight
+with st.expander(
+    "Add earlier runs (vllm bench serve --save-result JSON, or this page's export)",
+    expanded=bool(st.session_state.get("lt.import")),
+):
     uploads = st.file_uploader("Result files", type=["json", "jsonl"], accept_multiple_files=True, key="lt.import")
     if uploads and st.button("Add to the results", key="lt.import.add"):
         known = {r.label for r in history}

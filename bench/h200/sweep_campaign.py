@@ -145,8 +145,8 @@ STAGES: list[dict] = [
         "model": "meta-llama/Llama-3.1-8B-Instruct",
         "draft": SPEC_DRAFT,
         "expected_s": 200,
-        # Prefix caching on: the random prompts are distinct (no hits), the prefix_repetition points measure hits.
-        "args": SERVER_ARGS + ["--enable-prefix-caching"],
+        # Prefix caching on for the prefix_repetition points (the random prompts repeat across points: some hits).
+        "args": [*SERVER_ARGS, "--enable-prefix-caching"],
         "spec": {
             "method": "draft_model",
             "num_speculative_tokens": len(SPEC_RATES),
@@ -200,8 +200,11 @@ CAPACITY_CASES: list[tuple[str, str, dict]] = [
     ("phi-4-mini_eager", "microsoft/Phi-4-mini-instruct", {}),
     ("qwen3-0.6b_eager", "Qwen/Qwen3-0.6B", {}),
     ("llama-3.2-3b_128k_eager", "meta-llama/Llama-3.2-3B-Instruct", {"max_model_len": 131072}),
-    ("llama-3.1-8b_seqs512_u0.95_graphs", "meta-llama/Llama-3.1-8B-Instruct",
-     {"enforce_eager": False, "max_num_seqs": 512, "gpu_memory_utilization": 0.95}),
+    (
+        "llama-3.1-8b_seqs512_u0.95_graphs",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        {"enforce_eager": False, "max_num_seqs": 512, "gpu_memory_utilization": 0.95},
+    ),
     ("gpt-oss-20b_mxfp4_eager", "openai/gpt-oss-20b", {}),
 ]
 #: ``vllm.LLM`` arguments every capacity case starts from (the sweeps' server settings, eager).
@@ -238,7 +241,8 @@ def run_capacity(outdir: Path, start: float, deadline_s: float, log: dict) -> No
         os.killpg(proc.pid, 9)
         proc.wait()
         entry["cut_at_deadline"] = True
-    entry["done"] = sum(1 for _ in open(out / "results.jsonl")) if (out / "results.jsonl").exists() else 0
+    results = out / "results.jsonl"
+    entry["done"] = len(results.read_text().splitlines()) if results.exists() else 0
 
 
 def catalog_config(model_id: str) -> dict:
@@ -394,9 +398,7 @@ def run_stage(stage: dict, outdir: Path, port: int, start: float, deadline_s: fl
     cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(mdir), "--load-format", "dummy"]
     cmd += ["--served-model-name", served, "--port", str(port), *args]
     with open(out / "server.log", "w") as server_log:
-        proc = subprocess.Popen(
-            cmd, stdout=server_log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+        proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             if not wait_healthy(port, proc, 400):
                 entry["error"] = "server did not come up"

@@ -31,7 +31,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from planner.capacity.scenario import Scenario
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, MAX_STOP, CompareSettings, parse_stop
+from planner.links import budget
 from planner.links.rules import (
     BadValue,
     decode_settings,
@@ -41,13 +43,7 @@ from planner.links.rules import (
     parse_number,
 )
 
-__all__ = [
-    "KEYS",
-    "LIMITS",
-    "DecodedCompare",
-    "decode",
-    "encode",
-]
+__all__ = ["KEYS", "LIMITS", "DecodedCompare", "DecodedLink", "decode", "decode_link", "encode", "encode_link"]
 
 #: Most query parameters read; the rest are ignored with one warning.
 _MAX_PARAMS = 32
@@ -79,6 +75,7 @@ KEYS: dict[str, str] = {
     "repeat": "repeat",
     "timeout_s": "timeout",
 }
+_OWN = frozenset(KEYS.values())
 
 
 @dataclass(frozen=True)
@@ -144,7 +141,47 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedCompare:
         query: Parameter name to value, or to all its values (a repeated key warns and the last value is used).
 
     Returns:
-        The settings and one warning line per bad or ignored parameter.
+        The settings and one warning line per bad parameter of :data:`KEYS`. Other keys are left to the scenario
+        codec, which reads the same link with ``foreign=KEYS`` and reports a key neither knows
+        (:func:`planner.links.budget.decode`): the page's link carries the scenarios too.
     """
-    settings, warnings = decode_settings(query, DEFAULT, KEYS, _field, max_params=_MAX_PARAMS)
+    own = {key: value for key, value in query.items() if key in _OWN}
+    settings, warnings = decode_settings(own, DEFAULT, KEYS, _field, max_params=_MAX_PARAMS)
     return DecodedCompare(settings=settings, warnings=warnings)
+
+
+@dataclass(frozen=True)
+class DecodedLink:
+    """A whole Live Compare link: the scenarios (every page's link carries them) and this page's settings.
+
+    Attributes:
+        state: the scenario codec's answer (:func:`planner.links.budget.decode` with ``foreign`` = :data:`KEYS`).
+        settings: this codec's answer.
+        warnings: the scenario codec's warnings (a key neither codec knows is named there), then this codec's.
+    """
+
+    state: budget.DecodedState
+    settings: CompareSettings
+    warnings: tuple[str, ...]
+
+
+def decode_link(query: Mapping[str, str | Sequence[str]]) -> DecodedLink:
+    """The whole Live Compare link: scenarios and settings; never raises."""
+    state = budget.decode(query, foreign=tuple(KEYS.values()))
+    own = decode(query)
+    return DecodedLink(state, own.settings, state.warnings + own.warnings)
+
+
+def encode_link(
+    scenarios: Sequence[Scenario],
+    settings: CompareSettings,
+    *,
+    min_context: int | None = None,
+    max_context: int | None = None,
+) -> dict[str, str]:
+    """The whole Live Compare link: :func:`planner.links.budget.encode` of the scenarios, then :func:`encode`.
+
+    Raises:
+        InvalidParameterError: no scenario, or more than :data:`planner.links.budget.MAX_SCENARIOS`.
+    """
+    return budget.encode(scenarios, min_context=min_context, max_context=max_context) | encode(settings)

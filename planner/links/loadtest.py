@@ -41,6 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from planner.capacity.scenario import Scenario
+from planner.links import budget
 from planner.links.rules import (
     decode_settings,
     encode_settings,
@@ -66,9 +68,12 @@ from planner.loadtest.settings import (
 __all__ = [
     "KEYS",
     "NUMBERS",
+    "DecodedLink",
     "DecodedLoad",
     "decode",
+    "decode_link",
     "encode",
+    "encode_link",
     "parse_field",
 ]
 
@@ -104,6 +109,7 @@ KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name n
     "timeout_s": "timeout",
     "goodput_ms": "goodput",
 }
+_OWN = frozenset(KEYS.values())
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,48 @@ def encode(settings: LoadSettings) -> dict[str, str]:
 
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedLoad:
-    """Settings from query parameters; never raises. A repeated key warns and its last value is used."""
-    settings, warnings = decode_settings(query, DEFAULT, KEYS, parse_field)
+    """Settings from query parameters; never raises. A repeated key warns and its last value is used.
+
+    Keys not in :data:`KEYS` are left to the scenario codec, which reads the same link with ``foreign=KEYS`` and
+    reports a key neither knows (:func:`planner.links.budget.decode`): the page's link carries the scenarios too.
+    """
+    own = {key: value for key, value in query.items() if key in _OWN}
+    settings, warnings = decode_settings(own, DEFAULT, KEYS, parse_field)
     return DecodedLoad(settings=settings, warnings=warnings)
+
+
+@dataclass(frozen=True)
+class DecodedLink:
+    """A whole Load Test link: the scenarios (every page's link carries them) and this page's settings.
+
+    Attributes:
+        state: the scenario codec's answer (:func:`planner.links.budget.decode` with ``foreign`` = :data:`KEYS`).
+        settings: this codec's answer.
+        warnings: the scenario codec's warnings (a key neither codec knows is named there), then this codec's.
+    """
+
+    state: budget.DecodedState
+    settings: LoadSettings
+    warnings: tuple[str, ...]
+
+
+def decode_link(query: Mapping[str, str | Sequence[str]]) -> DecodedLink:
+    """The whole Load Test link: scenarios and settings; never raises."""
+    state = budget.decode(query, foreign=tuple(KEYS.values()))
+    own = decode(query)
+    return DecodedLink(state, own.settings, state.warnings + own.warnings)
+
+
+def encode_link(
+    scenarios: Sequence[Scenario],
+    settings: LoadSettings,
+    *,
+    min_context: int | None = None,
+    max_context: int | None = None,
+) -> dict[str, str]:
+    """The whole Load Test link: :func:`planner.links.budget.encode` of the scenarios, then :func:`encode`.
+
+    Raises:
+        InvalidParameterError: no scenario, or more than :data:`planner.links.budget.MAX_SCENARIOS`.
+    """
+    return budget.encode(scenarios, min_context=min_context, max_context=max_context) | encode(settings)

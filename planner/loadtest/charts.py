@@ -519,11 +519,14 @@ def _cell(value: object) -> object:
         return "n/a"
     if isinstance(value, float):
         return "inf" if math.isinf(value) else f"{value:,.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        # as text like the rest of a column that may hold "n/a" (a column of ints and strings has no Arrow type)
+        return f"{value:,}"
     return value
 
 
 def display_runs(runs: Sequence[SavedRun]) -> pd.DataFrame:
-    """:func:`~planner.loadtest.results.runs_frame` with "n/a" for missing values and numbers rounded for reading."""
+    """:func:`~planner.loadtest.results.runs_frame` with "n/a" for missing values and numbers as rounded text."""
     frame = runs_frame(runs)
     return frame.astype(object).map(_cell) if len(frame) else frame
 

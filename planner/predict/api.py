@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: Where the default coefficients come from, in words.
-DEFAULT_SOURCE = "default coefficients (fitted to one H200's decode steps and a vLLM 0.24.0 server)"
+DEFAULT_SOURCE = "default coefficients (fitted to vLLM 0.24.0 on one H200: three models' sweeps and its decode steps)"
 
 
 @dataclass(frozen=True)

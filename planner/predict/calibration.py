@@ -15,8 +15,8 @@ barely move after the first). A ridge term pulls each coefficient towards its de
 negative solutions are fixed at 0 and the rest re-solved (active set). Only measured means and the median ITL
 are fitted; other medians, p99 and throughput are predictions of the fitted model and scored as such.
 
-**Scoring.** :func:`score` simulates each run and reports the relative error of median TPOT, median TTFT, median
-ITL and output throughput against the measurement. ``bench/prediction_accuracy.py`` fits on some runs and scores
+**Scoring.** :func:`score` simulates each run and reports the relative error of median and mean TPOT, median TTFT,
+median ITL and output throughput against the measurement. ``bench/prediction_accuracy.py`` fits on some runs and scores
 on the others.
 
 **Profile.** :class:`CalibrationProfile` is what ``python -m planner calibrate`` writes and ``--calibration``
@@ -63,8 +63,12 @@ PROFILE_VERSION = 1
 MAX_PROFILE_BYTES = 1_000_000
 #: Reweighting passes of the Huber fit per simulate-and-solve round.
 _HUBER_ROUNDS = 4
+#: Least scale of each coefficient's prior (``TERMS`` then the request overhead), in its own unit: a default near 0
+#: would otherwise pin its coefficient (the prior is relative), e.g. a request overhead of 1 ms against runs that
+#: measure 25 ms through a proxy.
+_PRIOR_FLOOR = np.array([0.0] * len(TERMS) + [5e-3])
 #: Metrics :func:`score` compares, with the measured value's key in ``BenchmarkMetrics``.
-SCORED: tuple[str, ...] = ("median_tpot", "median_ttft", "median_itl", "output_throughput")
+SCORED: tuple[str, ...] = ("median_tpot", "mean_tpot", "median_ttft", "median_itl", "output_throughput")
 
 
 @dataclass(frozen=True)
@@ -128,10 +132,11 @@ class RunScore:
 
 
 def scored_values(metrics: BenchmarkMetrics) -> dict[str, float | None]:
-    """The :data:`SCORED` figures of a run's metrics, measured or predicted: median TPOT, TTFT and ITL in seconds,
-    output throughput in tokens/s; None where the run has no sample."""
+    """The :data:`SCORED` figures of a run's metrics, measured or predicted: median and mean TPOT, median TTFT and
+    ITL in seconds, output throughput in tokens/s; None where the run has no sample."""
     return {
         "median_tpot": metrics.tpot.median_s if metrics.tpot else None,
+        "mean_tpot": metrics.tpot.mean_s if metrics.tpot else None,
         "median_ttft": metrics.ttft.median_s if metrics.ttft else None,
         "median_itl": metrics.itl.median_s if metrics.itl else None,
         "output_throughput": metrics.output_throughput,
@@ -188,11 +193,14 @@ def fit(
     rounds: int = 3,
     prior_weight: float = 0.05,
     huber: float = 0.10,
+    steps: Sequence[tuple[np.ndarray, float]] = (),
 ) -> Fit:
     """Least-squares fit of the step coefficients and the request overhead to ``runs`` (module docstring).
 
     Args:
-        runs: measured runs, each with ``mean_tpot`` and ``mean_ttft``; any mix of models on one GPU kind.
+        runs: measured runs, each with ``mean_tpot`` (``mean_ttft`` is used where present: leave it out of a run
+            whose TTFT holds something the model does not, such as a kernel compiled on first use); any mix of
+            models on one GPU kind.
         base: the starting point and the prior.
         rounds: simulate-and-solve rounds.
         prior_weight: weight of each coefficient's relative distance from ``base`` against the runs' relative
@@ -200,20 +208,22 @@ def fit(
         huber: relative error beyond which a measurement's weight falls off (Huber loss, by iteratively
             reweighted least squares): a run dominated by something the model leaves out (a client or API server
             out of CPU at 256 streams) does not drag the coefficients every other run depends on.
+        steps: measured engine steps fitted beside the runs: ``(features, seconds)`` with ``features`` a row of
+            :func:`~planner.predict.step_time.step_features` (``len(TERMS)``), e.g. a profiler's bare decode steps.
 
     Returns:
         The fit and its error on the runs.
 
     Raises:
-        InvalidParameterError: no run, or a run without mean TPOT/TTFT.
+        InvalidParameterError: no run, or a run without a mean TPOT.
     """
     if not runs:
         raise InvalidParameterError("runs", 0, "at least one measured run")
     for run in runs:
-        if "mean_tpot" not in run.measured or "mean_ttft" not in run.measured:
-            raise InvalidParameterError("run", run.label, "a run with mean TPOT and mean TTFT")
+        if "mean_tpot" not in run.measured:
+            raise InvalidParameterError("run", run.label, "a run with a mean TPOT")
     prior = np.append(base.vector(), base.request_overhead_s)
-    scale = np.where(prior > 0, prior, 1e-6)
+    scale = np.maximum(np.where(prior > 0, prior, 1e-6), _PRIOR_FLOOR)
     current = base
     for _ in range(rounds):
         rows, targets = [], []
@@ -221,12 +231,17 @@ def fit(
             sim = simulate(run.shape, run.settings, current)
             tpot = np.append(sim.tpot_features[sim.output_tokens > 1].mean(axis=0), 0.0)
             ttft = np.append(sim.ttft_features.mean(axis=0), 1.0)
-            pairs = [(tpot, run.measured["mean_tpot"]), (ttft, run.measured["mean_ttft"])]
+            pairs = [(tpot, run.measured["mean_tpot"])]
+            if run.measured.get("mean_ttft"):
+                pairs.append((ttft, run.measured["mean_ttft"]))
             if run.measured.get("median_itl"):
                 pairs.append((np.append(sim.median_itl_features, 0.0), run.measured["median_itl"]))
             for row, target in pairs:
                 rows.append(row / target)
                 targets.append(1.0)
+        for row, seconds in steps:
+            rows.append(np.append(row, 0.0) / seconds)
+            targets.append(1.0)
         a = np.array(rows)
         b = np.array(targets)
         x = prior.copy()

@@ -18,6 +18,12 @@ prediction and capacity never disagree on the deployment:
   per layer (QKᵀ and PV), ``n_q`` per rank.
 * **TP all-reduce**: two per decoder layer (after attention and after the MLP; Megatron-LM, Shoeybi et al. 2019,
   §3), each of ``T × hidden × activation bytes``; a ring moves ``2·(tp − 1)/tp`` of it over the GPU's link.
+* **Layers**: the decoder layers a step runs through (all of them: the stages run one after the other), and of
+  those the ones with routed experts (``config.json``'s MoE layer pattern), for the per-layer terms.
+* **CUDA graphs**: vLLM captures graphs for steps of up to ``max_cudagraph_capture_size`` tokens, by default
+  ``min(2 · max_num_seqs · (1 + num_speculative_tokens), 512, max_num_batched_tokens)``
+  (``vllm/config/vllm.py`` ``VllmConfig._set_cudagraph_sizes``, v0.24.0); a step with more tokens (a large prefill
+  chunk) has its kernels launched one by one from the host. ``enforce_eager`` captures none (0 here).
 * **Pipeline parallelism** is modelled as the stages running one after the other within a step (no micro-batch
   overlap), so PP adds no per-step speed: it lets a larger model fit.
 
@@ -102,6 +108,9 @@ class StepShape:
         link_bytes_per_s: the GPU's link bandwidth per direction (for the all-reduce).
         block_size / num_gpu_blocks / max_num_seqs / max_num_batched_tokens / max_model_len: the engine's KV pool
             and scheduler limits, as planned.
+        num_layers: decoder layers a step runs through (all stages).
+        num_moe_layers: those of them with routed experts (0 for dense models).
+        cudagraph_max_tokens: most tokens of a step that runs as a CUDA graph (0: none does, ``enforce_eager``).
     """
 
     model_id: str
@@ -126,6 +135,9 @@ class StepShape:
     max_num_seqs: int
     max_num_batched_tokens: int
     max_model_len: int
+    num_layers: int = 0
+    num_moe_layers: int = 0
+    cudagraph_max_tokens: int = 512
 
     @functools.cached_property
     def kv_bytes_per_token(self) -> float:
@@ -136,6 +148,16 @@ class StepShape:
     def kv_bytes_by_group(self) -> np.ndarray:
         """KV bytes per token of each group (all its layers), on one GPU: ``(G,)``."""
         return np.array([g.kv_bytes_per_token_layer * g.num_layers for g in self.groups], dtype=float)
+
+    @functools.cached_property
+    def kv_bytes_by_group_list(self) -> list[float]:
+        """:attr:`kv_bytes_by_group` as plain floats."""
+        return self.kv_bytes_by_group.tolist()
+
+    @functools.cached_property
+    def layers_by_group_list(self) -> list[float]:
+        """:attr:`layers_by_group` as plain floats."""
+        return self.layers_by_group.tolist()
 
     @functools.cached_property
     def layers_by_group(self) -> np.ndarray:
@@ -212,6 +234,8 @@ def step_shape(plan: Plan, spec: ModelSpec | None = None) -> StepShape:
     groups = tuple(AttentionGroup(k, w, n, kv_layer) for (k, w), n in sorted(by_kind.items(), key=str))
     q_heads_rank = spec.num_attention_heads / tp
     act_bytes = DTYPE_BYTES[r.dtype]
+    max_num_seqs = plan.max_num_seqs or 256
+    max_num_batched_tokens = plan.max_num_batched_tokens or 8192
     return StepShape(
         model_id=plan.model_id,
         gpu_id=gpu.id,
@@ -232,7 +256,10 @@ def step_shape(plan: Plan, spec: ModelSpec | None = None) -> StepShape:
         link_bytes_per_s=link_bytes_per_s(gpu),
         block_size=plan.block_size,
         num_gpu_blocks=plan.num_gpu_blocks,
-        max_num_seqs=plan.max_num_seqs or 256,
-        max_num_batched_tokens=plan.max_num_batched_tokens or 8192,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
         max_model_len=plan.max_model_len,
+        num_layers=spec.num_layers,
+        num_moe_layers=sum(spec.moe_layers) if spec.num_experts else 0,
+        cudagraph_max_tokens=0 if s.enforce_eager else min(2 * max_num_seqs, 512, max_num_batched_tokens),
     )

@@ -55,7 +55,14 @@ from planner.loadtest.schedule import arrival_times, draw_lengths
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
 from planner.predict.shape import StepShape
-from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients, step_features
+from planner.predict.step_time import (
+    DEFAULT_COEFFICIENTS,
+    TERMS,
+    StepCoefficients,
+    critical_path,
+    step_features,
+    step_row,
+)
 
 __all__ = ["MODES", "OnlineScheduler", "SimulatedRun", "simulate"]
 
@@ -161,8 +168,12 @@ class _Engine:
         self.budget = shape.max_num_batched_tokens
         self.max_seqs = shape.max_num_seqs
         n = len(lengths)
-        self.prompt = [a for a, _ in lengths]
-        self.out_len = [b for _, b in lengths]
+        # Token counts live in numpy arrays (the steps update them in bulk); ``add`` grows them by doubling.
+        self.prompt = np.array([a for a, _ in lengths] or [0], dtype=np.int64)
+        self.out_len = np.array([b for _, b in lengths] or [0], dtype=np.int64)
+        self.computed = np.zeros(max(n, 1), dtype=np.int64)
+        self.generated = np.zeros(max(n, 1), dtype=np.int64)
+        self.held = np.zeros(max(n, 1), dtype=np.int64)
         self.due = list(due)
         self.cap = cap
         self.n = n
@@ -174,12 +185,11 @@ class _Engine:
         self.first_step = [0] * n
         self.finish_step = [0] * n
         self.arrive_step = [0] * n
-        self.computed = [0] * n
         # prompt tokens the prefix cache holds at admission: they start computed (vLLM's num_computed_tokens =
         # the cached tokens, vllm/v1/core/sched/scheduler.py), so prefill computes only the rest
-        self.cached = [min(int(c), a - 1) for c, a in zip(cached, self.prompt, strict=True)] if cached else [0] * n
-        self.generated = [0] * n
-        self.held = [0] * n
+        self.cached = np.zeros(max(n, 1), dtype=np.int64)
+        if cached:
+            self.cached[:n] = np.minimum(np.asarray(cached, dtype=np.int64), self.prompt[:n] - 1)
         self.free = shape.num_gpu_blocks
         self.peak = 0
         self.preemptions = 0
@@ -191,6 +201,8 @@ class _Engine:
         self.waiting: deque[int] = deque()
         self.pending: deque[int] = deque()
         self.emitted: list[tuple[int, int, bool]] = []
+        #: Keep each step's emitted tokens in ``emitted`` (the online scheduler delivers them).
+        self.track_emitted = False
         self.next_send = 0
         self.done = 0
         for _ in range(min(self.cap, n)):
@@ -199,8 +211,6 @@ class _Engine:
     def add(self, prompt_tokens: int, output_tokens: int) -> int:
         """A request that reaches the engine now (online use); returns its index."""
         for values, value in (
-            (self.prompt, prompt_tokens),
-            (self.out_len, output_tokens),
             (self.due, self.now),
             (self.sent, self.now),
             (self.first, math.nan),
@@ -208,12 +218,17 @@ class _Engine:
             (self.first_step, 0),
             (self.finish_step, 0),
             (self.arrive_step, len(self.step_end)),
-            (self.computed, 0),
-            (self.cached, 0),
-            (self.generated, 0),
-            (self.held, 0),
         ):
             values.append(value)
+        j = self.n
+        if j >= self.prompt.size:
+            for name in ("prompt", "out_len", "computed", "cached", "generated", "held"):
+                old = getattr(self, name)
+                grown = np.zeros(2 * old.size, dtype=np.int64)
+                grown[: old.size] = old
+                setattr(self, name, grown)
+        self.prompt[j], self.out_len[j] = prompt_tokens, output_tokens
+        self.computed[j] = self.cached[j] = self.generated[j] = self.held[j] = 0
         self.n += 1
         self.next_send = self.n
         self.waiting.append(self.n - 1)
@@ -227,7 +242,7 @@ class _Engine:
             self.waiting.remove(j)
         else:
             return
-        self.free += self.held[j]
+        self.free += int(self.held[j])
         self.held[j] = 0
         self.done += 1
 
@@ -251,7 +266,7 @@ class _Engine:
     def _finished(self, j: int, step: int) -> None:
         self.finish[j] = self.now
         self.finish_step[j] = step
-        self.free += self.held[j]
+        self.free += int(self.held[j])
         self.held[j] = 0
         self.done += 1
         if self.next_send < self.n:
@@ -266,7 +281,7 @@ class _Engine:
         return ends
 
     def _preempt(self, j: int) -> None:
-        self.free += self.held[j]
+        self.free += int(self.held[j])
         self.held[j] = 0
         self.computed[j] = 0
         self.preemptions += 1
@@ -279,48 +294,40 @@ class _Engine:
         j = self.waiting[0]
         if self.computed[j] == 0 and self.cached[j] > 0:  # a hit: its cached blocks are held, not computed
             self.computed[j] = self.cached[j]
-        n_new = min(self.prompt[j] + self.generated[j] - self.computed[j], budget)
-        return self.blocks.of(self.computed[j] + n_new) - self.held[j] <= self.free
+        computed = int(self.computed[j])
+        n_new = min(int(self.prompt[j] + self.generated[j]) - computed, budget)
+        return self.blocks.of(computed + n_new) - int(self.held[j]) <= self.free
 
-    def general_step(self) -> None:
-        budget = self.budget
-        scheduled: list[tuple[int, int]] = []
+    def _schedule_running(self, budget: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
+        """Step 1 of the module docstring: the running requests' tokens and blocks, in admission order.
+
+        Returns the requests scheduled, their new tokens, the budget left and whether a request was preempted.
+        Without a preemption (the pool holds every request's new blocks) it is done in bulk; otherwise request by
+        request, preempting the last running one until the allocation succeeds.
+        """
+        running = self.running
+        run = np.fromiter(running, dtype=np.int64, count=len(running))
+        if run.size:
+            comp = self.computed[run]
+            want = self.prompt[run] + self.generated[run] - comp
+            before = np.cumsum(want) - want
+            n_new = np.minimum(want, np.maximum(budget - before, 0))
+            take = n_new > 0
+            need = np.where(take, self.blocks.of_array(comp + n_new) - self.held[run], 0)
+            total = int(need.sum())
+            if total <= self.free:
+                self.held[run] += need
+                self.free -= total
+                return run[take], n_new[take], budget - int(n_new.sum()), False
+        idx: list[int] = []
+        new: list[int] = []
         preempted = False
         i = 0
-        running, computed, held, blocks = self.running, self.computed, self.held, self.blocks
-        prompt, generated = self.prompt, self.generated
-        block_size, full_only, full = blocks.block_size, not blocks.caps, blocks.full
-        windows = self.windows
-        g = self.groups
-        n_dec = pre_tok = sampled = 0
-        dec_sum = 0.0  # Σ context of the decodes (every group alike when no group has a window)
-        dec_ctx = [0.0] * g
-        pre_attn = [0.0] * g
-        pre_ctx = [0.0] * g
-
-        def compose(j: int, n_new: int) -> None:
-            nonlocal n_dec, pre_tok, sampled, dec_sum
-            c = computed[j]
-            completes = c + n_new == prompt[j] + generated[j]
-            if n_new == 1 and generated[j] > 0 and completes:
-                n_dec += 1
-                if full_only:
-                    dec_sum += c + 1
-                else:
-                    for x, w in enumerate(windows):
-                        dec_ctx[x] += min(c + 1, w)
-            else:
-                pre_tok += n_new
-                sampled += completes
-                for x, w in enumerate(windows):
-                    pre_attn[x] += n_new * min(c + (n_new + 1) / 2, w)
-                    pre_ctx[x] += min(c, w)
-
+        computed, held, prompt, generated, blocks = self.computed, self.held, self.prompt, self.generated, self.blocks
         while i < len(running) and budget > 0:
             j = running[i]
-            n_new = min(prompt[j] + generated[j] - computed[j], budget)
-            tokens = computed[j] + n_new
-            need = (full * -(-tokens // block_size) if full_only else blocks.of(tokens)) - held[j]
+            n = min(int(prompt[j] + generated[j] - computed[j]), budget)
+            need = blocks.of(int(computed[j]) + n) - int(held[j])
             while need > self.free:
                 victim = running.pop()
                 self._preempt(victim)
@@ -331,56 +338,82 @@ class _Engine:
                 break
             self.free -= need
             held[j] += need
-            compose(j, n_new)
-            scheduled.append((j, n_new))
-            budget -= n_new
+            idx.append(j)
+            new.append(n)
+            budget -= n
             i += 1
+        return np.array(idx, dtype=np.int64), np.array(new, dtype=np.int64), budget, preempted
+
+    def general_step(self) -> None:
+        budget = self.budget
+        idx, new, budget, preempted = self._schedule_running(budget)
+        prompt, generated, computed, held = self.prompt, self.generated, self.computed, self.held
         if not preempted:
+            admitted: list[int] = []
+            admitted_new: list[int] = []
             while self._admissible(budget):
                 j = self.waiting.popleft()
-                n_new = min(prompt[j] + generated[j] - computed[j], budget)
-                need = blocks.of(computed[j] + n_new) - held[j]
-                running.append(j)
+                n = min(int(prompt[j] + generated[j] - computed[j]), budget)
+                need = self.blocks.of(int(computed[j]) + n) - int(held[j])
+                self.running.append(j)
                 self.free -= need
                 held[j] += need
-                compose(j, n_new)
-                scheduled.append((j, n_new))
-                budget -= n_new
-        if not scheduled:
+                admitted.append(j)
+                admitted_new.append(n)
+                budget -= n
+            if admitted:
+                idx = np.concatenate([idx, np.array(admitted, dtype=np.int64)])
+                new = np.concatenate([new, np.array(admitted_new, dtype=np.int64)])
+        if not idx.size:
             raise InvalidParameterError(
                 "num_gpu_blocks", self.shape.num_gpu_blocks, "a KV cache that holds at least one request's first chunk"
             )
         self.peak = max(self.peak, self.shape.num_gpu_blocks - self.free)
-        if full_only:
-            dec_ctx = [dec_sum] * g
-        features = step_features(
+        # What the step holds: decodes (one token that completes a request's tokens so far) and prefill chunks.
+        c = computed[idx]
+        g = generated[idx]
+        completes = c + new == prompt[idx] + g
+        decode = (new == 1) & (g > 0) & completes
+        chunk = ~decode
+        windows = self.windows
+        if self.windowed:
+            dec_ctx = np.minimum((c[decode] + 1)[:, None].astype(float), self.windows_np).sum(axis=0).tolist()
+        else:
+            dec_ctx = [float((c[decode] + 1).sum())] * self.groups
+        pre_tok = int(new[chunk].sum())
+        pre_attn = pre_ctx = None
+        if pre_tok:
+            cp = c[chunk].tolist()
+            nn = new[chunk].tolist()
+            pre_attn = [sum(n * min(x + (n + 1) / 2, w) for x, n in zip(cp, nn, strict=True)) for w in windows]
+            pre_ctx = [sum(min(x, w) for x in cp) for w in windows]
+        n_dec = int(decode.sum())
+        features = step_row(
             self.shape,
-            n_decode=np.array([float(n_dec)]),
-            decode_ctx=np.array([dec_ctx]),
-            prefill_tokens=np.array([float(pre_tok)]) if pre_tok else None,
-            prefill_attn=np.array([pre_attn]) if pre_tok else None,
-            prefill_ctx=np.array([pre_ctx]) if pre_tok else None,
-            n_sampled=np.array([float(n_dec + sampled)]),
-            n_seqs=np.array([float(len(scheduled))]),
+            n_decode=n_dec,
+            decode_ctx=dec_ctx,
+            prefill_tokens=pre_tok,
+            prefill_attn=pre_attn,
+            prefill_ctx=pre_ctx,
+            n_sampled=n_dec + int((completes & chunk).sum()),
+            n_seqs=int(idx.size),
             allreduce_latency_s=self.ar_latency_s,
-        )
-        self.now = now = float(self._record(features, len(scheduled))[-1])
+            coef=self.coef,
+        )[None, :]
+        self.now = now = float(self._record(features, idx.size)[-1])
         step = len(self.step_end) - 1
-        finished = []
-        emitted = self.emitted = []
-        out_len = self.out_len
-        for j, n_new in scheduled:
-            computed[j] += n_new
-            if computed[j] == prompt[j] + generated[j]:
-                generated[j] += 1
-                if generated[j] == 1:
-                    self.first[j] = now
-                    self.first_step[j] = step
-                done = generated[j] == out_len[j]
-                emitted.append((j, generated[j], done))
-                if done:
-                    finished.append(j)
-        if finished:
+        computed[idx] += new
+        emit = idx[completes]
+        generated[emit] += 1
+        gen = generated[emit]
+        for j in emit[gen == 1].tolist():
+            self.first[j] = now
+            self.first_step[j] = step
+        done = gen == self.out_len[emit]
+        if self.track_emitted:
+            self.emitted = list(zip(emit.tolist(), gen.tolist(), done.tolist(), strict=True))
+        if done.any():
+            finished = emit[done].tolist()
             gone = set(finished)
             self.running = [j for j in self.running if j not in gone]
             for j in finished:
@@ -392,16 +425,15 @@ class _Engine:
         n = len(running)
         if n == 0 or n >= self.budget:
             return False
-        prompt, generated, computed = self.prompt, self.generated, self.computed
-        for j in running:
-            if generated[j] == 0 or computed[j] != prompt[j] + generated[j] - 1:
-                return False
         if self._admissible(self.budget - n):
             return False
-        comp = np.array([computed[j] for j in running], dtype=np.int64)
-        left = min(self.out_len[j] - generated[j] for j in running)
-        k = min(left, _MAX_STRETCH)
-        held = np.array([self.held[j] for j in running], dtype=np.int64)
+        run = np.fromiter(running, dtype=np.int64, count=n)
+        gen = self.generated[run]
+        comp = self.computed[run]
+        if not (gen > 0).all() or (comp != self.prompt[run] + gen - 1).any():
+            return False
+        k = min(int((self.out_len[run] - gen).min()), _MAX_STRETCH)
+        held = self.held[run]
         # Blocks: a loose upper bound first; the exact count only when the pool could run short.
         bound = (k // self.blocks.block_size + 1) * n * (self.blocks.full + len(self.blocks.caps))
         steps = np.arange(1, k + 1)
@@ -424,6 +456,7 @@ class _Engine:
         features = step_features(
             self.shape, n_decode=np.full(k, float(n)), decode_ctx=dec_ctx, allreduce_latency_s=self.ar_latency_s
         )
+        features = critical_path(features, self.coef)
         can_admit = n < self.max_seqs
         if self.pending and can_admit:
             ends = self.now + np.cumsum(features @ self.coef)
@@ -436,14 +469,11 @@ class _Engine:
             grow_last = self.blocks.of_array(comp + k) - held
         self.now = float(self._record(features, float(n) * k)[-1])
         step = len(self.step_end) - 1
-        finished = []
-        for j, g_new in zip(running, grow_last.tolist(), strict=True):
-            computed[j] += k
-            generated[j] += k
-            self.held[j] += g_new
-            self.free -= g_new
-            if generated[j] == self.out_len[j]:
-                finished.append(j)
+        self.computed[run] += k
+        self.generated[run] += k
+        self.held[run] += grow_last
+        self.free -= int(grow_last.sum())
+        finished = run[self.generated[run] == self.out_len[run]].tolist()
         self.peak = max(self.peak, self.shape.num_gpu_blocks - self.free)
         if finished:
             gone = set(finished)
@@ -487,7 +517,7 @@ def _static(engine: _Engine) -> None:
             n_seqs=np.array([size]),
             allreduce_latency_s=engine.ar_latency_s,
         )
-        engine.now = float(engine._record(pre, size)[-1])
+        engine.now = float(engine._record(critical_path(pre, engine.coef), size)[-1])
         first_step = len(engine.step_end) - 1
         longest = max(engine.out_len[j] for j in batch)
         ends = [engine.now]
@@ -501,7 +531,7 @@ def _static(engine: _Engine) -> None:
                 decode_ctx=dec,
                 allreduce_latency_s=engine.ar_latency_s,
             )
-            ends += engine._record(feats, size * (longest - 1)).tolist()
+            ends += engine._record(critical_path(feats, engine.coef), size * (longest - 1)).tolist()
             engine.now = ends[-1]
         for j in batch:
             last = engine.out_len[j] - 1
@@ -529,6 +559,7 @@ class OnlineScheduler:
 
     def __init__(self, shape: StepShape, coefficients: StepCoefficients = DEFAULT_COEFFICIENTS) -> None:
         self._engine = _Engine(shape, coefficients.vector(), 0.0, coefficients.allreduce_latency_s, [], [], 0)
+        self._engine.track_emitted = True
         self.shape = shape
         #: Seconds a request spends before the engine sees it (HTTP, parsing, tokenization): the server waits this
         #: long before :meth:`add`, as :func:`simulate` does.
@@ -648,7 +679,7 @@ def simulate(
     if cached_tokens is not None and len(cached_tokens) != len(pairs):
         raise InvalidParameterError("cached_tokens", len(cached_tokens), f"{len(pairs)} counts, one per request")
     engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap, cached_tokens)
-    longest = max(a + b for a, b in zip(engine.prompt, engine.out_len, strict=True))
+    longest = int((engine.prompt[: engine.n] + engine.out_len[: engine.n]).max())
     if longest > shape.max_model_len:
         raise InvalidParameterError(
             "input_len + output_len", longest, f"at most max_model_len ({shape.max_model_len:,} tokens)"
@@ -669,7 +700,8 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     e2e = np.array(engine.finish) - sent
     first_step = np.array(engine.first_step)
     finish_step = np.array(engine.finish_step)
-    out_len = np.array(engine.out_len)
+    out_len = engine.out_len[: engine.n].copy()
+    prompt = engine.prompt[: engine.n].copy()
     # A preempted request's steps between its first and last token include the ones it sat out: its gaps are those
     # steps' durations (same total, more samples), a simplification.
     gaps = np.diff(ends, prepend=ends[0] if ends.size else 0.0)
@@ -684,8 +716,8 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     metrics = metrics_from_samples(
         ttft_s=ttft.tolist(),
         e2e_s=e2e.tolist(),
-        output_tokens=engine.out_len,
-        input_tokens=engine.prompt,
+        output_tokens=out_len.tolist(),
+        input_tokens=prompt.tolist(),
         itl_s=itl,
         duration_s=max(duration, 1e-9),
         slo_ms=dict(settings.goodput_ms),
@@ -710,7 +742,7 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
         sent_s=sent,
         ttft_s=ttft,
         e2e_s=e2e,
-        input_tokens=np.array(engine.prompt),
+        input_tokens=prompt,
         output_tokens=out_len,
         num_steps=steps,
         preemptions=engine.preemptions,

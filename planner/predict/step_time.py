@@ -3,37 +3,45 @@
 For a step that decodes ``n_d`` sequences (one token each) and prefills ``T_p`` prompt tokens (chunks of running
 or newly admitted requests) on one GPU (quantities from :mod:`planner.predict.shape`, rates from the GPU catalog)::
 
-    step_s = step_overhead_s                                   # scheduler, launch, sampling, output processing
-           + seq_overhead_s · n_seqs                           # the same per scheduled sequence
+    step_s = step_overhead_s + seq_overhead_s · n_seqs          # host: scheduling, inputs, sampling, outputs
+           + max(GPU, launches)                                  # critical_path()
+    GPU    = layer_overhead_s · layers + moe_layer_overhead_s · moe_layers   # each layer's kernels' fixed time
            + weights_read_bytes(T) / (BW · weight_read_efficiency)
            + kv_read_bytes / (BW · kv_read_efficiency)
            + decode_matmul_fraction · decode_flops / peak      # what of the decode matmuls is not hidden
            + prefill_flops / (peak · prefill_efficiency)       #   under the weight reads, and the prefill
            + allreduce_s / allreduce_efficiency                # TP only
+    launches = (eager_layer_s · layers + eager_moe_layer_s · moe_layers)  if T > cudagraph_max_tokens else 0
 
 with ``T = n_d + T_p``, ``BW`` the datasheet memory bandwidth and ``peak`` the dense tensor FLOP/s of the compute
-dtype. It is linear in its coefficients (one per term, :meth:`StepCoefficients.vector`), which is what lets
-:mod:`planner.predict.calibration` fit them by least squares. The terms follow the roofline view of decoding
+dtype. A step of up to ``cudagraph_max_tokens`` tokens replays a CUDA graph; a larger one (a big prefill chunk) has
+its kernels launched one by one while the GPU runs those already launched, so it takes the longer of the two
+(vLLM's CUDA-graph capture sizes, ``vllm/config/vllm.py`` v0.24.0). The terms follow the roofline view of decoding
 (Williams et al. 2009; "LLM Inference Unveiled", Yuan et al. 2024, §3) and the "trained physics" step model of
-inference-sim (``docs/guide/latency-models.md``: weight and KV bytes over bandwidth, per-step and per-sequence
-overheads, a prefill compute term, a TP term).
+inference-sim (``docs/guide/latency-models.md``: weight and KV bytes over bandwidth, per-layer, per-step and
+per-sequence overheads, a prefill compute term, a TP term). Each term is linear in its coefficient
+(:meth:`StepCoefficients.vector`), and with the ``max`` resolved per step (:func:`critical_path`) the step time is
+linear again, which is what lets :mod:`planner.predict.calibration` fit them by least squares.
 
-The default coefficients (``DEFAULT_COEFFICIENTS``) are fitted once, by least squares, to two public measurement
-sets of one H200, and carried to every GPU as fractions of its datasheet figures (an assumption, scored in
-``bench/prediction_accuracy.py``):
+**The default coefficients** (``DEFAULT_COEFFICIENTS``) are fitted by ``bench/default_coefficients.py`` (which
+prints each value) to three sets of measurements of one H200 with vLLM 0.24.0, and carried to every GPU as
+fractions of its datasheet figures and as seconds (an assumption, scored in ``bench/prediction_accuracy.py``):
 
-* ``shared/reference/measured/h200_ceilings.json``: 10 CUDA-graph decode steps of a Llama-3.1-8B-shaped model,
-  batch 1–256 × KV length 1k–32k (fits ``weight_read_efficiency``, ``kv_read_efficiency``,
-  ``decode_matmul_fraction``), and its square bf16 matmuls: 742 of the datasheet's 989 TFLOPS
-  (``prefill_efficiency`` 0.75);
-* ``shared/device/vllm/README.md``: a vLLM 0.24.0 server on that H200, Llama-3.1-8B, 529-token prompts, 128
-  output tokens: concurrency 1, TPOT 4.80 ms, TTFT 32 ms; concurrency 16, TPOT 5.3 ms (fits ``step_overhead_s``,
-  ``seq_overhead_s`` and :attr:`StepCoefficients.request_overhead_s` over the bare steps above).
+* ``shared/reference/measured/h200_ceilings.json``: 10 bare CUDA-graph decode steps of a Llama-3.1-8B-shaped model,
+  batch 1–256 × KV length 1k–32k (the KV-read and decode-matmul terms; all within 7%);
+* ``bench/data/h200_sweeps/``: ``vllm bench serve`` sweeps of a real server, Llama-3.1-8B and Qwen2.5-32B (dense,
+  32 and 64 layers: they separate the per-layer time from the weight reads) and Qwen3-30B-A3B (MoE: the per-MoE-layer
+  terms), concurrency 1–256, 512 and 2048 input tokens, and the MoE's chat-route points (529-token prompts: steps
+  past the CUDA-graph size at low load, which set the launch terms);
+* ``shared/device/vllm/README.md`` §4: Llama-3.1-8B on the chat route at concurrency 1 (TPOT 4.80 ms, TTFT 32 ms).
 
-``bench/default_coefficients.py`` reproduces the fit: ``weight_read_efficiency`` 0.69, ``kv_read_efficiency``
-0.95, ``decode_matmul_fraction`` 0.74 (the 10 decode steps within 4.5%); then 0.25 ms per step (TPOT 4.80 ms
-against 4.55 ms bare at batch 1), 4 µs per sequence (5.3 ms against 4.99 ms bare at batch 16, the waves of a
-closed-loop burst holding no prefill) and 17 ms per request (TTFT 32 ms against a 15 ms prefill step).
+Fitted values: 0.22 ms per step and 8 µs per sequence on the host; 26 µs per layer and 28 µs more per MoE layer on
+the GPU; weights read at 0.84 and the KV cache at 0.95 of the datasheet bandwidth; 0.64 of the decode matmuls not
+hidden; prefill at 0.61 of peak (the square bf16 matmuls of the ceilings file reach 0.75: a prefill step also holds
+attention, norms, activations and sampling); 0.97 ms per layer and 0.57 ms more per MoE layer to launch a step
+without a graph; 0.8 ms from a request's send to the engine. Scored on each model after refitting without it
+(``bench/prediction_accuracy.py``, "unseen model"): median TPOT within 4.5% median and output throughput within 5.2%
+median for the dense models at concurrency 1–64.
 
 ``allreduce_latency_s`` (8 µs per call) is the small-message latency of vLLM's custom all-reduce on NVLink
 (vLLM ``csrc/custom_all_reduce.cuh`` design notes and PR #2192: one-shot all-reduce for messages under 512 KiB);
@@ -42,6 +50,7 @@ no TP measurement was at hand to fit ``allreduce_efficiency`` (default 1).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -49,10 +58,41 @@ import numpy as np
 from planner.errors import InvalidParameterError
 from planner.predict.shape import StepShape
 
-__all__ = ["DEFAULT_COEFFICIENTS", "TERMS", "StepCoefficients", "step_features", "step_time_s"]
+__all__ = [
+    "DEFAULT_COEFFICIENTS",
+    "EAGER_TERMS",
+    "GPU_TERMS",
+    "TERMS",
+    "StepCoefficients",
+    "critical_path",
+    "step_features",
+    "step_row",
+    "step_time_s",
+]
 
 #: The step's terms, in the order of :meth:`StepCoefficients.vector` and :func:`step_features`' columns.
-TERMS: tuple[str, ...] = ("step", "seq", "weights", "kv", "decode_flops", "prefill_flops", "allreduce")
+TERMS: tuple[str, ...] = (
+    "step",
+    "seq",
+    "layer",
+    "moe_layer",
+    "weights",
+    "kv",
+    "decode_flops",
+    "prefill_flops",
+    "allreduce",
+    "eager_layer",
+    "eager_moe_layer",
+)
+#: Terms of the GPU's work in a step (the first operand of the step's ``max``, :func:`critical_path`).
+GPU_TERMS: tuple[str, ...] = ("layer", "moe_layer", "weights", "kv", "decode_flops", "prefill_flops", "allreduce")
+#: Terms of the host's kernel launches in a step that runs without a CUDA graph (the second operand).
+EAGER_TERMS: tuple[str, ...] = ("eager_layer", "eager_moe_layer")
+_COL = {name: i for i, name in enumerate(TERMS)}
+_GPU_LIST = [_COL[t] for t in GPU_TERMS]
+_PARALLEL = tuple(np.array([_COL[t] for t in group]) for group in (GPU_TERMS, EAGER_TERMS))
+_IS_GPU = np.isin(np.arange(len(TERMS)), _PARALLEL[0])
+_IS_EAGER = np.isin(np.arange(len(TERMS)), _PARALLEL[1])
 
 
 @dataclass(frozen=True)
@@ -60,14 +100,22 @@ class StepCoefficients:
     """The step-time model's coefficients (formula and sources in the module docstring).
 
     Attributes:
-        step_overhead_s: Fixed time of every step, seconds.
-        seq_overhead_s: Time per scheduled sequence per step, seconds.
+        step_overhead_s: Fixed host time of every step (scheduling, input preparation, sampling, output
+            processing), seconds.
+        seq_overhead_s: Host time per scheduled sequence per step, seconds.
+        layer_overhead_s: GPU time per decoder layer per step that no byte or FLOP accounts for (kernel start-up and
+            tail of a layer's ~10 kernels, norms, rotary embedding), seconds.
+        moe_layer_overhead_s: The same for the routed-expert block of an MoE layer (router, top-k, token sort
+            ``moe_align_block_size``, two grouped GEMMs' tails, the weighted sum), seconds.
         weight_read_efficiency: Achieved fraction of the datasheet bandwidth when reading weights (0, 2].
         kv_read_efficiency: Achieved fraction of the datasheet bandwidth when reading the KV cache (0, 2].
         decode_matmul_fraction: Fraction of the decode tokens' matmul time (at peak FLOP/s) not hidden under the
             weight reads, ≥ 0.
         prefill_efficiency: Achieved fraction of peak FLOP/s in prefill (matmuls and attention), (0, 2].
         allreduce_efficiency: Achieved fraction of the link bandwidth in the TP all-reduce, (0, 2].
+        eager_layer_s: Host time to launch one decoder layer's kernels when a step runs without a CUDA graph,
+            seconds.
+        eager_moe_layer_s: The same, added per MoE layer, seconds.
         allreduce_latency_s: Latency of one all-reduce call, seconds (not fitted).
         request_overhead_s: Time from the client sending a request to the engine scheduling it (HTTP, parsing,
             tokenization), seconds; part of TTFT and E2E, not of the steps.
@@ -76,15 +124,19 @@ class StepCoefficients:
             CPU time).
     """
 
-    step_overhead_s: float = 0.25e-3
-    seq_overhead_s: float = 4e-6
-    weight_read_efficiency: float = 0.69
+    step_overhead_s: float = 0.22e-3
+    seq_overhead_s: float = 8e-6
+    layer_overhead_s: float = 26e-6
+    moe_layer_overhead_s: float = 28e-6
+    weight_read_efficiency: float = 0.84
     kv_read_efficiency: float = 0.95
-    decode_matmul_fraction: float = 0.74
-    prefill_efficiency: float = 0.75
+    decode_matmul_fraction: float = 0.64
+    prefill_efficiency: float = 0.61
     allreduce_efficiency: float = 1.0
+    eager_layer_s: float = 0.97e-3
+    eager_moe_layer_s: float = 0.57e-3
     allreduce_latency_s: float = 8e-6
-    request_overhead_s: float = 17e-3
+    request_overhead_s: float = 0.8e-3
     frontend_gap_s: float = 0.5e-3
 
     def __post_init__(self) -> None:
@@ -92,21 +144,17 @@ class StepCoefficients:
             value = getattr(self, f.name)
             if not (isinstance(value, int | float) and np.isfinite(value) and value >= 0):
                 raise InvalidParameterError(f.name, value, "a finite number ≥ 0")
-        for name in ("weight_read_efficiency", "kv_read_efficiency", "prefill_efficiency", "allreduce_efficiency"):
+        for name in _EFFICIENCIES:
             if not 0 < getattr(self, name) <= 2:
                 raise InvalidParameterError(name, getattr(self, name), "a fraction in (0, 2]")
 
     def vector(self) -> np.ndarray:
-        """The linear coefficients of :data:`TERMS`: ``[step_s, seq_s, 1/η_w, 1/η_kv, fraction, 1/η_p, 1/η_ar]``."""
+        """The linear coefficients of :data:`TERMS`, in that order: seconds for the overheads and the eager terms,
+        inverse efficiencies (``1/η``) for the bandwidth and FLOP terms, the decode matmul fraction as is."""
         return np.array(
             [
-                self.step_overhead_s,
-                self.seq_overhead_s,
-                1.0 / self.weight_read_efficiency,
-                1.0 / self.kv_read_efficiency,
-                self.decode_matmul_fraction,
-                1.0 / self.prefill_efficiency,
-                1.0 / self.allreduce_efficiency,
+                1.0 / getattr(self, name) if name in _EFFICIENCIES else float(getattr(self, name))
+                for name in _FIELD_OF_TERM.values()
             ]
         )
 
@@ -114,23 +162,38 @@ class StepCoefficients:
     def from_vector(
         cls, vector: np.ndarray, *, base: StepCoefficients | None = None, **extra: float
     ) -> StepCoefficients:
-        """Coefficients from a :meth:`vector` (inverse efficiencies back to efficiencies); others from ``base``."""
-        v = [float(x) for x in vector]
+        """Coefficients from a :meth:`vector` (inverse efficiencies back to efficiencies, at most 2); the fields
+        outside :data:`TERMS` from ``base`` or ``extra``."""
         kept = asdict(base or cls())
-        kept.update(
-            step_overhead_s=v[0],
-            seq_overhead_s=v[1],
-            weight_read_efficiency=min(2.0, 1.0 / v[2]) if v[2] > 0 else 2.0,
-            kv_read_efficiency=min(2.0, 1.0 / v[3]) if v[3] > 0 else 2.0,
-            decode_matmul_fraction=v[4],
-            prefill_efficiency=min(2.0, 1.0 / v[5]) if v[5] > 0 else 2.0,
-            allreduce_efficiency=min(2.0, 1.0 / v[6]) if v[6] > 0 else 2.0,
-        )
+        for name, x in zip(_FIELD_OF_TERM.values(), (float(v) for v in vector), strict=True):
+            if name in _EFFICIENCIES:
+                kept[name] = min(2.0, 1.0 / x) if x > 0 else 2.0
+            else:
+                kept[name] = x
         kept.update(extra)
         return cls(**kept)
 
 
-#: Fitted to the two H200 measurement sets of the module docstring.
+#: The coefficient of each term of :data:`TERMS`.
+_FIELD_OF_TERM: dict[str, str] = {
+    "step": "step_overhead_s",
+    "seq": "seq_overhead_s",
+    "layer": "layer_overhead_s",
+    "moe_layer": "moe_layer_overhead_s",
+    "weights": "weight_read_efficiency",
+    "kv": "kv_read_efficiency",
+    "decode_flops": "decode_matmul_fraction",
+    "prefill_flops": "prefill_efficiency",
+    "allreduce": "allreduce_efficiency",
+    "eager_layer": "eager_layer_s",
+    "eager_moe_layer": "eager_moe_layer_s",
+}
+_EFFICIENCIES = frozenset(
+    {"weight_read_efficiency", "kv_read_efficiency", "prefill_efficiency", "allreduce_efficiency"}
+)
+
+
+#: Fitted to the H200 measurements of the module docstring (``bench/default_coefficients.py``).
 DEFAULT_COEFFICIENTS = StepCoefficients()
 
 
@@ -149,7 +212,8 @@ def step_features(
     """The nominal terms of ``k`` steps: one row per step, one column per :data:`TERMS` entry.
 
     Context sums are per attention group (the last axis, in ``shape.groups`` order) and already capped at each
-    group's window.
+    group's window. A step of more tokens than ``shape.cudagraph_max_tokens`` runs without a CUDA graph: its
+    eager columns hold its layer counts, and :func:`bind_eager` keeps either them or the GPU columns.
 
     Args:
         shape: the deployment's per-GPU quantities.
@@ -163,7 +227,8 @@ def step_features(
         allreduce_latency_s: latency of one all-reduce call, seconds.
 
     Returns:
-        An array ``(k, 7)`` of seconds at datasheet rates (column 0 is 1, column 1 the sequence count).
+        An array ``(k, len(TERMS))``: seconds at datasheet rates for the bandwidth, FLOP and all-reduce columns;
+        counts (1 per step, sequences, layers, MoE layers) for the others.
     """
     k = n_decode.shape[0]
     tokens = n_decode if prefill_tokens is None else n_decode + prefill_tokens
@@ -174,21 +239,129 @@ def step_features(
     kv_tokens = decode_ctx if prefill_ctx is None else decode_ctx + prefill_ctx
     sampled = n_decode if n_sampled is None else n_sampled
     out = np.zeros((k, len(TERMS)))
-    out[:, 0] = 1.0
-    out[:, 1] = n_decode if n_seqs is None else n_seqs
+    c = _COL
+    out[:, c["step"]] = 1.0
+    out[:, c["seq"]] = n_decode if n_seqs is None else n_seqs
+    out[:, c["layer"]] = shape.num_layers
+    out[:, c["moe_layer"]] = shape.num_moe_layers
     bw = shape.memory_bandwidth_bytes_per_s
-    out[:, 2] = weights / bw
-    out[:, 3] = (kv_tokens @ shape.kv_bytes_by_group + tokens * shape.kv_bytes_per_token) / bw  # reads, and writes
-    out[:, 4] = (n_decode * shape.linear_flops_per_token + sampled * shape.lm_head_flops_per_token) / shape.peak_flops
+    out[:, c["weights"]] = weights / bw
+    # reads of the cached context, and the writes of the step's own tokens
+    out[:, c["kv"]] = (kv_tokens @ shape.kv_bytes_by_group + tokens * shape.kv_bytes_per_token) / bw
+    lm_head = sampled * shape.lm_head_flops_per_token
+    out[:, c["decode_flops"]] = (n_decode * shape.linear_flops_per_token + lm_head) / shape.peak_flops
     if prefill_tokens is not None:
         flops = prefill_tokens * shape.linear_flops_per_token
         if prefill_attn is not None:
             flops = flops + prefill_attn @ shape.layers_by_group * shape.attn_flops_per_token_ctx
-        out[:, 5] = flops / shape.peak_flops
+        out[:, c["prefill_flops"]] = flops / shape.peak_flops
     if shape.allreduces_per_step:
         tp = shape.tensor_parallel_size
         moved = 2.0 * (tp - 1) / tp * tokens * shape.allreduce_bytes_per_token
-        out[:, 6] = shape.allreduces_per_step * (allreduce_latency_s + moved / shape.link_bytes_per_s)
+        out[:, c["allreduce"]] = shape.allreduces_per_step * (allreduce_latency_s + moved / shape.link_bytes_per_s)
+    eager = tokens > shape.cudagraph_max_tokens
+    out[eager, c["eager_layer"]] = shape.num_layers
+    out[eager, c["eager_moe_layer"]] = shape.num_moe_layers
+    return out
+
+
+def step_row(
+    shape: StepShape,
+    *,
+    n_decode: int,
+    decode_ctx: Sequence[float],
+    prefill_tokens: int = 0,
+    prefill_attn: Sequence[float] | None = None,
+    prefill_ctx: Sequence[float] | None = None,
+    n_sampled: int,
+    n_seqs: int,
+    allreduce_latency_s: float = 8e-6,
+    coef: np.ndarray | None = None,
+) -> np.ndarray:
+    """The terms of one step, as :func:`step_features` gives them for ``k = 1``, from plain numbers: the
+    simulator's general step calls it once per step, where numpy's per-call cost on one-element arrays would
+    dominate. With ``coef``, the row is :func:`critical_path`'s.
+
+    Args:
+        shape: the deployment's per-GPU quantities.
+        n_decode: sequences decoding one token each.
+        decode_ctx: Σ over them of the tokens each attends to, per group (``len(shape.groups)``).
+        prefill_tokens: prompt tokens computed in the step.
+        prefill_attn / prefill_ctx: as :func:`step_features`' rows, per group; None when there is no prefill.
+        n_sampled: tokens sampled. n_seqs: sequences scheduled.
+        allreduce_latency_s: latency of one all-reduce call, seconds.
+        coef: :meth:`StepCoefficients.vector` to resolve the eager ``max`` with, or None to leave it.
+
+    Returns:
+        A row ``(len(TERMS),)``.
+    """
+    tokens = n_decode + prefill_tokens
+    weights = shape.dense_weight_bytes
+    if shape.num_experts:
+        weights += shape.expert_bytes * (1.0 - (1.0 - shape.experts_per_token / shape.num_experts) ** tokens)
+    per_group = shape.kv_bytes_by_group_list
+    kv = sum(x * b for x, b in zip(decode_ctx, per_group, strict=True))
+    if prefill_ctx is not None:
+        kv += sum(x * b for x, b in zip(prefill_ctx, per_group, strict=True))
+    bw = shape.memory_bandwidth_bytes_per_s
+    c = _COL
+    row = [0.0] * len(TERMS)
+    row[c["step"]] = 1.0
+    row[c["seq"]] = float(n_seqs)
+    row[c["layer"]] = float(shape.num_layers)
+    row[c["moe_layer"]] = float(shape.num_moe_layers)
+    row[c["weights"]] = weights / bw
+    row[c["kv"]] = (kv + tokens * shape.kv_bytes_per_token) / bw
+    lm_head = n_sampled * shape.lm_head_flops_per_token
+    row[c["decode_flops"]] = (n_decode * shape.linear_flops_per_token + lm_head) / shape.peak_flops
+    if prefill_tokens:
+        flops = prefill_tokens * shape.linear_flops_per_token
+        if prefill_attn is not None:
+            layers = shape.layers_by_group_list
+            pairs = sum(x * n for x, n in zip(prefill_attn, layers, strict=True))
+            flops += pairs * shape.attn_flops_per_token_ctx
+        row[c["prefill_flops"]] = flops / shape.peak_flops
+    if shape.allreduces_per_step:
+        tp = shape.tensor_parallel_size
+        moved = 2.0 * (tp - 1) / tp * tokens * shape.allreduce_bytes_per_token
+        row[c["allreduce"]] = shape.allreduces_per_step * (allreduce_latency_s + moved / shape.link_bytes_per_s)
+    if tokens > shape.cudagraph_max_tokens:
+        e_layer, e_moe = c["eager_layer"], c["eager_moe_layer"]
+        row[e_layer] = float(shape.num_layers)
+        row[e_moe] = float(shape.num_moe_layers)
+        if coef is not None:
+            gpu = sum(row[i] * coef[i] for i in _GPU_LIST)
+            if row[e_layer] * coef[e_layer] + row[e_moe] * coef[e_moe] > gpu:
+                for i in _GPU_LIST:
+                    row[i] = 0.0
+            else:
+                row[e_layer] = row[e_moe] = 0.0
+    return np.array(row)
+
+
+def critical_path(features: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """The terms that set each step's time: ``step_s = host + max(GPU work, eager launches)``.
+
+    A step without a CUDA graph has its kernels launched one by one by the host while the GPU runs the ones
+    already launched, so it takes the longer of the two (the host's scheduling and sampling, ``step`` and ``seq``,
+    come before and after either way). Per row this keeps the columns of the longer part and zeroes the other's,
+    so the result is linear in the coefficients again (``bound @ coef`` is the step's time), which the
+    calibration's least squares needs.
+
+    Args:
+        features: rows of :func:`step_features`, ``(k, len(TERMS))``.
+        coef: :meth:`StepCoefficients.vector`.
+
+    Returns:
+        A copy with, per row, the columns of the shorter part zeroed.
+    """
+    gpu_cols, eager_cols = _PARALLEL
+    if not features[:, eager_cols].any():  # every step replays a CUDA graph
+        return features
+    host_bound = features[:, eager_cols] @ coef[eager_cols] > features[:, gpu_cols] @ coef[gpu_cols]
+    out = features.copy()
+    out[np.outer(host_bound, _IS_GPU)] = 0.0
+    out[np.outer(~host_bound, _IS_EAGER)] = 0.0
     return out
 
 
@@ -218,4 +391,5 @@ def step_time_s(
         n_seqs=np.array([float(n_decode + (1 if prefill_tokens else 0))]),
         allreduce_latency_s=coefficients.allreduce_latency_s,
     )
-    return float(features[0] @ coefficients.vector())
+    coef = coefficients.vector()
+    return float(critical_path(features, coef)[0] @ coef)

@@ -144,37 +144,57 @@ def _scenario_spec(file: str) -> PageSpec:
 
 
 def _compare_spec() -> PageSpec:
+    """The scenario keys (every page's link carries them) and Live Compare's (:mod:`planner.links.compare`)."""
+    scenarios = _scenario_spec("pages/compare.py")
     keys = tuple(compare_state.KEYS.values())
     numeric = frozenset(compare_state.KEYS[n] for n in compare_state.LIMITS)
     text = frozenset(compare_state.KEYS[n] for n in ("prompt", "system", "stop"))
 
     def canonical(decoded: Any) -> Mapping[str, str]:
-        return compare_state.encode(decoded.settings)
+        state = decoded.state
+        return compare_state.encode_link(
+            state.scenarios, decoded.settings, min_context=state.min_context, max_context=state.max_context
+        )
 
-    return PageSpec("pages/compare.py", keys, numeric, compare_state.decode, canonical, text=text, needs_endpoints=True)
+    return PageSpec(
+        "pages/compare.py",
+        scenarios.keys + keys,
+        scenarios.numeric | numeric,
+        compare_state.decode_link,
+        canonical,
+        text=text,
+        needs_endpoints=True,
+        auto_keys=scenarios.auto_keys,  # no model_keys: the page carries the scenarios but plans none of them
+    )
 
 
 def _loadtest_spec() -> PageSpec | None:
+    """The scenario keys and the Load Test's (:mod:`planner.links.loadtest`) in one link."""
     try:
         from planner.links import loadtest as loadtest_state
     except ImportError:
         return None
+    scenarios = _scenario_spec("pages/loadtest.py")
     numbers: Mapping[str, tuple] = loadtest_state.NUMBERS
     keys = tuple(loadtest_state.KEYS.values())
     numeric = frozenset(loadtest_state.KEYS[n] for n in numbers)
     inf_ok = frozenset(loadtest_state.KEYS[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
 
     def canonical(decoded: Any) -> Mapping[str, str]:
-        return loadtest_state.encode(decoded.settings)
+        state = decoded.state
+        return loadtest_state.encode_link(
+            state.scenarios, decoded.settings, min_context=state.min_context, max_context=state.max_context
+        )
 
     return PageSpec(
         "pages/loadtest.py",
-        keys,
-        numeric,
-        loadtest_state.decode,
+        scenarios.keys + keys,
+        scenarios.numeric | numeric,
+        loadtest_state.decode_link,
         canonical,
         inf_ok=inf_ok,
         needs_endpoints=True,
+        auto_keys=scenarios.auto_keys,  # no model_keys: the page carries the scenarios but plans none of them
     )
 
 

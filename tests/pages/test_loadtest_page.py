@@ -99,7 +99,7 @@ def test_run_shows_results_kv_and_downloads():
     assert not at.exception
     table = _table(at, "request_throughput")
     assert list(table["endpoint"]) == ["timed", "down"]
-    assert list(table["completed"]) == [4, 0] and list(table["failed"]) == [0, 4]
+    assert list(table["completed"]) == ["4", "0"] and list(table["failed"]) == ["0", "4"]  # counts as text
     kv = _table(at, "measured KV tokens")
     assert kv.loc[kv["endpoint"] == "timed", "measured KV tokens"].item() == "32,768"  # 2048 blocks x 16
     labels = {b.label for b in at.get("download_button")}
@@ -112,7 +112,7 @@ def test_sweep_draws_its_curve():
     at = _run_to_end(at)
     assert not at.exception
     table = _table(at, "request_throughput")
-    assert list(table["max_concurrency"]) == [1, 2, 4]
+    assert list(table["max_concurrency"]) == ["1", "2", "4"]
     charts = [c for c in at.get("plotly_chart")]
     assert any("Concurrency sweep" in c.proto.spec for c in charts)
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings
+from planner.links import budget
 from planner.links.compare import KEYS, decode, encode
 from tests.unit.compare.test_settings import FULL
 
@@ -84,13 +85,19 @@ def test_prompt_with_control_characters_says_why(value):
 
 
 def test_unknown_params_warn_without_echoing_values():
+    # The page's link is two codecs': this one reads its own keys, the scenario codec the rest, and a key neither
+    # knows is reported once, by the scenario codec, without its value.
     secret = "sk-live-planted-0123456789"
-    decoded = decode({"api_key": secret, "base_url": "http://evil:1", "ep": "a"})
+    query = {"api_key": secret, "base_url": "http://evil:1", "ep": "a", "gpu": "l4"}
+    decoded = decode(query)
     assert decoded.settings.endpoints == ("a",)
-    assert len(decoded.warnings) == 1
-    assert "api_key" in decoded.warnings[0] and "base_url" in decoded.warnings[0]
-    assert secret not in decoded.warnings[0] and "evil" not in decoded.warnings[0]
+    assert decoded.warnings == ()
     assert encode(decoded.settings) == {"ep": "a"}
+    scenarios = budget.decode(query, foreign=tuple(KEYS.values()))
+    assert scenarios.scenarios[0].gpu == "l4"
+    (warning,) = scenarios.warnings
+    assert "api_key" in warning and "base_url" in warning and "ep" in warning  # named, and "ep" among the accepted
+    assert secret not in warning and "evil" not in warning
 
 
 def test_repeated_key_warns_and_uses_last():
@@ -100,8 +107,10 @@ def test_repeated_key_warns_and_uses_last():
 
 
 def test_too_many_params_warn():
-    decoded = decode({f"k{i}": "1" for i in range(40)})
-    assert any("first 32 of 40" in w for w in decoded.warnings)
+    # Unknown keys are the scenario codec's to report; this codec reads at most 32 of its own.
+    assert decode({f"k{i}": "1" for i in range(40)}).warnings == ()
+    own = {key: "1" for key in KEYS.values()} | {f"ep{i}": "x" for i in range(40)}
+    assert budget.decode(own, foreign=tuple(KEYS.values())).warnings[0].startswith("ignored unknown parameters: 'ep0'")
 
 
 def test_no_url_or_key_can_be_encoded():

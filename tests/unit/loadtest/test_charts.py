@@ -86,6 +86,18 @@ def test_display_runs_says_na_never_zero():
     assert row["median_e2el_ms"] == "n/a" and row["request_goodput"] == "n/a" and row["output_throughput"] == "100.00"
 
 
+def test_display_runs_converts_to_arrow_with_gaps_beside_counts():
+    # an imported run (input tokens asked for unknown) beside a predicted one (known): every column must have one
+    # Arrow type, or Streamlit logs a conversion failure and guesses
+    import pyarrow as pa
+
+    (run,) = _runs([_level(1, 100.0, None)])
+    known = replace(run, label="predicted", requested_input_tokens=1024)
+    frame = display_runs([replace(run, requested_input_tokens=None), known])
+    assert list(frame["requested_input_tokens"]) == ["n/a", "1,024"]
+    assert pa.Table.from_pandas(frame).num_rows == 2
+
+
 def test_live_figure_panels():
     windows, server = live_frames((), None, ())
     assert len(windows) == 0 and server is None
