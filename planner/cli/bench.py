@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
-from planner.loadtest.settings import INPUT_SIZINGS, LoadSettings
+from planner.loadtest.settings import DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
     from planner.loadtest.runner import LoadResult
@@ -48,7 +48,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps (default: 1, Poisson)")
     b.add_argument("--num-prompts", type=int, default=100, help="measured requests (default: 100)")
     b.add_argument("--num-warmups", type=int, default=0, help="requests before the measured ones (default: 0)")
-    b.add_argument("--input-len", type=int, default=128, help="synthetic prompt length, text tokens (default: 128)")
+    b.add_argument(
+        "--input-len",
+        "--random-input-len",
+        dest="input_len",
+        type=int,
+        default=128,
+        help="synthetic prompt length, text tokens (multi_turn: each turn's new message) (default: 128)",
+    )
     b.add_argument(
         "--input-sizing",
         choices=INPUT_SIZINGS,
@@ -57,8 +64,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(vLLM, SGLang); words: one word per token, an estimate",
     )
     b.add_argument("--exact-input-len", action="store_true", help="(the default now: --input-sizing tokenize)")
-    b.add_argument("--output-len", type=int, default=128, help="max_tokens of each request (default: 128)")
-    b.add_argument("--range-ratio", type=float, default=0.0, help="lengths from [L(1-r), L(1+r)] (default: 0)")
+    b.add_argument(
+        "--output-len",
+        "--random-output-len",
+        "--prefix-repetition-output-len",
+        dest="output_len",
+        type=int,
+        default=128,
+        help="max_tokens of each request (default: 128)",
+    )
+    b.add_argument(
+        "--range-ratio",
+        "--random-range-ratio",
+        dest="range_ratio",
+        type=float,
+        default=0.0,
+        help="lengths from [L(1-r), L(1+r)] (default: 0)",
+    )
     b.add_argument(
         "--ignore-eos",
         action="store_true",
@@ -71,12 +93,48 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50 (default: none)"
     )
-    b.add_argument("--dataset-path", metavar="FILE.jsonl", help='prompts file: {"prompt": ...} per line (vLLM custom)')
+    b.add_argument(
+        "--dataset-name",
+        choices=[d for d in DATASETS if d != "examples"],
+        help="random (default), prefix_repetition, multi_turn, or a --dataset-path file: custom (JSONL, the "
+        "default with a path), sharegpt (JSON/JSONL), timed_trace (Mooncake-layout JSONL), burstgpt (CSV)",
+    )
+    b.add_argument("--dataset-path", metavar="FILE", help='the dataset\'s file (custom: {"prompt": ...} per line)')
+    g = b.add_argument_group("prefix_repetition (as vllm bench serve)")
+    g.add_argument("--prefix-repetition-prefix-len", type=int, default=256, help="shared prefix tokens (default: 256)")
+    g.add_argument("--prefix-repetition-suffix-len", type=int, default=256, help="own suffix tokens (default: 256)")
+    g.add_argument("--prefix-repetition-num-prefixes", type=int, default=10, help="distinct prefixes (default: 10)")
+    g = b.add_argument_group("multi_turn")
+    g.add_argument("--num-turns", type=int, default=4, help="turns per conversation (default: 4)")
+    g.add_argument("--think-time", type=float, default=0.0, help="seconds between an answer and the next turn")
+    g = b.add_argument_group("timed_trace / burstgpt")
+    g.add_argument(
+        "--time-scale",
+        "--timed-trace-sec-multiplier",
+        dest="time_scale",
+        type=float,
+        default=1.0,
+        help="arrival = timestamp x this, s (default 1; 0.001 for millisecond traces such as Mooncake's)",
+    )
+    g.add_argument("--timed-trace-chunk-hash-size", type=int, default=16, help="tokens per hash_ids block (default 16)")
+    b.add_argument(
+        "--flush-cache",
+        action="store_true",
+        help="flush, prime, measure: empty the server's prefix cache (vLLM /reset_prefix_cache with "
+        "VLLM_SERVER_DEV_MODE=1, SGLang /flush_cache), then the warmups prime it, then the measured run",
+    )
+    b.add_argument("--num-runs", type=int, default=1, help="repeat the run K times: mean and 95%% CI (default: 1)")
     b.add_argument("--sweep", type=int, metavar="N", help="concurrency sweep 1, 2, 4, ... N; prints a row per level")
     b.add_argument(
         "--prompts-per-level", type=int, help="sweep: requests per level (default: max(num-prompts, 4 x level))"
     )
     b.add_argument("--level-duration", type=float, default=120.0, help="sweep: time cap per level, s (default: 120)")
+    b.add_argument(
+        "--no-sweep-stop",
+        action="store_true",
+        help="sweep: run every level (by default it stops when throughput gains < 10%% while TTFT or E2E rise >= 25%%)",
+    )
+    b.add_argument("--sweep-refine", action="store_true", help="sweep: add the level between the last two at the stop")
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
     b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
@@ -93,6 +151,11 @@ _BENCH_FLAGS = {
     "levels": "--sweep",
     "sweep_max": "--sweep",
     "level_duration_s": "--level-duration",
+    "prefix_len": "--prefix-repetition-prefix-len",
+    "suffix_len": "--prefix-repetition-suffix-len",
+    "num_prefixes": "--prefix-repetition-num-prefixes",
+    "think_time_s": "--think-time",
+    "trace_chunk_hash_size": "--timed-trace-chunk-hash-size",
 }
 
 
@@ -147,6 +210,17 @@ def _bench_text(result: LoadResult) -> str:
         lines.append(row(f"{label} TTFT first chunk (ms):", None if value is None else value * 1000))
     if result.input_calibration is not None:
         lines.append(row("Input lengths:", result.input_calibration.label))
+    cache = result.prefix_cache
+    if cache is not None:
+        rate_text = "n/a" if cache.hit_rate is None else f"{cache.hit_rate:.1%}"
+        lines.append(
+            row("Prefix cache hit rate:", f"{rate_text} ({cache.hits_tokens:,.0f} of {cache.queries_tokens:,.0f})")
+        )
+    share = result.reusable_prefix_share
+    if share is not None and result.settings.dataset_name != "random":
+        lines.append(row("Reusable prefix (workload):", f"{share:.1%}"))
+    if result.settings.flush_cache:
+        lines.append(row("Prefix cache flushed first:", "yes" if result.cache_flushed else "no"))
     check = result.input_check
     if check is not None and check.requested_tokens is not None:
         lines.append(row("Input tokens asked / server-counted:", f"{check.requested_tokens} / {check.measured_tokens}"))
@@ -187,6 +261,33 @@ def _sweep_text(points: Sequence[SweepPoint], knee: int | None, stopped: str | N
     return "\n".join(lines)
 
 
+def _turns_text(frame: object) -> str:
+    """TTFT by turn: one row per turn (``planner.loadtest.results.ttft_by_turn``)."""
+    lines = [
+        "{s:{c}^{n}}".format(s=" TTFT by turn ", n=50, c="-"),
+        f"{'turn':>5} {'requests':>9} {'prompt tok':>11} {'TTFT p50':>9} {'TTFT p90':>9}  (ms)",
+    ]
+    for row in frame.itertuples():  # type: ignore[attr-defined]
+        tokens = "n/a" if row.mean_input_tokens is None else f"{row.mean_input_tokens:,.0f}"
+        lines.append(f"{row.turn:>5} {row.requests:>9} {tokens:>11} {row.median_ttft_ms:>9.1f} {row.p90_ttft_ms:>9.1f}")
+    return "\n".join(lines)
+
+
+def _confidence_text(frame: object) -> str:
+    """Mean ± 95% interval of each headline metric over the repeats."""
+    lines = ["{s:{c}^{n}}".format(s=" Repeats: mean and 95% interval ", n=50, c="=")]
+    for row in frame.itertuples():  # type: ignore[attr-defined]
+        half = (
+            ""
+            if row.ci95_half_width_pct is None or row.ci95_half_width_pct != row.ci95_half_width_pct
+            else (f" ± {row.ci95_half_width_pct:.1f}%")
+        )
+        low = "n/a" if row.ci95_low != row.ci95_low else f"{row.ci95_low:.2f}"
+        high = "n/a" if row.ci95_high != row.ci95_high else f"{row.ci95_high:.2f}"
+        lines.append(f"{row.metric:<24} {row.mean:>10.2f}{half:<10} [{low}, {high}]  n={row.runs}")
+    return "\n".join(lines)
+
+
 def _all_failed(records: Sequence[RequestRecord]) -> str | None:
     """When requests were sent and none succeeded: "all N requests failed; most common: KIND (M of N): MESSAGE"
     (MESSAGE from the first request of that kind); else None."""
@@ -207,19 +308,26 @@ def _accepted(text: str) -> str:
     return text.replace("or None for no cap", "or leave it out for no cap")
 
 
-def _read_dataset(path: str) -> tuple[str, ...]:
+def _read_dataset(path: str, name: str, limit: int, chunk: int) -> tuple[tuple[str, ...], tuple]:
+    """``(prompts, trace rows)`` of the dataset file, read no further than ``limit`` rows (custom: whole)."""
+    from planner.loadtest.datasets import read_sharegpt, read_trace
+    from planner.loadtest.settings import MAX_PROMPTS
     from planner.loadtest.workload import MAX_DATASET_BYTES, parse_prompts_jsonl
 
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_DATASET_BYTES + 1)
+            if name in TRACE_DATASETS:
+                return (), read_trace(handle, name, limit=limit, chunk_hash_size=chunk)
+            if name == "sharegpt":
+                return read_sharegpt(handle, limit=MAX_PROMPTS), ()
+            return parse_prompts_jsonl(handle.read(MAX_DATASET_BYTES + 1)), ()
     except OSError as exc:
-        raise InvalidParameterError("dataset_path", path, f"a readable JSONL file ({exc.strerror})") from exc
-    return parse_prompts_jsonl(data)
+        raise InvalidParameterError("dataset_path", path, f"a readable {name} file ({exc.strerror})") from exc
 
 
-def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str]) -> tuple[LoadSettings, tuple]:
-    """The :class:`~planner.loadtest.settings.LoadSettings` the flags describe, and the prompts they give."""
+def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str]) -> tuple[LoadSettings, tuple, tuple]:
+    """The :class:`~planner.loadtest.settings.LoadSettings` the flags describe, the prompts and the trace rows they
+    give."""
     from planner.loadtest.sweep import sweep_levels
 
     slo: list[tuple[str, float]] = []
@@ -241,7 +349,20 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
             raise InvalidParameterError("levels", args.sweep, exc.accepted) from exc
         if not (isinstance(args.level_duration, float) and 0 < args.level_duration < math.inf):
             raise InvalidParameterError("level_duration_s", args.level_duration, "a finite number of seconds > 0")
-    prompts = tuple(args.prompt) + (_read_dataset(args.dataset_path) if args.dataset_path else ())
+    name = args.dataset_name or ("custom" if args.dataset_path or args.prompt else "random")
+    if (
+        name in ("custom", "sharegpt", *TRACE_DATASETS)
+        and not args.dataset_path
+        and not (name == "custom" and args.prompt)
+    ):
+        raise InvalidParameterError("dataset_path", None, f"a {name} file (--dataset-path FILE)")
+    rows: tuple = ()
+    prompts = tuple(args.prompt)
+    if args.dataset_path:
+        read, rows = _read_dataset(
+            args.dataset_path, name, args.num_prompts + args.num_warmups, args.timed_trace_chunk_hash_size
+        )
+        prompts += read
     duration = args.duration
     if args.sweep is not None:  # every level is capped in time
         duration = args.level_duration if duration is None else min(duration, args.level_duration)
@@ -256,7 +377,7 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
         num_warmups=args.num_warmups,
         duration_s=duration,
         timeout_s=args.timeout,
-        dataset_name="custom" if prompts else "random",
+        dataset_name=name,
         input_len=args.input_len,
         output_len=args.output_len,
         range_ratio=args.range_ratio,
@@ -264,8 +385,19 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
         input_sizing=args.input_sizing,
         goodput_ms=tuple(slo),
         scrape_metrics=not args.no_scrape_metrics,
+        prefix_len=args.prefix_repetition_prefix_len,
+        suffix_len=args.prefix_repetition_suffix_len,
+        num_prefixes=args.prefix_repetition_num_prefixes,
+        num_turns=args.num_turns,
+        think_time_s=args.think_time,
+        time_scale=args.time_scale,
+        trace_chunk_hash_size=args.timed_trace_chunk_hash_size,
+        flush_cache=args.flush_cache,
+        num_runs=args.num_runs,
+        sweep_stop=not args.no_sweep_stop,
+        sweep_refine=args.sweep_refine,
     )
-    return settings, prompts
+    return settings, prompts, rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -273,7 +405,8 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     from datetime import datetime
 
-    from planner.loadtest.results import saved_run, to_vllm_file
+    from planner.loadtest.confidence import repeat_summary
+    from planner.loadtest.results import saved_run, to_vllm_file, ttft_by_turn
     from planner.loadtest.sweep import SweepPoint, find_knee
     from planner.loadtest.worker import JobQueue, plan_jobs
     from planner.serving.endpoints import parse_endpoint_flag
@@ -289,17 +422,19 @@ def run(args: argparse.Namespace) -> int:
             endpoint = parse_endpoint_flag(text)
         except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
             raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
-        settings, prompts = _settings(args, typed_slo)
+        settings, prompts, rows = _settings(args, typed_slo)
         # the start time in labels and sweep ids, as on the page: two saved runs of one endpoint import side by side
         tag = started.strftime("%H:%M:%S")
-        jobs = plan_jobs([endpoint], settings, prompts, tag=tag, prompts_per_level=args.prompts_per_level)
+        jobs = plan_jobs(
+            [endpoint], settings, prompts, tag=tag, prompts_per_level=args.prompts_per_level, trace_rows=rows
+        )
         queue = JobQueue(jobs, started=started, scrape=settings.scrape_metrics)
         outcomes = asyncio.run(queue.run())
         failed_to_start = next((o.error for o in outcomes if o.error is not None), None)
         if failed_to_start is not None:
             raise PlannerError(failed_to_start.split(": ", 1)[-1])
     except InvalidParameterError as exc:
-        if exc.name == "dataset" or exc.name.startswith("dataset line"):
+        if exc.name == "dataset" or exc.name.startswith(("dataset line", "dataset row")):
             where = exc.name.removeprefix("dataset").strip()
             shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
             what = args.dataset_path + (f" {where}" if where else "")
@@ -313,18 +448,41 @@ def run(args: argparse.Namespace) -> int:
         return error(PROG, exc)
     results = [o.result for o in outcomes if o.result is not None]
     # One writer for vLLM-keyed results (planner.loadtest.results), so the page re-imports what the CLI saves.
-    runs = [saved_run(o.result, o.job.label, started=started, sweep=o.job.sweep) for o in outcomes if o.result]
+    runs = [
+        saved_run(o.result, o.job.label, started=started, sweep=o.job.sweep, repeat=o.job.repeat)
+        for o in outcomes
+        if o.result
+    ]
     if settings.mode == "sweep":
-        points = [SweepPoint.of(o.job.level or 0, o.result) for o in outcomes if o.result is not None]
+        points = sorted(
+            (SweepPoint.of(o.job.level or 0, o.result) for o in outcomes if o.result is not None),
+            key=lambda p: p.concurrency,
+        )
         knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
         stopped = "cancelled" if any(r.stopped == "cancelled" for r in results) else None
+        saturated = next(iter(queue.sweep_stops.values()), None)
+        if stopped is None and saturated is not None:
+            stopped = f"saturation: {saturated}"
         document: object = [to_vllm_file(r) for r in runs]
         levels = [to_vllm_file(r, per_request=False) for r in runs]
-        summary = {"endpoint": endpoint.name, "knee_concurrency": knee, "levels": levels}
+        summary = {"endpoint": endpoint.name, "knee_concurrency": knee, "stopped_at_saturation": saturated}
+        summary["levels"] = levels
         shown = json.dumps(summary, indent=2) if args.json else _sweep_text(points, knee, stopped)
+    elif len(runs) > 1:  # repeats: every run, then the mean and 95% interval of each headline metric
+        document = [to_vllm_file(r) for r in runs]
+        table = repeat_summary(runs)
+        if args.json:
+            confidence = table.drop(columns="group").to_dict(orient="records")
+            repeats = [to_vllm_file(r, per_request=False) for r in runs]
+            shown = json.dumps({"endpoint": endpoint.name, "confidence": confidence, "runs": repeats}, indent=2)
+        else:
+            shown = "\n\n".join([*(_bench_text(r) for r in results), _confidence_text(table)])
     else:
         document = to_vllm_file(runs[0])
         shown = json.dumps(to_vllm_file(runs[0], per_request=False), indent=2) if args.json else _bench_text(results[0])
+        turns = ttft_by_turn(runs)
+        if len(turns) and not args.json:
+            shown += "\n" + _turns_text(turns)
     if args.save_result:
         try:
             with open(args.save_result, "w", encoding="utf-8") as handle:

@@ -108,6 +108,12 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch-prefill-tokens", type=int, help="TGI: tokens of one prefill batch (default: TGI's)")
     p.add_argument("--cuda-memory-fraction", type=float, default=1.0, help="TGI: share of GPU memory (default: 1.0)")
     p.add_argument("--target-context", type=int, help="also report concurrency at this context (default: none)")
+    p.add_argument(
+        "--shared-prefix-ratio",
+        type=float,
+        help="what-if: this share (0-1) of each request is a prefix common to all, held once with prefix caching; "
+        "reports the concurrency at --target-context (else max_model_len)",
+    )
     p.add_argument("--custom-gpu-memory-gib", type=float, help="memory of --gpu custom, GiB (no default)")
     art = p.add_argument_group("article engine inputs (override --model/--gpu)")
     art.add_argument("--params-b", type=float, help="parameters in billions")
@@ -324,8 +330,21 @@ def run(args: argparse.Namespace) -> int:
             f"as {result.scenario.engine_version} does; nothing to compare",
             file=sys.stderr,
         )
+    try:
+        shared = _shared_prefix(args, result)
+    except PlannerError as exc:
+        return usage_error(args.command, exc, flags=args)
     if args.json:
         payload = result.to_json()
+        if shared is not None:
+            payload["shared_prefix"] = {
+                "share_ratio": shared.share_ratio,
+                "context_tokens": shared.context_tokens,
+                "shared_blocks": shared.shared_blocks,
+                "own_blocks_per_request": shared.own_blocks_per_request,
+                "max_concurrency": shared.max_concurrency,
+                "max_concurrency_unshared": shared.max_concurrency_unshared,
+            }
         command = launch(result)
         payload["launch_command"] = command.command
         payload["launch_warning"] = command.warning
@@ -337,5 +356,28 @@ def run(args: argparse.Namespace) -> int:
         parts = [_text(result)]
         parts += [] if explanation is None else [_explanation_text(explanation)]
         parts += [] if change is None else [_version_change_text(change)]
+        if shared is not None:
+            parts.append(
+                f"Shared prefix {shared.share_ratio:.0%} of {shared.context_tokens:,} tokens: "
+                f"{shared.shared_blocks:,} blocks held once, {shared.own_blocks_per_request:,} per request: "
+                f"max concurrency {shared.max_concurrency:,} (unshared {shared.max_concurrency_unshared:,})"
+            )
         print("\n".join(parts))
     return 0
+
+
+def _shared_prefix(args: argparse.Namespace, result: object) -> object:
+    """The shared-prefix what-if of ``--shared-prefix-ratio`` on the plan's block pool; None when not asked or the
+    engine reports no blocks."""
+    from planner.capacity.prefix_sharing import shared_prefix_concurrency
+    from planner.errors import InvalidParameterError
+
+    ratio = getattr(args, "shared_prefix_ratio", None)
+    blocks = getattr(result, "num_gpu_blocks", None)
+    if ratio is None or blocks is None:
+        return None
+    context = args.target_context or result.scenario.max_model_len  # type: ignore[attr-defined]
+    try:
+        return shared_prefix_concurrency(blocks, result.block_size, int(context), ratio)  # type: ignore[attr-defined]
+    except InvalidParameterError as exc:  # named after the flag
+        raise InvalidParameterError("shared_prefix_ratio", ratio, exc.accepted) from exc

@@ -63,6 +63,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_workload_arguments(p)
     p.add_argument("--sweep", type=int, metavar="N", help="predict concurrency 1, 2, 4, ... N; one row per level")
     p.add_argument("--static", action="store_true", help="also predict static batching, for comparison")
+    p.add_argument(
+        "--prefix-cache-hit-rate",
+        type=float,
+        default=0.0,
+        help="share (0-1) of each prompt served from the prefix cache, not prefilled (default: 0; e.g. a Load Test "
+        "run's measured hit rate)",
+    )
     p.add_argument("--save-result", metavar="FILE", help="write the prediction as a vllm bench serve result file")
     p.add_argument("--json", action="store_true", help="print one JSON object (vllm bench serve's keys)")
 
@@ -213,7 +220,10 @@ def run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError("sweep", args.sweep, exc.accepted) from exc
             curve = predict_curve(scenario, settings, profile=profile)
         else:
-            prediction = predict(scenario, settings, profile=profile, static=args.static)
+            hit_rate = args.prefix_cache_hit_rate
+            prediction = predict(
+                scenario, settings, profile=profile, static=args.static, prefix_cache_hit_rate=hit_rate
+            )
     except PlannerError as exc:
         return usage_error(args.command, exc, flags=args)
     if args.sweep is not None:

@@ -16,7 +16,13 @@ only values that differ from :data:`~planner.loadtest.settings.DEFAULT` are writ
 * ``input_len`` (1–131072), ``output_len`` (1–32768), ``range_ratio`` ([0, 1)), ``ignore_eos`` (true/false);
 * ``input_sizing``: ``tokenize`` (the default), ``token_ids`` or ``words`` (see ``LoadSettings``);
 * ``goodput``: SLOs as vLLM's ``--goodput`` takes them, ``ttft:500,tpot:50,e2el:2000`` (milliseconds);
-* ``sweep_max`` (1–1024), ``scrape_metrics`` (true/false: poll the server's ``/metrics`` during the run).
+* ``sweep_max`` (1–1024), ``scrape_metrics`` (true/false: poll the server's ``/metrics`` during the run);
+* workloads: ``dataset_name`` also ``prefix_repetition``, ``multi_turn``, ``sharegpt``, ``timed_trace``, ``burstgpt``
+  (a file's content is never in a link); ``prefix_len`` (0–131072), ``suffix_len`` (1–131072), ``num_prefixes``
+  (1–1000), ``num_turns`` (1–64), ``think_time_s`` (0–600 s), ``time_scale`` (0.0001–1000),
+  ``trace_chunk_hash_size`` (1–65536);
+* ``flush_cache`` (true/false: flush, prime, measure), ``num_runs`` (1–20 repeats), ``sweep_stop`` and
+  ``sweep_refine`` (true/false).
 
 Every run the page can start is bounded: at most :data:`~planner.loadtest.settings.MAX_PROMPTS` requests per run,
 at most 11 sweep levels, a duration cap of at most an hour per run. :func:`decode` never raises (see
@@ -51,6 +57,8 @@ from planner.loadtest.settings import (
     DEFAULT,
     INPUT_SIZINGS,
     MAX_PROMPTS,
+    MAX_RUNS,
+    MAX_TURNS,
     MODES,
     LoadSettings,
     format_goodput,
@@ -83,11 +91,19 @@ NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
     "output_len": (1, 32_768, True, False, False),
     "range_ratio": (0, 0.99, False, False, False),
     "sweep_max": (1, 1024, True, False, False),
+    "prefix_len": (0, 131_072, True, False, False),
+    "suffix_len": (1, 131_072, True, False, False),
+    "num_prefixes": (1, 1000, True, False, False),
+    "num_turns": (1, MAX_TURNS, True, False, False),
+    "think_time_s": (0, 600, False, False, False),
+    "time_scale": (0.0001, 1000, False, False, False),
+    "trace_chunk_hash_size": (1, 65_536, True, False, False),
+    "num_runs": (1, MAX_RUNS, True, False, False),
 }
 
 
 #: Query key of each setting.
-KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name != "prompts"} | {
+KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name not in ("prompts", "trace_rows")} | {
     "endpoints": "ep",
     "duration_s": "duration",
     "timeout_s": "timeout",
@@ -128,7 +144,7 @@ def parse_field(name: str, text: str) -> object:
         return parse_choice(text, DATASETS)
     if name == "input_sizing":
         return parse_choice(text, INPUT_SIZINGS)
-    if name in ("ignore_eos", "scrape_metrics"):
+    if name in ("ignore_eos", "scrape_metrics", "flush_cache", "sweep_stop", "sweep_refine"):
         return parse_flag(text)
     if name == "goodput_ms":
         return parse_goodput(text)

@@ -15,6 +15,7 @@ E2EL = last token − sent; output throughput = Σ output tokens / run duration.
   their p99.
 * :func:`live_figure`: a run while it goes: output tokens/s and TTFT percentiles per time window, requests in
   flight (client) and, when scraped, the server's running / waiting requests and KV cache usage.
+* :func:`turns_figure`: TTFT by conversation turn (median, p90 dotted) beside the prompt length of each turn.
 * :func:`display_runs`: :func:`planner.loadtest.results.runs_frame` formatted for a table ("n/a" for missing).
 """
 
@@ -50,6 +51,7 @@ __all__ = [
     "sweep_curves",
     "sweep_figure",
     "sweep_points",
+    "turns_figure",
 ]
 
 _MS = 1000.0
@@ -527,3 +529,41 @@ def display_runs(runs: Sequence[SavedRun]) -> pd.DataFrame:
     """:func:`~planner.loadtest.results.runs_frame` with "n/a" for missing values and numbers as rounded text."""
     frame = runs_frame(runs)
     return frame.astype(object).map(_cell) if len(frame) else frame
+
+
+def turns_figure(frame: pd.DataFrame) -> go.Figure:
+    """TTFT by turn of multi-turn runs (:func:`planner.loadtest.results.ttft_by_turn`): median TTFT per turn (p90
+    dotted) on the left axis, the mean prompt length of the turn (the conversation so far) as bars on the right, one
+    colour per run. A prefix cache shows as TTFT staying flat while the prompt grows."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for i, (run, g) in enumerate(frame.groupby("run", sort=False)):
+        color = _PALETTE[i % len(_PALETTE)]
+        fig.add_bar(
+            x=g["turn"],
+            y=g["mean_input_tokens"],
+            name=f"{run}: prompt tokens",
+            marker_color=color,
+            opacity=0.25,
+            secondary_y=True,
+        )
+        fig.add_scatter(
+            x=g["turn"],
+            y=g["median_ttft_ms"],
+            name=f"{run}: median TTFT",
+            mode="lines+markers",
+            line={"color": color},
+            secondary_y=False,
+        )
+        fig.add_scatter(
+            x=g["turn"],
+            y=g["p90_ttft_ms"],
+            name=f"{run}: p90 TTFT",
+            mode="lines",
+            line={"color": color, "dash": "dot", "width": 1},
+            secondary_y=False,
+        )
+    fig.update_xaxes(title_text="turn", dtick=1)
+    fig.update_yaxes(title_text="TTFT (ms)", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="prompt tokens", rangemode="tozero", secondary_y=True)
+    fig.update_layout(height=380, margin={"t": 20, "b": 40}, legend={"orientation": "h", "y": -0.2})
+    return fig

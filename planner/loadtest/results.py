@@ -29,6 +29,7 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.runner import LoadResult
 from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
 from planner.metrics.latency import compute_metrics
+from planner.serving.server_metrics import PrefixCacheStats
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -37,11 +38,13 @@ __all__ = [
     "failure_summary",
     "group_sweeps",
     "import_runs",
+    "prefix_cache_frame",
     "requests_frame",
     "runs_frame",
     "same_model",
     "saved_run",
     "to_vllm_file",
+    "ttft_by_turn",
 ]
 
 #: Largest file :func:`import_runs` reads, bytes (a 10,000-request vLLM result with ITL arrays is ~20 MB).
@@ -64,6 +67,7 @@ class RequestRow:
         tpot_s: (E2EL − TTFT) / (output_tokens − 1).
         itls_s: Gaps between token-bearing chunks.
         error: One-line error of a failed request; "" when ok.
+        turn: Turn within its conversation, from 0 (multi-turn runs); None otherwise.
     """
 
     start_s: float | None
@@ -75,6 +79,7 @@ class RequestRow:
     tpot_s: float | None
     itls_s: tuple[float, ...] = ()
     error: str = ""
+    turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,12 @@ class SavedRun:
         measured_input_tokens: Input tokens the server counted (``usage.prompt_tokens``); None when unknown.
         notes: Lines a reader of the figures must know (fields not sent, input lengths off what was asked).
         stopped: ``"cancelled"`` or ``"duration"`` when the run ended before all its requests; None otherwise.
+        dataset_name: The workload (``random``, ``prefix_repetition``, ``multi_turn``, ...); None when unknown.
+        prefix_cache: The server's prefix-cache queries and hits over the run; None when not read.
+        reusable_prefix_share: The most of the prompt tokens a prefix cache could serve on this workload
+            (:attr:`planner.loadtest.runner.LoadResult.reusable_prefix_share`); None when unknown.
+        cache_flushed: The server's prefix cache was emptied before the warmups ("flush, prime, measure").
+        repeat: Id shared by the repeats of one run (``num_runs`` > 1); None otherwise.
     """
 
     label: str
@@ -124,14 +135,27 @@ class SavedRun:
     measured_input_tokens: int | None = None
     notes: tuple[str, ...] = ()
     stopped: str | None = None
+    dataset_name: str | None = None
+    prefix_cache: PrefixCacheStats | None = None
+    reusable_prefix_share: float | None = None
+    cache_flushed: bool = False
+    repeat: str | None = None
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """The server's prefix-cache hit rate over the run (0–1); None when not read."""
+        return None if self.prefix_cache is None else self.prefix_cache.hit_rate
 
 
-def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str | None = None) -> SavedRun:
+def saved_run(
+    result: LoadResult, label: str, *, started: datetime, sweep: str | None = None, repeat: str | None = None
+) -> SavedRun:
     """A :class:`SavedRun` of a measured :class:`~planner.loadtest.runner.LoadResult` (``started``: local start
-    time)."""
+    time; ``repeat``: the id of its group of repeats)."""
     rows = []
     first_sent = min((r.t_sent for r in result.records), default=0.0)
-    for record, input_tokens in zip(result.records, result.input_tokens, strict=True):
+    turns = result.turns or (None,) * len(result.records)
+    for record, input_tokens, turn in zip(result.records, result.input_tokens, turns, strict=True):
         m = compute_metrics(record)
         rows.append(
             RequestRow(
@@ -144,6 +168,7 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
                 tpot_s=m.tpot_s,
                 itls_s=m.itl_chunk_s,
                 error="" if record.ok else (record.error or record.error_kind or "failed"),
+                turn=turn,
             )
         )
     model = next((r.model for r in result.records if r.model), None)
@@ -169,6 +194,11 @@ def saved_run(result: LoadResult, label: str, *, started: datetime, sweep: str |
         measured_input_tokens=None if check is None else check.measured_tokens,
         notes=result.notes,
         stopped=result.stopped,
+        dataset_name=spec.dataset_name,
+        prefix_cache=result.prefix_cache,
+        reusable_prefix_share=result.reusable_prefix_share,
+        cache_flushed=result.cache_flushed,
+        repeat=repeat,
     )
 
 
@@ -212,6 +242,15 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     out["planner_measured_input_tokens"] = run.measured_input_tokens
     out["planner_notes"] = list(run.notes)
     out["planner_stopped"] = run.stopped
+    out["planner_dataset_name"] = run.dataset_name
+    cache = run.prefix_cache
+    out["planner_prefix_cache_hit_rate"] = run.prefix_cache_hit_rate
+    out["planner_prefix_cache_queries"] = None if cache is None else cache.queries_tokens
+    out["planner_prefix_cache_hits"] = None if cache is None else cache.hits_tokens
+    out["planner_prefix_cache_source"] = None if cache is None else cache.source
+    out["planner_reusable_prefix_share"] = run.reusable_prefix_share
+    out["planner_cache_flushed"] = run.cache_flushed
+    out["planner_repeat"] = run.repeat
     if run.metrics.slo_ms:
         out["goodput"] = dict(run.metrics.slo_ms)
     out.update(
@@ -236,6 +275,8 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
             "errors": [r.error for r in rows],
         }
     )
+    if any(r.turn is not None for r in rows):
+        out["planner_turns"] = [r.turn for r in rows]
     return out
 
 
@@ -268,6 +309,8 @@ def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
         return ()
     starts = data.get("start_times")
     starts = starts if isinstance(starts, list) and len(starts) == n else [None] * n
+    turns = data.get("planner_turns")
+    turns = turns if isinstance(turns, list) and len(turns) == n else [None] * n
     rows = []
     for i in range(n):
         error = arrays["errors"][i]
@@ -291,6 +334,7 @@ def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
                 tpot_s=tpot,
                 itls_s=tuple(float(x) for x in itls if isinstance(x, int | float)),
                 error=str(error)[:500] if error else "",
+                turn=turns[i] if isinstance(turns[i], int) and not isinstance(turns[i], bool) else None,
             )
         )
     if rows and all(r.start_s is not None for r in rows):
@@ -321,6 +365,11 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
             **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
         )
     method = data.get("input_tokens_method")
+    queries, hits = _opt_float(data, "planner_prefix_cache_queries"), _opt_float(data, "planner_prefix_cache_hits")
+    cache = None
+    if queries is not None and hits is not None:
+        source = str(data.get("planner_prefix_cache_source") or "file")[:80]
+        cache = PrefixCacheStats(queries, hits, source)
     return SavedRun(
         label=label,
         endpoint=endpoint,
@@ -341,6 +390,11 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         measured_input_tokens=_opt_int(data, "planner_measured_input_tokens"),
         notes=_notes(data.get("planner_notes")),
         stopped=data.get("planner_stopped") if data.get("planner_stopped") in ("cancelled", "duration") else None,
+        dataset_name=str(data["planner_dataset_name"])[:40] if data.get("planner_dataset_name") else None,
+        prefix_cache=cache,
+        reusable_prefix_share=_opt_float(data, "planner_reusable_prefix_share"),
+        cache_flushed=data.get("planner_cache_flushed") is True,
+        repeat=str(data["planner_repeat"])[:80] if data.get("planner_repeat") else None,
     )
 
 
@@ -454,6 +508,7 @@ def requests_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
                     "e2el_s": r.e2el_s,
                     "itl_count": len(r.itls_s),
                     "itl_median_s": statistics.median(r.itls_s) if r.itls_s else None,
+                    "turn": r.turn,
                     "error": r.error,
                 }
             )
@@ -485,6 +540,10 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             "input_tokens_method": run.input_tokens_method,
             "requested_input_tokens": run.requested_input_tokens,
             "total_input_tokens": m.total_input_tokens,
+            "dataset_name": run.dataset_name,
+            # the server's counters over the run; the workload's most a cache could serve beside it
+            "prefix_cache_hit_rate": run.prefix_cache_hit_rate,
+            "reusable_prefix_share": run.reusable_prefix_share,
         }
         vllm = m.to_vllm_json()
         for name in METRIC_NAMES:
@@ -503,3 +562,70 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
     whole = ("max_concurrency", "completed", "failed", "requested_input_tokens", "total_input_tokens")
     counts = [c for c in frame.columns if c.endswith("_samples") or c in whole]
     return frame.astype({c: "Int64" for c in counts}) if len(frame) else frame
+
+
+def ttft_by_turn(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """TTFT split by conversation turn, per run (multi-turn runs only): ``run``, ``turn`` (from 1), ``requests``
+    (completed), ``median_ttft_ms``, ``p90_ttft_ms``, ``mean_input_tokens`` (the conversation so far, as the
+    server counted it). Percentiles as :mod:`planner.metrics.benchmark` computes them (numpy's linear method);
+    empty when no run has turns."""
+    import numpy as np
+
+    rows = []
+    for run in runs:
+        by_turn: dict[int, list[RequestRow]] = {}
+        for r in run.requests:
+            if r.turn is not None and r.ok and r.ttft_s is not None:
+                by_turn.setdefault(r.turn, []).append(r)
+        for turn in sorted(by_turn):
+            group = by_turn[turn]
+            ttfts = np.array([r.ttft_s for r in group]) * _MS
+            inputs = [r.input_tokens for r in group if r.input_tokens is not None]
+            rows.append(
+                {
+                    "run": run.label,
+                    "turn": turn + 1,
+                    "requests": len(group),
+                    "median_ttft_ms": float(np.percentile(ttfts, 50)),
+                    "p90_ttft_ms": float(np.percentile(ttfts, 90)),
+                    "mean_input_tokens": statistics.fmean(inputs) if inputs else None,
+                }
+            )
+    columns = ["run", "turn", "requests", "median_ttft_ms", "p90_ttft_ms", "mean_input_tokens"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def prefix_cache_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """One row per run that read the server's prefix-cache counters or whose workload shares prefixes: ``run``,
+    ``dataset_name``, ``prefix_cache_hit_rate`` (the server's, 0–1), ``prefix_cache_hits`` and
+    ``prefix_cache_queries`` (tokens), ``reusable_prefix_share`` (the most a cache could serve on this workload,
+    0–1), ``cache_flushed``, ``median_ttft_ms``; None where unknown. Empty when no run has any of it."""
+    rows = []
+    for run in runs:
+        cache = run.prefix_cache
+        if cache is None and run.reusable_prefix_share is None:
+            continue
+        ttft = run.metrics.ttft
+        rows.append(
+            {
+                "run": run.label,
+                "dataset_name": run.dataset_name,
+                "prefix_cache_hit_rate": run.prefix_cache_hit_rate,
+                "prefix_cache_hits": None if cache is None else cache.hits_tokens,
+                "prefix_cache_queries": None if cache is None else cache.queries_tokens,
+                "reusable_prefix_share": run.reusable_prefix_share,
+                "cache_flushed": run.cache_flushed,
+                "median_ttft_ms": None if ttft is None or ttft.median_s is None else ttft.median_s * _MS,
+            }
+        )
+    columns = [
+        "run",
+        "dataset_name",
+        "prefix_cache_hit_rate",
+        "prefix_cache_hits",
+        "prefix_cache_queries",
+        "reusable_prefix_share",
+        "cache_flushed",
+        "median_ttft_ms",
+    ]
+    return pd.DataFrame(rows, columns=columns)

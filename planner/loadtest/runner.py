@@ -24,10 +24,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.loadtest.schedule import arrival_times, draw_lengths, token_range
+from planner.loadtest.generators import GENERATED, plan_requests, render_segments, reusable_prefix_tokens
+from planner.loadtest.schedule import Schedule, arrival_times, draw_lengths, token_range
 from planner.loadtest.settings import LoadSettings
 from planner.loadtest.workload import (
     InputCalibration,
@@ -41,6 +42,13 @@ from planner.serving.backends import LOAD_BACKEND, make_client, stream_request
 from planner.serving.discovery import EndpointInfo, discover
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import TOKEN_ID_KINDS, ChatRequest, build_request
+from planner.serving.server_metrics import (
+    METRICS_KINDS,
+    PrefixCacheStats,
+    fetch_sample,
+    prefix_cache_stats,
+    reset_prefix_cache,
+)
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     "Workload",
     "arrival_times",
     "build_requests",
+    "build_schedule",
     "check_inputs",
     "draw_lengths",
     "estimate_tokens",
@@ -92,6 +101,14 @@ class Workload:
             request for dataset prompts.
         calibration: How synthetic prompts were sized; None for dataset prompts.
         note: Why the sizing asked for was not the one used (e.g. token ids on a kind that takes none); None.
+        output_lens: ``max_tokens`` per request where the workload sets them (generated workloads, traces); None =
+            drawn from ``output_len`` and ``range_ratio``.
+        arrival_s: Release time per measured request (generated workloads; None for a later turn of a
+            conversation); None = :func:`arrival_times`.
+        conversation: Conversation id per measured request (``multi_turn``); None = no conversations.
+        turn: Turn per measured request, from 0 (``multi_turn``).
+        reusable_tokens: Tokens at the start of each measured prompt that repeat an earlier prompt's start
+            (:func:`planner.loadtest.generators.reusable_prefix_tokens`); None when not known.
     """
 
     texts: tuple[str, ...]
@@ -100,6 +117,11 @@ class Workload:
     targets: tuple[int | None, ...] = ()
     calibration: InputCalibration | None = None
     note: str | None = None
+    output_lens: tuple[int, ...] | None = None
+    arrival_s: tuple[float | None, ...] | None = None
+    conversation: tuple[int | None, ...] | None = None
+    turn: tuple[int, ...] | None = None
+    reusable_tokens: tuple[int, ...] | None = None
 
 
 async def prepare_workload(
@@ -119,6 +141,8 @@ async def prepare_workload(
     input check.
     """
     count = settings.num_prompts + settings.num_warmups
+    if settings.dataset_name in GENERATED:
+        return await _generated_workload(endpoint, info, settings, secrets=secrets)
     if settings.prompts:
         texts = tuple(settings.prompts[i % len(settings.prompts)] for i in range(count))
         note = "the dataset's prompts are sent as they are: input_sizing applies to synthetic prompts only"
@@ -158,6 +182,74 @@ async def prepare_workload(
     return Workload(texts, tokens=tokens, targets=tuple(n for n, _ in targets), calibration=calibration, note=note)
 
 
+async def _generated_workload(
+    endpoint: Endpoint, info: EndpointInfo, settings: LoadSettings, *, secrets: Mapping[str, Any] | None
+) -> Workload:
+    """The prompts of a generated workload (:mod:`planner.loadtest.generators`): measured, then warmups."""
+    measured = plan_requests(settings)
+    planned = measured + plan_requests(settings, warmups=True)
+    note = None
+    ids = settings.input_sizing == "token_ids"
+    if ids and settings.dataset_name == "multi_turn":
+        ids, note = False, "a conversation goes over the chat route, which takes text: sized as text instead"
+    elif ids and endpoint.kind not in TOKEN_ID_KINDS:
+        ids, note = False, f"{endpoint.kind} takes no token-id prompts (vLLM and SGLang do): sized as text instead"
+    rendered = await render_segments(
+        endpoint,
+        info,
+        planned,
+        seed=settings.seed,
+        token_ids=ids,
+        sizing=settings.input_sizing,
+        timeout_s=min(settings.timeout_s, 10.0),
+        secrets=secrets,
+    )
+    if ids and rendered.token_ids is None:
+        note = "token-id prompts need the server's /tokenize, which gave no ids: sized as text instead"
+    token_ids = None
+    if rendered.token_ids is not None:
+        token_ids = tuple(rendered.prompt_ids(r.segments) or () for r in planned)
+    texts = tuple(rendered.prompt(r.segments) for r in planned)
+    if token_ids is not None:
+        texts = tuple(f"<{len(p)} token ids>" for p in token_ids)
+    targets: tuple[int | None, ...] = tuple(r.tokens for r in planned)
+    if settings.dataset_name == "multi_turn":  # the server counts the whole conversation, not the new message
+        targets = (None,) * len(planned)
+    method = {"token_ids": "token_ids", "calibrated": "segments", "estimate": "estimate"}[rendered.method]
+    calibration = InputCalibration(method, len(planned), template_tokens=0 if token_ids is not None else None)
+    conversations = tuple(r.conversation for r in measured)
+    return Workload(
+        texts,
+        token_ids,
+        tokens=targets,
+        targets=targets,
+        calibration=calibration,
+        note=note,
+        output_lens=tuple(r.output_len for r in planned),
+        arrival_s=tuple(r.arrival_s for r in measured),
+        conversation=conversations if any(c is not None for c in conversations) else None,
+        turn=tuple(r.turn for r in measured),
+        reusable_tokens=reusable_prefix_tokens(measured),
+    )
+
+
+def build_schedule(settings: LoadSettings, workload: Workload) -> Schedule:
+    """The run's :class:`~planner.loadtest.schedule.Schedule`, made once from its prepared ``workload``: the
+    measured requests with their release times (the workload's, else :func:`arrival_times`) and conversation
+    grouping, and the warmups."""
+    n = settings.num_prompts
+    requests = tuple(build_requests(settings, workload))
+    arrivals = workload.arrival_s if workload.arrival_s is not None else arrival_times(settings)
+    return Schedule(
+        requests=requests,
+        arrival_s=tuple(arrivals[:n]),
+        conversation=workload.conversation if workload.conversation is not None else (None,) * n,
+        turn=workload.turn if workload.turn is not None else (0,) * n,
+        think_time_s=settings.think_time_s,
+        warmups=tuple(build_requests(settings, workload, warmups=True)),
+    )
+
+
 def build_requests(settings: LoadSettings, workload: Workload, *, warmups: bool = False) -> list[ChatRequest]:
     """The measured requests (or, with ``warmups``, the warmups) of a run over its prepared ``workload``.
 
@@ -168,6 +260,8 @@ def build_requests(settings: LoadSettings, workload: Workload, *, warmups: bool 
     draws = draw_lengths(settings, settings.num_warmups, n) if warmups else draw_lengths(settings, n, 0)
     out: list[ChatRequest] = []
     for i, (_, n_out, _) in zip(span, draws, strict=True):
+        if workload.output_lens is not None:
+            n_out = workload.output_lens[i]
         ids = workload.token_ids[i] if workload.token_ids is not None else None
         text = workload.texts[i]
         out.append(ChatRequest(text, max_tokens=n_out, ignore_eos=settings.ignore_eos, prompt_token_ids=ids))
@@ -317,6 +411,16 @@ class LoadResult:
         not_sent_fields: Request fields the endpoint's engine does not read, so they were not sent (e.g.
             ``("ignore_eos",)`` on TGI).
         sizing_note: Why the prompts were not sized as ``input_sizing`` asked (:attr:`Workload.note`); None.
+        turns: Turn of each record within its conversation, from 0 (``multi_turn``); None per record elsewhere.
+        reusable_tokens: Tokens at the start of each record's prompt that repeat an earlier prompt's start: for a
+            later turn, the conversation so far as the server counted it (the previous turn's prompt and answer
+            tokens); elsewhere :attr:`Workload.reusable_tokens`. None per record where unknown.
+        prefix_cache: The server's prefix-cache queries and hits over the measured requests (counters scraped just
+            before and after them, :func:`planner.serving.server_metrics.prefix_cache_stats`); None where the
+            server exports none, or ``scrape_metrics`` is off.
+        cache_reset: ``flush_cache``: None when the server emptied its prefix cache before the warmups, else one
+            line saying why it did not; None too when not asked (see :attr:`cache_flushed`).
+        cache_flushed: The server's prefix cache was emptied before the warmups.
     """
 
     endpoint: str
@@ -335,6 +439,19 @@ class LoadResult:
     input_check: InputCheck | None = None
     not_sent_fields: tuple[str, ...] = ()
     sizing_note: str | None = None
+    turns: tuple[int | None, ...] = ()
+    reusable_tokens: tuple[int | None, ...] = ()
+    prefix_cache: PrefixCacheStats | None = None
+    cache_reset: str | None = None
+    cache_flushed: bool = False
+
+    @property
+    def reusable_prefix_share(self) -> float | None:
+        """Σ reusable tokens / Σ input tokens over the records where both are known: the most of the prompt tokens
+        a prefix cache could have served (before block rounding); None when unknown."""
+        pairs = [(r, n) for r, n in zip(self.reusable_tokens, self.input_tokens, strict=False) if r is not None]
+        total = sum(n for _, n in pairs)
+        return sum(min(r, n) for r, n in pairs) / total if pairs and total else None
 
     @property
     def max_in_flight(self) -> int:
@@ -362,6 +479,8 @@ class LoadResult:
             out.append(f"{self.endpoint}: {self.sizing_note}")
         if self.input_check is not None and self.input_check.warning:
             out.append(self.input_check.warning)
+        if self.cache_reset:
+            out.append(f"{self.endpoint}: the prefix cache was not flushed: {self.cache_reset}")
         return tuple(out)
 
 
@@ -400,10 +519,15 @@ async def run_load(
 ) -> LoadResult:
     """Send ``settings``' load to ``endpoint`` and measure it like ``vllm bench serve``.
 
-    The endpoint is discovered once (model, context limit) and the prompts sized once (:func:`prepare_workload`).
-    Warmups go first (concurrently, capped by ``max_concurrency``); then the measured requests are released at
-    :func:`arrival_times`, each waiting for a concurrency slot in arrival order. Duration = wall time from the first
-    measured release until every request has ended.
+    The endpoint is discovered once (model, context limit) and the prompts sized once (:func:`prepare_workload`)
+    into the run's :class:`~planner.loadtest.schedule.Schedule` (:func:`build_schedule`). With ``flush_cache`` the
+    server's prefix cache is emptied first. Warmups go next (concurrently, capped by ``max_concurrency``); then the
+    measured requests are released at their arrival times, each waiting for a concurrency slot in arrival order.
+    A conversation takes one slot from its first turn's release until its last answer, and sends its turns one
+    after another, each with the conversation so far (the answers as received), ``think_time_s`` after the previous
+    answer; a failed turn ends its conversation (its later turns are not sent). Duration = wall time from the first
+    measured release until every request has ended. With ``scrape_metrics``, the server's ``/metrics`` is read just
+    before the first measured release and after the last request, for the run's prefix-cache hit rate.
 
     Args:
         endpoint: The endpoint.
@@ -428,23 +552,21 @@ async def run_load(
     client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=settings.timeout_s, secrets=secrets)
     sem = asyncio.Semaphore(settings.max_concurrency) if settings.max_concurrency else None
     counts = _Counters(settings.num_prompts)
-    workload, requests, warm, stopped = Workload(()), [], [], None
-    tasks: list[asyncio.Task[RequestRecord | None]] = []
+    workload, stopped = Workload(()), None
+    schedule = Schedule((), (), (), ())
+    warm: list[RequestRecord | None] = []
+    finished: dict[int, RequestRecord] = {}
+    sent_text: dict[int, str] = {}  # a later turn's whole prompt (the conversation so far), for estimates
+    tasks: list[asyncio.Task[None]] = []
+    reset_error: str | None = None
+    counters = settings.scrape_metrics and endpoint.kind in METRICS_KINDS
+    before = after = None
 
     def sample() -> None:
         point = (time.perf_counter() - counts.start, counts.in_flight)
         counts.samples.append(point)
         if on_in_flight is not None:
             on_in_flight(*point)
-
-    async def send(request: ChatRequest, measured: bool, *, held: bool = False) -> RequestRecord | None:
-        # held: the dispatcher already took this request's concurrency slot; it is given back when the request ends
-        try:
-            async with sem if sem is not None and not held else contextlib.nullcontext():
-                return await _send(request, measured)
-        finally:
-            if held and sem is not None:
-                sem.release()
 
     async def _send(request: ChatRequest, measured: bool) -> RequestRecord | None:
         counts.in_flight += 1
@@ -479,18 +601,47 @@ async def run_load(
                 on_progress(counts.progress())
         return record
 
+    async def warmup(request: ChatRequest) -> RequestRecord | None:
+        async with sem if sem is not None else contextlib.nullcontext():
+            return await _send(request, False)
+
+    async def thread(indices: list[int]) -> None:
+        # One request, or one conversation's turns; the dispatcher took its concurrency slot, given back here.
+        history: list[tuple[str, str]] = []
+        try:
+            for i in indices:
+                request = schedule.requests[i]
+                if schedule.turn[i] > 0:
+                    if schedule.think_time_s:
+                        await asyncio.sleep(schedule.think_time_s)
+                    request = replace(request, history=tuple(history))
+                    sent_text[i] = request.text
+                record = await _send(request, True)
+                if record is None:
+                    return
+                finished[i] = record
+                if not record.ok:
+                    return  # a conversation cannot go on without its answer
+                history += [("user", schedule.requests[i].prompt), ("assistant", record.text)]
+        finally:
+            if sem is not None:
+                sem.release()
+
     try:
         workload = await prepare_workload(endpoint, info, settings, secrets=secrets)
-        warmups = build_requests(settings, workload, warmups=True)
-        warm = await _until_stopped(asyncio.gather(*(send(r, False) for r in warmups)), stop)
-        requests = build_requests(settings, workload)
-        schedule = arrival_times(settings)
+        schedule = build_schedule(settings, workload)
+        if settings.flush_cache:
+            reset_error = await reset_prefix_cache(endpoint, timeout_s=min(settings.timeout_s, 10.0), secrets=secrets)
+        warm = await _until_stopped(asyncio.gather(*(warmup(r) for r in schedule.warmups)), stop)
+        if counters:
+            before = await fetch_sample(endpoint, start=time.perf_counter(), timeout_s=5.0, secrets=secrets)
         counts.start = time.perf_counter()
         counts.samples.clear()
         sample()
 
         async def dispatch() -> None:
-            for request, t in zip(requests, schedule, strict=True):
+            for indices in schedule.threads():
+                t = schedule.arrival_s[indices[0]] or 0.0
                 delay = counts.start + t - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -498,7 +649,7 @@ async def run_load(
                 # but 100,000 queued requests are not 100,000 parked tasks (which slowed the loop and the stop).
                 if sem is not None:
                     await sem.acquire()
-                tasks.append(asyncio.create_task(send(request, True, held=sem is not None)))
+                tasks.append(asyncio.create_task(thread(indices)))
             await asyncio.gather(*tasks)
 
         stopped = "cancelled" if stop.is_set() else None
@@ -516,9 +667,16 @@ async def run_load(
                     task.cancel()
             await asyncio.gather(main, stopper, *tasks, return_exceptions=True)
         duration = time.perf_counter() - counts.start
+        if counters and before is not None:
+            after = await fetch_sample(endpoint, start=counts.start, timeout_s=5.0, secrets=secrets)
     finally:
         await client.close()
-    return _result(endpoint, settings, workload, requests, tasks, warm, counts, duration, stopped)
+    extra = {
+        "prefix_cache": prefix_cache_stats(before, after, endpoint.kind),
+        "cache_reset": reset_error,
+        "cache_flushed": settings.flush_cache and reset_error is None,
+    }
+    return _result(endpoint, settings, workload, schedule, finished, sent_text, warm, counts, duration, stopped, extra)
 
 
 async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
@@ -533,30 +691,56 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
     return result if isinstance(result, list) else []
 
 
+def _reusable(
+    schedule: Schedule,
+    workload: Workload,
+    index: int,
+    inputs: Mapping[int, int],
+    finished: Mapping[int, RequestRecord],
+    turns: Mapping[tuple[int | None, int], int],
+) -> int | None:
+    """Reusable prefix tokens of request ``index``: a later turn reuses the previous turn's prompt and answer (the
+    server's counts, else the run's estimates); other requests, what the workload planned. ``turns`` maps
+    ``(conversation, turn)`` to the request index."""
+    if schedule.turn[index] > 0:
+        prev = turns.get((schedule.conversation[index], schedule.turn[index] - 1))
+        record = finished.get(prev) if prev is not None else None
+        if record is None or prev not in inputs or record.output_tokens is None:
+            return None
+        return inputs[prev] + record.output_tokens
+    return workload.reusable_tokens[index] if workload.reusable_tokens is not None else None
+
+
 def _result(
     endpoint: Endpoint,
     settings: LoadSettings,
     workload: Workload,
-    requests: list[ChatRequest],
-    tasks: list[asyncio.Task[RequestRecord | None]],
+    schedule: Schedule,
+    finished: Mapping[int, RequestRecord],
+    sent_text: Mapping[int, str],
     warm: list[RequestRecord | None],
     counts: _Counters,
     duration: float,
     stopped: str | None,
+    extra: Mapping[str, Any],
 ) -> LoadResult:
     records: list[RequestRecord] = []
     indices: list[int] = []
     inputs: list[int] = []
-    for index, task in enumerate(tasks):
-        record = task.result() if task.done() and not task.cancelled() else None
-        if record is not None:
-            records.append(record)
-            indices.append(index)
-            asked = workload.tokens[index]
-            fallback = asked if asked is not None else estimate_tokens(requests[index].prompt)
-            inputs.append(record.prompt_tokens if record.prompt_tokens is not None else fallback)
+    for index in sorted(finished):
+        record = finished[index]
+        records.append(record)
+        indices.append(index)
+        asked = workload.tokens[index] if index < len(workload.tokens) else None
+        text = sent_text.get(index, schedule.requests[index].text)
+        fallback = asked if asked is not None else estimate_tokens(text)
+        inputs.append(record.prompt_tokens if record.prompt_tokens is not None else fallback)
     metrics = compute_benchmark_metrics(records, inputs, max(duration, 1e-9), slo_ms=dict(settings.goodput_ms))
+    requests = schedule.requests
     dropped = build_request(endpoint.kind, requests[0], model=None).dropped if requests else ()
+    conversations = schedule.has_conversations
+    by_turn = {(c, t): i for i, (c, t) in enumerate(zip(schedule.conversation, schedule.turn, strict=True))}
+    counted = dict(zip(indices, inputs, strict=True))
     return LoadResult(
         endpoint=endpoint.name,
         settings=settings,
@@ -574,4 +758,7 @@ def _result(
         input_check=check_inputs(workload, records, indices, endpoint=endpoint.name, sizing=settings.input_sizing),
         not_sent_fields=dropped,
         sizing_note=workload.note,
+        turns=tuple(schedule.turn[i] if conversations else None for i in indices),
+        reusable_tokens=tuple(_reusable(schedule, workload, i, counted, finished, by_turn) for i in indices),
+        **extra,
     )

@@ -3,17 +3,75 @@
 Shared by the load runner (:mod:`planner.loadtest.runner`) and the predictor (:mod:`planner.predict`), so a predicted
 run and a measured run of the same :class:`~planner.loadtest.settings.LoadSettings` see the same requests.
 Source: vllm-project/vllm ``vllm/benchmarks/serve.py`` ``get_request`` and ``vllm/benchmarks/datasets.py``
-``RandomDataset`` (v0.24). Imports only the standard library and :mod:`planner.loadtest.settings`.
+``RandomDataset`` (v0.24).
+
+:class:`Schedule` is a run's requests made once before it starts (what each sends, when, and which conversation it
+belongs to), the one value the runner consumes: a schedule can be split between workers by conversation without
+drawing anything again. Imports only the standard library, :mod:`planner.loadtest.settings` and the request type of
+:mod:`planner.serving.requests`.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 
+from planner.errors import InvalidParameterError
 from planner.loadtest.settings import LoadSettings
+from planner.serving.requests import ChatRequest
 
-__all__ = ["arrival_times", "draw_lengths", "token_range"]
+__all__ = ["Schedule", "arrival_times", "draw_lengths", "token_range"]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The measured requests of one run and their warmups, made once (:func:`planner.loadtest.runner.build_schedule`).
+
+    Attributes:
+        requests: What each measured request sends, in release order; for a later turn of a conversation, the new
+            user message only (the runner puts the conversation so far, with the answers received, before it).
+        arrival_s: Release time of each request, seconds after the measured start; None for a later turn of a
+            conversation (sent ``think_time_s`` after the previous turn's answer).
+        conversation: Conversation id of each request; None for a request on its own.
+        turn: Turn of each request within its conversation, from 0.
+        think_time_s: Seconds between an answer and the next turn of its conversation.
+        warmups: Requests sent before the measured ones, not counted.
+
+    Raises:
+        InvalidParameterError: the columns differ in length, or a conversation's first turn has no release time.
+    """
+
+    requests: tuple[ChatRequest, ...]
+    arrival_s: tuple[float | None, ...]
+    conversation: tuple[int | None, ...]
+    turn: tuple[int, ...]
+    think_time_s: float = 0.0
+    warmups: tuple[ChatRequest, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.requests)
+        if not len(self.arrival_s) == len(self.conversation) == len(self.turn) == n:
+            raise InvalidParameterError("schedule", n, "one arrival, conversation and turn per request")
+        if any(
+            t is None and (c is None or k == 0)
+            for t, c, k in zip(self.arrival_s, self.conversation, self.turn, strict=True)
+        ):
+            raise InvalidParameterError("arrival_s", None, "a release time for every request but later turns")
+
+    @property
+    def has_conversations(self) -> bool:
+        """Some requests belong to conversations (their turns go one after another)."""
+        return any(c is not None for c in self.conversation)
+
+    def threads(self) -> list[list[int]]:
+        """Request indices grouped as they are sent: a conversation's turns together, in turn order, each group in
+        order of its first request's release time (ties: schedule order); a request on its own is a group of one."""
+        groups: dict[object, list[int]] = {}
+        for i, c in enumerate(self.conversation):
+            groups.setdefault(("c", c) if c is not None else ("r", i), []).append(i)
+        ordered = sorted(groups.values(), key=lambda g: (self.arrival_s[g[0]] or 0.0, g[0]))
+        return [sorted(g, key=lambda i: self.turn[i]) for g in ordered]
 
 
 def arrival_times(settings: LoadSettings) -> tuple[float, ...]:

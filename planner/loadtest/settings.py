@@ -27,10 +27,14 @@ from planner.links.rules import BadValue, format_value, parse_number
 __all__ = [
     "DATASETS",
     "DEFAULT",
+    "FILE_DATASETS",
     "INPUT_SIZINGS",
     "MAX_PROMPTS",
+    "MAX_RUNS",
+    "MAX_TURNS",
     "MODES",
     "SLO_NAMES",
+    "TRACE_DATASETS",
     "LoadSettings",
     "format_goodput",
     "parse_goodput",
@@ -38,11 +42,24 @@ __all__ = [
 
 #: Most measured requests of one run.
 MAX_PROMPTS = 10_000
+#: Most repeats of a run (:attr:`LoadSettings.num_runs`).
+MAX_RUNS = 20
+#: Most turns of a multi-turn conversation.
+MAX_TURNS = 64
 #: ``run``: one load per endpoint; ``sweep``: concurrency 1, 2, 4, … ``sweep_max``.
 MODES = ("run", "sweep")
 #: ``random``: synthetic prompts of ``input_len`` tokens; ``examples``: the built-in example prompts; ``custom``: an
-#: uploaded JSONL file.
-DATASETS = ("random", "examples", "custom")
+#: uploaded JSONL file; ``prefix_repetition``: ``num_prefixes`` shared prefixes of ``prefix_len`` tokens, each with
+#: distinct suffixes of ``suffix_len`` tokens (vLLM's dataset of that name); ``multi_turn``: conversations of
+#: ``num_turns`` turns, each turn sending the history with the previous answer and a new user message of
+#: ``input_len`` tokens; ``sharegpt``: a ShareGPT JSON/JSONL file (first human turn of each conversation);
+#: ``timed_trace``: a trace of arrival timestamps and lengths replayed at its own times (Mooncake layout, vLLM's
+#: ``timed_trace``); ``burstgpt``: a BurstGPT CSV trace replayed at its own times.
+DATASETS = ("random", "examples", "custom", "prefix_repetition", "multi_turn", "sharegpt", "timed_trace", "burstgpt")
+#: Datasets read from a file the user gives (never put in a link).
+FILE_DATASETS = ("custom", "sharegpt", "timed_trace", "burstgpt")
+#: Datasets that replay a trace's arrival times (``request_rate`` and ``burstiness`` do not apply).
+TRACE_DATASETS = ("timed_trace", "burstgpt")
 #: Metrics a goodput SLO can limit (vLLM's ``--goodput`` names).
 SLO_NAMES = ("ttft", "tpot", "e2el")
 #: Largest SLO limit, milliseconds (an hour).
@@ -90,7 +107,30 @@ class LoadSettings:
         goodput_ms: SLOs ``((name, limit_ms), ...)`` with names ``ttft``, ``tpot``, ``e2el``.
         sweep_max: Highest concurrency of a sweep.
         scrape_metrics: Poll the server's ``/metrics`` during runs.
-        prompts: The prompts of the ``examples`` and ``custom`` datasets (never put in a link).
+        prompts: The prompts of the ``examples``, ``custom`` and ``sharegpt`` datasets (never put in a link).
+        prefix_len: ``prefix_repetition``: tokens of each shared prefix (vLLM ``--prefix-repetition-prefix-len``).
+        suffix_len: ``prefix_repetition``: tokens of each request's own suffix (``--prefix-repetition-suffix-len``).
+        num_prefixes: ``prefix_repetition``: distinct prefixes; ``num_prompts // num_prefixes`` requests share each
+            (``--prefix-repetition-num-prefixes``), so ``num_prompts`` must be at least this.
+        num_turns: ``multi_turn``: turns per conversation (≥ 1); ``num_prompts`` requests make
+            ⌈num_prompts / num_turns⌉ conversations, and ``max_concurrency`` caps the conversations in progress.
+        think_time_s: ``multi_turn``: seconds between a turn's answer and the next turn's request (the user
+            reading and typing), ≥ 0.
+        time_scale: Trace datasets: each arrival is the trace's timestamp (relative to its first request) times
+            this factor, seconds (vLLM ``--timed-trace-sec-multiplier``): 1 replays timestamps in seconds as recorded,
+            0.5 twice as fast, 0.001 replays millisecond timestamps (Mooncake's) in real time. > 0.
+        trace_chunk_hash_size: ``timed_trace``: tokens per ``hash_ids`` block (vLLM
+            ``--timed-trace-chunk-hash-size``: 16 by default, 512 for Mooncake's traces).
+        flush_cache: "Flush, prime, measure": reset the server's prefix cache before the run (vLLM ``POST
+            /reset_prefix_cache``, which needs ``VLLM_SERVER_DEV_MODE=1``; SGLang ``POST /flush_cache``), then the
+            ``num_warmups`` requests prime it, then the measured requests run.
+        num_runs: Repeats of each run (1–:data:`MAX_RUNS`), for the mean and a confidence interval of each headline
+            metric.
+        sweep_stop: A sweep stops at saturation (:func:`planner.loadtest.sweep.saturation`) instead of running
+            every level.
+        sweep_refine: After a sweep stops, run the level(s) between the last unsaturated level and the first
+            saturated one (:func:`planner.loadtest.sweep.refine_levels`).
+        trace_rows: The rows of a trace dataset (never put in a link).
 
     Raises:
         InvalidParameterError: a value is outside what is accepted.
@@ -116,6 +156,18 @@ class LoadSettings:
     sweep_max: int = 16
     scrape_metrics: bool = True
     prompts: tuple[str, ...] = field(default=(), repr=False)
+    prefix_len: int = 256
+    suffix_len: int = 256
+    num_prefixes: int = 10
+    num_turns: int = 4
+    think_time_s: float = 0.0
+    time_scale: float = 1.0
+    trace_chunk_hash_size: int = 16
+    flush_cache: bool = False
+    num_runs: int = 1
+    sweep_stop: bool = True
+    sweep_refine: bool = False
+    trace_rows: tuple[Any, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         def integer(name: str, value: Any, low: int = 1) -> None:
@@ -127,6 +179,24 @@ class LoadSettings:
         integer("input_len", self.input_len)
         integer("output_len", self.output_len)
         integer("sweep_max", self.sweep_max)
+        integer("prefix_len", self.prefix_len, 0)
+        integer("suffix_len", self.suffix_len)
+        integer("num_prefixes", self.num_prefixes)
+        integer("num_turns", self.num_turns)
+        integer("num_runs", self.num_runs)
+        integer("trace_chunk_hash_size", self.trace_chunk_hash_size)
+        if self.num_turns > MAX_TURNS:
+            raise InvalidParameterError("num_turns", self.num_turns, f"an integer in [1, {MAX_TURNS}]")
+        if self.num_runs > MAX_RUNS:
+            raise InvalidParameterError("num_runs", self.num_runs, f"an integer in [1, {MAX_RUNS}]")
+        if self.dataset_name == "prefix_repetition" and self.num_prompts < self.num_prefixes:
+            raise InvalidParameterError(
+                "num_prompts", self.num_prompts, f"at least num_prefixes ({self.num_prefixes}) for prefix_repetition"
+            )
+        if not (isinstance(self.think_time_s, int | float) and 0 <= self.think_time_s < math.inf):
+            raise InvalidParameterError("think_time_s", self.think_time_s, "seconds ≥ 0")
+        if not (isinstance(self.time_scale, int | float) and 0 < self.time_scale < math.inf):
+            raise InvalidParameterError("time_scale", self.time_scale, "a factor > 0 (1 = as recorded)")
         if self.max_concurrency is not None:
             integer("max_concurrency", self.max_concurrency)
         if self.mode not in MODES:
@@ -147,6 +217,7 @@ class LoadSettings:
             raise InvalidParameterError("timeout_s", self.timeout_s, "seconds > 0")
         object.__setattr__(self, "endpoints", tuple(self.endpoints))
         object.__setattr__(self, "prompts", tuple(self.prompts))
+        object.__setattr__(self, "trace_rows", tuple(self.trace_rows))
         if any(not isinstance(p, str) or not p.strip() for p in self.prompts):
             raise InvalidParameterError("prompts", self.prompts, "non-empty strings")
         object.__setattr__(self, "goodput_ms", tuple(tuple(x) for x in self.goodput_ms))
@@ -158,6 +229,11 @@ class LoadSettings:
     def synthetic(self) -> bool:
         """Prompts are synthetic (``input_len`` tokens) rather than the ``prompts`` of a dataset."""
         return not self.prompts
+
+    @property
+    def conversations(self) -> int:
+        """Conversations of a ``multi_turn`` run: ⌈num_prompts / num_turns⌉ (the last may be shorter); 0 otherwise."""
+        return -(-self.num_prompts // self.num_turns) if self.dataset_name == "multi_turn" else 0
 
 
 #: The settings of a page opened without a link.

@@ -7,6 +7,8 @@
   (:func:`planner.loadtest.worker.plan_jobs` makes one job per :meth:`SweepSpec.level_spec`; closed loop at each
   level's concurrency, the base request rate still applying); :meth:`SweepPoint.of` takes each level's headline
   figures.
+* :func:`saturation` says when a sweep should stop (throughput no longer growing while latency keeps rising), and
+  :func:`refine_levels` which level to add between the last growing level and the first saturated one.
 * :func:`find_knee` locates the knee with Kneedle (Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in a
   Haystack: Detecting Knee Points in System Behavior", ICDCS 2011 Workshops, doi:10.1109/ICDCSW.2011.20).
 
@@ -27,14 +29,25 @@ from planner.loadtest.settings import LoadSettings
 
 __all__ = [
     "MAX_LEVEL",
+    "MIN_LATENCY_RISE",
+    "MIN_THROUGHPUT_GAIN",
+    "Saturation",
     "SweepPoint",
     "SweepSpec",
     "find_knee",
+    "refine_levels",
+    "saturation",
     "sweep_levels",
 ]
 
 #: Largest concurrency a sweep accepts.
 MAX_LEVEL = 4096
+#: Least output-throughput gain over the best level so far that still counts as growing (10%). A level that doubles
+#: the requests in flight should roughly double throughput while the server has room; under a tenth of that is
+#: noise-level growth (one run of a level varies by a few percent, ``bench/data/h200_sweeps``' parity runs).
+MIN_THROUGHPUT_GAIN = 0.10
+#: Least rise of median TTFT or median E2E latency over the level before that counts as latency rising (25%).
+MIN_LATENCY_RISE = 0.25
 
 
 def sweep_levels(max_concurrency: int) -> tuple[int, ...]:
@@ -171,6 +184,99 @@ class SweepPoint:
             e2el_median_s=None if m.e2el is None else m.e2el.median_s,
             stopped=result.stopped,
         )
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """Where and why a sweep stopped.
+
+    Attributes:
+        level: The first saturated level (the last one run).
+        last_growing: The level before it, the last whose throughput still grew.
+        reason: One line with the figures, e.g. ``"concurrency 16: output throughput +0.4% over the best so far
+            (< 10%) while median TTFT rose +102% (≥ 25%)"``.
+    """
+
+    level: int
+    last_growing: int
+    reason: str
+
+
+def _rise(new: float | None, old: float | None) -> float | None:
+    return None if new is None or old is None or old <= 0 else new / old - 1
+
+
+def saturation(
+    points: Sequence[SweepPoint],
+    *,
+    min_gain: float = MIN_THROUGHPUT_GAIN,
+    min_rise: float = MIN_LATENCY_RISE,
+) -> Saturation | None:
+    """The first level at which the server is saturated, from the levels run so far (in increasing order).
+
+    The test, at each level i after the first, against the level before it (j) and the best throughput of the
+    levels up to j: the server is saturated at i when
+
+    * output throughput stopped growing: ``y_i < (1 + min_gain) · max(y_1 … y_j)`` (default: less than 10% more than
+      the best so far, although the level doubles the requests in flight), **and**
+    * latency keeps rising, i.e. requests queue: median TTFT or median E2E latency at i is at least ``(1 + min_rise)``
+      times level j's (default 25%).
+
+    Throughput alone would stop a sweep on one noisy level; latency alone rises at every level of a server that
+    batches (each step serves more sequences). Together they mark where more concurrency only adds queueing, the
+    point past which a sweep spends time (guidellm #588: a 7-hour sweep) without learning more. A level with no
+    completed request (no throughput to speak of) is saturated outright.
+
+    Args:
+        points: The levels run so far, concurrency increasing.
+        min_gain: Throughput gain that still counts as growing (fraction ≥ 0).
+        min_rise: Latency rise that counts as rising (fraction ≥ 0).
+
+    Returns:
+        The :class:`Saturation` at the first level that passes the test; None when none does.
+
+    Example:
+        >>> p = lambda c, y, t: SweepPoint(c, 10, 0, y / 10, y, t, t, 0.02, t + 1)
+        >>> saturation([p(1, 100, .1), p(2, 200, .1), p(4, 205, .3)]).level
+        4
+    """
+    for i in range(1, len(points)):
+        cur, prev = points[i], points[i - 1]
+        if not cur.completed:
+            return Saturation(cur.concurrency, prev.concurrency, f"concurrency {cur.concurrency}: no request completed")
+        best = (
+            max(p.output_throughput for p in points[:i] if p.completed) if any(p.completed for p in points[:i]) else 0
+        )
+        gain = cur.output_throughput / best - 1 if best > 0 else math.inf
+        if gain >= min_gain:
+            continue
+        rises = {
+            "median TTFT": _rise(cur.ttft_median_s, prev.ttft_median_s),
+            "median E2E latency": _rise(cur.e2el_median_s, prev.e2el_median_s),
+        }
+        rising = [(name, r) for name, r in rises.items() if r is not None and r >= min_rise]
+        if rising:
+            name, r = max(rising, key=lambda x: x[1])
+            return Saturation(
+                cur.concurrency,
+                prev.concurrency,
+                f"concurrency {cur.concurrency}: output throughput {gain:+.1%} over the best so far "
+                f"(< {min_gain:.0%}) while {name} rose {r:+.0%} over concurrency {prev.concurrency} (≥ {min_rise:.0%})",
+            )
+    return None
+
+
+def refine_levels(last_growing: int, saturated: int, *, done: Sequence[int] = ()) -> tuple[int, ...]:
+    """Levels to add between the last growing level and the first saturated one: their geometric midpoint (the
+    levels double, so the midpoint on the log axis), rounded; none when no integer level lies between them or it
+    was run already.
+
+    Example:
+        >>> refine_levels(8, 16)
+        (11,)
+    """
+    mid = round(math.sqrt(last_growing * saturated))
+    return (mid,) if last_growing < mid < saturated and mid not in done else ()
 
 
 def find_knee(

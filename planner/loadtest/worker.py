@@ -23,8 +23,8 @@ from typing import Any
 from planner.errors import PlannerError
 from planner.loadtest.results import SavedRun, saved_run
 from planner.loadtest.runner import LoadProgress, LoadResult, run_load
-from planner.loadtest.settings import LoadSettings
-from planner.loadtest.sweep import SweepSpec
+from planner.loadtest.settings import FILE_DATASETS, TRACE_DATASETS, LoadSettings
+from planner.loadtest.sweep import Saturation, SweepPoint, SweepSpec, refine_levels, saturation
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
@@ -56,6 +56,8 @@ class Job:
         label: Display name, e.g. ``"llama · c=8"``; made unique per session by the page's clock suffix.
         sweep: Id shared by the levels of one sweep; None for a single run.
         level: Concurrency of a sweep level; None for a single run.
+        repeat: Id shared by the repeats of one run (``num_runs`` > 1); None otherwise.
+        sweep_spec: The sweep a level belongs to (to add refining levels); None for a single run.
     """
 
     endpoint: Endpoint
@@ -63,6 +65,14 @@ class Job:
     label: str
     sweep: str | None = None
     level: int | None = None
+    repeat: str | None = None
+    sweep_spec: SweepSpec | None = field(default=None, repr=False)
+
+
+def _level_label(job: Job, level: int) -> str:
+    """The label of another level of ``job``'s sweep (its ``c=N`` replaced)."""
+    head, _, rest = job.label.partition(f"c={job.level}")
+    return f"{head}c={level}{rest}"
 
 
 def plan_jobs(
@@ -72,8 +82,10 @@ def plan_jobs(
     *,
     tag: str = "",
     prompts_per_level: int | None = None,
+    trace_rows: Sequence[Any] = (),
 ) -> tuple[Job, ...]:
-    """The runs ``settings`` asks for, endpoint by endpoint (sweep levels in increasing order).
+    """The runs ``settings`` asks for, endpoint by endpoint (sweep levels in increasing order; ``num_runs`` repeats of
+    a single run one after another).
 
     The page and the CLI both plan their runs here, so both send the same requests: fields an engine does not read
     (``ignore_eos`` on TGI) are left out by :func:`planner.serving.requests.build_request` and named in each result;
@@ -82,18 +94,31 @@ def plan_jobs(
     Args:
         endpoints: The endpoints, in run order.
         settings: The load.
-        prompts: Prompts to cycle (``examples`` / ``custom`` datasets); must be non-empty for those.
+        prompts: Prompts to cycle (``examples`` / ``custom`` / ``sharegpt`` datasets); must be non-empty for those.
         tag: Appended to labels and sweep ids (e.g. the start time), so runs stay apart in a session.
         prompts_per_level: Requests of every sweep level; None = :meth:`SweepSpec.num_prompts`'s default.
+        trace_rows: The rows of a trace dataset (``timed_trace``, ``burstgpt``); a run sends at most as many
+            requests as the trace has rows after its warmups.
 
     Raises:
-        PlannerError: the ``examples`` or ``custom`` dataset without prompts.
+        PlannerError: a dataset that needs a file (or the examples) without its prompts or rows.
         InvalidParameterError: a value is not accepted (e.g. ``prompts_per_level`` < 1).
     """
-    if settings.dataset_name != "random" and not prompts:
-        raise PlannerError(f"the {settings.dataset_name} dataset has no prompts: upload a JSONL file of prompts")
+    name = settings.dataset_name
+    if name in TRACE_DATASETS:
+        if len(trace_rows) <= settings.num_warmups:
+            raise PlannerError(f"the {name} dataset has no requests to replay: give a {name} file")
+    elif (name in FILE_DATASETS or name == "examples") and not prompts:
+        raise PlannerError(f"the {name} dataset has no prompts: give a file of prompts")
     suffix = f" · {tag}" if tag else ""
-    base = replace(settings, prompts=tuple(prompts) if settings.dataset_name != "random" else ())
+    cycled = name in FILE_DATASETS or name == "examples"
+    base = replace(
+        settings,
+        prompts=tuple(prompts) if cycled and name not in TRACE_DATASETS else (),
+        trace_rows=tuple(trace_rows) if name in TRACE_DATASETS else (),
+    )
+    if name in TRACE_DATASETS:
+        base = replace(base, num_prompts=min(base.num_prompts, len(trace_rows) - base.num_warmups))
     jobs: list[Job] = []
     for endpoint in endpoints:
         if settings.mode == "sweep":
@@ -105,12 +130,17 @@ def plan_jobs(
             )
             sweep_id = f"{endpoint.name} sweep{suffix}"
             jobs += [
-                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id, c)
+                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id, c, sweep_spec=sweep)
                 for c in sweep.levels
             ]
         else:
             cap = "∞" if base.max_concurrency is None else base.max_concurrency
-            jobs.append(Job(endpoint, base, f"{endpoint.name} · c={cap}{suffix}"))
+            label = f"{endpoint.name} · c={cap}{suffix}"
+            k = base.num_runs
+            if k == 1:
+                jobs.append(Job(endpoint, base, label))
+            else:
+                jobs += [Job(endpoint, base, f"{label} · run {i}/{k}", repeat=label) for i in range(1, k + 1)]
     return tuple(jobs)
 
 
@@ -134,6 +164,7 @@ class BenchmarkSnapshot:
         saved: Finished runs as :class:`~planner.loadtest.results.SavedRun`, in order.
         measured_kv: Endpoint name → the KV capacity its server reports (None when it reports none).
         errors: One line per run that could not start (e.g. a missing API key).
+        sweep_stops: ``(sweep id, reason)`` of each sweep that stopped at saturation (its later levels skipped).
         done: Every run has finished or the queue was cancelled.
         cancelled: :meth:`BenchmarkRun.cancel` was called.
     """
@@ -152,6 +183,7 @@ class BenchmarkSnapshot:
     saved: tuple[SavedRun, ...] = field(default=(), repr=False)
     measured_kv: tuple[tuple[str, MeasuredKV | None], ...] = ()
     errors: tuple[str, ...] = ()
+    sweep_stops: tuple[tuple[str, str], ...] = ()
     done: bool = False
     cancelled: bool = False
 
@@ -200,18 +232,58 @@ class JobQueue:
         #: Set it to stop: the run in progress keeps what finished, later jobs do not start.
         self.stop = stop or asyncio.Event()
         self._kv_asked: set[str] = set()
+        #: Sweep id → why it stopped early (:func:`planner.loadtest.sweep.saturation`'s reason).
+        self.sweep_stops: dict[str, str] = {}
 
     async def run(self) -> tuple[JobOutcome, ...]:
-        """Run every job (until :attr:`stop` is set); the outcome of each job that started, in order."""
-        outcomes = []
-        for index, job in enumerate(self._jobs):
-            if self.stop.is_set():
-                break
+        """Run every job (until :attr:`stop` is set); the outcome of each job that started, in order.
+
+        A sweep whose settings ask for ``sweep_stop`` stops at the first saturated level
+        (:func:`planner.loadtest.sweep.saturation`): its later levels are skipped (``emit("sweep_stopped", sweep id,
+        reason, skipped job indices)``); with ``sweep_refine``, the level between the last growing and the first
+        saturated one (:func:`planner.loadtest.sweep.refine_levels`) is added after it (``emit("jobs_added",
+        jobs)``), so a sweep of 1 … 1024 against a server saturated at 8 runs 1, 2, 4, 8, 16 (and 11).
+        """
+        outcomes: list[JobOutcome] = []
+        jobs = list(self._jobs)
+        skipped: set[int] = set()
+        index = 0
+        while index < len(jobs) and not self.stop.is_set():
+            job = jobs[index]
+            if index in skipped:
+                index += 1
+                continue
             job_start = time.perf_counter()
             self._emit("job", index, job_start)
             outcomes.append(await self._one(job, job_start))
             self._emit("job_done", index)
+            if job.sweep is not None and job.settings.sweep_stop and job.sweep not in self.sweep_stops:
+                stop = self._saturated(job, outcomes)
+                if stop is not None:
+                    self.sweep_stops[job.sweep] = stop.reason
+                    later = [i for i in range(index + 1, len(jobs)) if jobs[i].sweep == job.sweep]
+                    skipped.update(later)
+                    self._emit("sweep_stopped", job.sweep, stop.reason, tuple(later))
+                    if job.settings.sweep_refine and job.sweep_spec is not None:
+                        done = [o.job.level for o in outcomes if o.job.sweep == job.sweep and o.job.level]
+                        added = [
+                            replace(job, settings=job.sweep_spec.level_spec(c), label=_level_label(job, c), level=c)
+                            for c in refine_levels(stop.last_growing, stop.level, done=done)
+                        ]
+                        if added:
+                            jobs[index + 1 : index + 1] = added
+                            skipped = {i + len(added) if i > index else i for i in skipped}
+                            self._emit("jobs_added", index + 1, tuple(added))
+            index += 1
         return tuple(outcomes)
+
+    @staticmethod
+    def _saturated(job: Job, outcomes: Sequence[JobOutcome]) -> Saturation | None:
+        points = sorted(
+            (SweepPoint.of(o.job.level or 0, o.result) for o in outcomes if o.job.sweep == job.sweep and o.result),
+            key=lambda p: p.concurrency,
+        )
+        return saturation(points)
 
     async def _one(self, job: Job, job_start: float) -> JobOutcome:
         name = job.endpoint.name
@@ -252,7 +324,7 @@ class JobQueue:
             if scraper is not None:
                 note = await scraper
                 self._emit("scrape_note", note)
-        self._emit("saved", saved_run(result, job.label, started=self._started, sweep=job.sweep))
+        self._emit("saved", saved_run(result, job.label, started=self._started, sweep=job.sweep, repeat=job.repeat))
         return JobOutcome(job, result, scrape_note=note)
 
 
@@ -292,9 +364,11 @@ class BenchmarkRun(ProcessRun):
         scrape_metrics: bool = True,
         secrets: Mapping[str, Any] | None = None,
     ) -> None:
-        self._jobs = tuple(jobs)
+        self._jobs = list(jobs)
+        self._skipped: set[int] = set()
+        self._sweep_stops: dict[str, str] = {}
         self._lock = threading.Lock()
-        payload = (self._jobs, started, scrape_metrics, dict(secrets) if secrets is not None else None)
+        payload = (tuple(self._jobs), started, scrape_metrics, dict(secrets) if secrets is not None else None)
         self._worker = WorkerProcess(
             "planner.loadtest.worker",
             payload,
@@ -350,6 +424,14 @@ class BenchmarkRun(ProcessRun):
                 self._saved.append(payload[0])
             elif kind == "kv":
                 self._kv[payload[0]] = payload[1]
+            elif kind == "sweep_stopped":
+                sweep, reason, later = payload
+                self._sweep_stops[sweep] = reason
+                self._skipped.update(later)
+            elif kind == "jobs_added":
+                at, added = payload
+                self._jobs[at:at] = added
+                self._skipped = {i + len(added) if i >= at else i for i in self._skipped}
             elif kind in ("error", "fatal"):
                 self._errors.append(payload[0])
 
@@ -363,12 +445,13 @@ class BenchmarkRun(ProcessRun):
             run_start = None if progress is None else progress.start_s
             shift = 0.0 if run_start is None else run_start - self._job_start
             server = tuple(replace(s, t_s=s.t_s - shift) for s in self._server)
+            kept = [j for i, j in enumerate(self._jobs) if i not in self._skipped]
             return BenchmarkSnapshot(
-                jobs_total=len(self._jobs),
+                jobs_total=len(kept),
                 jobs_done=self._jobs_done,
                 current=None if done else self._current,
                 progress=progress,
-                requests_total=sum(j.settings.num_prompts for j in self._jobs),
+                requests_total=sum(j.settings.num_prompts for j in kept),
                 requests_done=self._requests_done,
                 records=tuple(self._records),
                 run_start=run_start,
@@ -378,6 +461,7 @@ class BenchmarkRun(ProcessRun):
                 saved=tuple(self._saved),
                 measured_kv=tuple(self._kv.items()),
                 errors=tuple(self._errors),
+                sweep_stops=tuple(self._sweep_stops.items()),
                 done=done,
                 cancelled=self._cancelled,
             )

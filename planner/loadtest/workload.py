@@ -31,6 +31,7 @@ __all__ = [
     "ACCEPTED_LINES",
     "EXAMPLE_PROMPTS",
     "MAX_DATASET_BYTES",
+    "WORDS",
     "CalibratedPrompt",
     "InputCalibration",
     "calibrate_prompt",
@@ -157,7 +158,9 @@ _TEXT = (
     "into than them can only other new some could time these two may then do first any my now such like our over "
     "man me even most made after also did many before must through back years where much your way well down"
 )
-_WORDS = tuple(_TEXT.split(" "))
+#: The word list of the synthetic prompts (each word one token on the Llama, Qwen, Mistral and Gemma tokenizers).
+WORDS: tuple[str, ...] = tuple(_TEXT.split(" "))
+_WORDS = WORDS
 
 
 def synthetic_text(n_words: int, offset: int = 0) -> str:
@@ -328,7 +331,8 @@ class InputCalibration:
     """How the input lengths of a run's synthetic prompts were set.
 
     Attributes:
-        method: ``"exact"`` (every prompt counted by the server, every count equal to its target), ``"calibrated"``
+        method: ``"exact"`` (every prompt counted by the server, every count equal to its target), ``"segments"``
+            (a generated workload's shared and own segments, each sized with the server's tokenizer), ``"calibrated"``
             (sized from a calibrated prompt, only some counted), ``"nearest"`` (counted, some miss the target), or
             ``"estimate"`` (no tokenizer route: words ≈ tokens).
         total: Prompts built.
@@ -362,6 +366,8 @@ class InputCalibration:
             return TOKEN_IDS
         if self.method == "exact":
             return EXACT
+        if self.method == "segments":
+            return "segments sized by the server's /tokenize"
         return f"{self.method} (server /tokenize: {self.exact} of {self.total} prompts counted exact)"
 
 

@@ -21,6 +21,7 @@ from planner.capacity.scenario import Scenario
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
+from planner.loadtest.schedule import draw_lengths
 from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import CalibrationProfile
 from planner.predict.shape import StepShape, step_shape
@@ -111,6 +112,7 @@ def predict(
     static: bool = False,
     spec: ModelSpec | None = None,
     plan: Plan | None = None,
+    prefix_cache_hit_rate: float = 0.0,
 ) -> Prediction:
     """Predict ``settings``' workload on the deployment ``scenario``.
 
@@ -122,6 +124,9 @@ def predict(
         static: also simulate static batching.
         spec: the model, when it is not resolved from ``scenario.model``.
         plan: the scenario's plan when the caller has it already.
+        prefix_cache_hit_rate: share of each prompt the prefix cache holds (0–1, whole blocks: ⌊r · prompt / B⌋ · B
+            tokens); those tokens are not prefilled (:func:`planner.predict.simulator.simulate`'s
+            ``cached_tokens``). A measured run's hit rate (Load Test, ``vllm:prefix_cache_hits / queries``) fits here.
 
     Returns:
         The prediction.
@@ -148,7 +153,17 @@ def predict(
     if shape.pipeline_parallel_size > 1:
         notes.append("pipeline parallel: stages modelled one after another within a step (no micro-batch overlap)")
     work = _workload(settings)
-    run = simulate(shape, work, coefficients)
+    if not 0 <= prefix_cache_hit_rate <= 1:
+        raise InvalidParameterError("prefix_cache_hit_rate", prefix_cache_hit_rate, "a share in [0, 1]")
+    cached = None
+    if prefix_cache_hit_rate:
+        block = shape.block_size
+        prompts = [a for a, _, _ in draw_lengths(work, work.num_prompts, 0)]
+        cached = [int(prefix_cache_hit_rate * a // block) * block for a in prompts]
+        notes.append(
+            f"{prefix_cache_hit_rate:.0%} of each prompt served from the prefix cache (whole blocks): not prefilled"
+        )
+    run = simulate(shape, work, coefficients, cached_tokens=cached)
     if run.kv_saturated:
         notes.append(
             f"the KV cache filled up ({run.peak_kv_blocks:,} of {run.num_gpu_blocks:,} blocks; "

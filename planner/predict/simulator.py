@@ -152,6 +152,7 @@ class _Engine:
         due: Sequence[float],
         cap: int,
         frontend_gap_s: float = 0.0,
+        cached: Sequence[int] | None = None,
     ) -> None:
         self.shape = shape
         self.frontend_gap_s = frontend_gap_s
@@ -184,6 +185,11 @@ class _Engine:
         self.first_step = [0] * n
         self.finish_step = [0] * n
         self.arrive_step = [0] * n
+        # prompt tokens the prefix cache holds at admission: they start computed (vLLM's num_computed_tokens =
+        # the cached tokens, vllm/v1/core/sched/scheduler.py), so prefill computes only the rest
+        self.cached = np.zeros(max(n, 1), dtype=np.int64)
+        if cached:
+            self.cached[:n] = np.minimum(np.asarray(cached, dtype=np.int64), self.prompt[:n] - 1)
         self.free = shape.num_gpu_blocks
         self.peak = 0
         self.preemptions = 0
@@ -216,13 +222,13 @@ class _Engine:
             values.append(value)
         j = self.n
         if j >= self.prompt.size:
-            for name in ("prompt", "out_len", "computed", "generated", "held"):
+            for name in ("prompt", "out_len", "computed", "cached", "generated", "held"):
                 old = getattr(self, name)
                 grown = np.zeros(2 * old.size, dtype=np.int64)
                 grown[: old.size] = old
                 setattr(self, name, grown)
         self.prompt[j], self.out_len[j] = prompt_tokens, output_tokens
-        self.computed[j] = self.generated[j] = self.held[j] = 0
+        self.computed[j] = self.cached[j] = self.generated[j] = self.held[j] = 0
         self.n += 1
         self.next_send = self.n
         self.waiting.append(self.n - 1)
@@ -286,6 +292,8 @@ class _Engine:
         if not self.waiting or len(self.running) >= self.max_seqs or budget <= 0:
             return False
         j = self.waiting[0]
+        if self.computed[j] == 0 and self.cached[j] > 0:  # a hit: its cached blocks are held, not computed
+            self.computed[j] = self.cached[j]
         computed = int(self.computed[j])
         n_new = min(int(self.prompt[j] + self.generated[j]) - computed, budget)
         return self.blocks.of(computed + n_new) - int(self.held[j]) <= self.free
@@ -622,6 +630,7 @@ def simulate(
     mode: str = "continuous",
     request_overhead_s: float | None = None,
     lengths: Sequence[tuple[int, int]] | None = None,
+    cached_tokens: Sequence[int] | None = None,
 ) -> SimulatedRun:
     """Simulate ``settings``' workload on the deployment ``shape``.
 
@@ -635,6 +644,9 @@ def simulate(
         request_overhead_s: client-to-engine time per request; default the coefficients' (0 for a raw vector).
         lengths: ``(input tokens, output tokens)`` of each request, instead of drawing them from ``settings``
             (``num_prompts`` of them).
+        cached_tokens: prompt tokens of each request the prefix cache already holds when it is admitted
+            (continuous mode; at most its prompt − 1, as vLLM always computes the last token): they start
+            computed, so the prefill term counts only the uncached tokens; their blocks are still held.
 
     Returns:
         The run.
@@ -664,7 +676,9 @@ def simulate(
     else:
         pairs = [(a, b) for a, b, _ in draw_lengths(settings, settings.num_prompts, 0)]
     cap = settings.max_concurrency or settings.num_prompts
-    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap)
+    if cached_tokens is not None and len(cached_tokens) != len(pairs):
+        raise InvalidParameterError("cached_tokens", len(cached_tokens), f"{len(pairs)} counts, one per request")
+    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap, cached_tokens)
     longest = int((engine.prompt[: engine.n] + engine.out_len[: engine.n]).max())
     if longest > shape.max_model_len:
         raise InvalidParameterError(

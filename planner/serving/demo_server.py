@@ -65,6 +65,16 @@ labelled ``engine="0"`` and ``model_name="timed-model"``:
   server): ``block_size="16"``, ``num_gpu_blocks="2048"``, ``kv_cache_size_tokens="32768"``,
   ``kv_cache_max_concurrency="8.0"`` (32,768 / 4,096), ``gpu_memory_utilization="0.9"``, ``cache_dtype="auto"``, ...
 
+Prefix caching (``--enable-prefix-caching``, as vLLM's flag; off for the tests' server, on for ``python -m planner
+demo-server``): the prompt's tokens (bytes of the chat-templated text under ``--tokenizer bytes``, or the ids of a
+token-id prompt) are hashed in full blocks of 16, each block's hash chained to the one before, as vLLM V1's
+``KVCacheManager`` does (``vllm/v1/core/kv_cache_utils.py`` ``hash_block_tokens``); the leading blocks already held
+are hits, never the prompt's last token (vLLM always computes it), and the prompt's blocks are then kept, the least
+recently used dropped past the 2,048-block pool. ``vllm:prefix_cache_queries`` and ``vllm:prefix_cache_hits`` count
+the prompt tokens and the hits, as vLLM's do, and ``POST /reset_prefix_cache`` empties the cache (served as vLLM
+serves it with ``VLLM_SERVER_DEV_MODE=1``). ``--prefill-ms-per-token x`` adds ``x`` ms to the first token for each
+prompt token NOT served from the cache, so a cached prefix shows in TTFT as on a real server.
+
 ``python -m tests.servers.timed_sse --legacy-metrics`` (``TimedServer(legacy_metrics=True)``) serves the names of
 vLLM releases before 0.9 instead: ``vllm:gpu_cache_usage_perc`` in place of ``vllm:kv_cache_usage_perc``, and the
 older ``cache_config_info`` label set (``swap_space_bytes``, ``cpu_offload_gb``, no ``kv_cache_size_tokens``).
@@ -79,6 +89,7 @@ import json
 import re
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -159,6 +170,12 @@ class _State:
         self.cache_labels: dict[str, str] = {}
         self.queues: dict[int, asyncio.Queue[tuple[int, bool]]] = {}
         self.wake: asyncio.Event | None = None
+        self.prefix_caching = False
+        self.prefill_ms_per_token = 0.0
+        #: block hash → None, least recently used first (the prefix cache)
+        self.blocks: OrderedDict[int, None] = OrderedDict()
+        self.prefix_queries = 0
+        self.prefix_hits = 0
 
 
 _STATE = _State()
@@ -183,6 +200,49 @@ def prompt_tokens(body: dict[str, Any]) -> int:
         return PROMPT_TOKENS
     text = prompt if isinstance(prompt, str) else chat_template(body.get("messages") or [])
     return len(text.encode("utf-8"))
+
+
+def _prompt_units(body: dict[str, Any]) -> list[int]:
+    """The prompt's tokens for the prefix cache: a token-id prompt's ids, else the bytes of its (templated) text."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        return [int(t) for t in prompt]
+    text = prompt if isinstance(prompt, str) else chat_template(body.get("messages") or [])
+    return list(text.encode("utf-8"))
+
+
+def cache_prompt(body: dict[str, Any]) -> int:
+    """Look the prompt up in the prefix cache and keep its blocks; the tokens served from the cache (0 when caching
+    is off). Counts ``prefix_cache_queries`` (every prompt token) and ``prefix_cache_hits``."""
+    if not _STATE.prefix_caching:
+        return 0
+    units = _prompt_units(body)
+    hashes, parent = [], 0
+    for start in range(0, len(units) - len(units) % KV_BLOCK_SIZE, KV_BLOCK_SIZE):
+        parent = hash((parent, tuple(units[start : start + KV_BLOCK_SIZE])))
+        hashes.append(parent)
+    hit_blocks = 0
+    for h in hashes[: (len(units) - 1) // KV_BLOCK_SIZE]:  # the last token is always computed
+        if h not in _STATE.blocks:
+            break
+        hit_blocks += 1
+    for h in hashes:
+        _STATE.blocks[h] = None
+        _STATE.blocks.move_to_end(h)
+    while len(_STATE.blocks) > KV_NUM_GPU_BLOCKS:
+        _STATE.blocks.popitem(last=False)
+    hits = hit_blocks * KV_BLOCK_SIZE
+    _STATE.prefix_queries += len(units)
+    _STATE.prefix_hits += hits
+    return hits
+
+
+def _prefill_s(body: dict[str, Any]) -> float:
+    """Extra time to the first token: ``prefill_ms_per_token`` for each prompt token not served from the cache."""
+    hits = cache_prompt(body)
+    if not _STATE.prefill_ms_per_token:
+        return 0.0
+    return _STATE.prefill_ms_per_token / 1000 * max(0, len(_prompt_units(body)) - hits)
 
 
 def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None) -> tuple[int, str]:
@@ -270,6 +330,13 @@ def _metrics_text() -> bytes:
     )
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", _STATE.prompt_tokens)
     counter("vllm:generation_tokens", "Number of generation tokens processed.", _STATE.generation_tokens)
+    if _STATE.prefix_caching:
+        counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            _STATE.prefix_queries,
+        )
+        counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", _STATE.prefix_hits)
     info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
     info.update(_STATE.cache_labels)
     config = Gauge(
@@ -462,9 +529,10 @@ async def _planned(conn: _Conn, body: dict) -> None:
     completions = "prompt" in body
     n, last_finish = answer_tokens(body, {}, body.get("max_tokens"))
     n_prompt = prompt_tokens(body)
+    cached = min(cache_prompt(body), n_prompt - 1)  # the engine prefills only what the prefix cache does not hold
     await asyncio.sleep(engine.request_overhead_s)  # HTTP, parsing, tokenization before the engine sees it
     try:
-        rid = engine.add(n_prompt, n)
+        rid = engine.add(n_prompt - max(0, cached), n)
     except ValueError as exc:  # too long for the planned deployment: vLLM answers 400 too
         await conn.json(400, {"error": {"message": str(exc), "type": "BadRequestError", "param": None, "code": 400}})
         return
@@ -612,6 +680,9 @@ async def _one_request(conn: _Conn) -> None:
         if method == "DELETE":
             _STATE.recorded = []
         await conn.json(200, _STATE.recorded)
+    elif method == "POST" and path == "/reset_prefix_cache":
+        _STATE.blocks.clear()
+        await conn.json(200, None)
     elif method == "POST" and path == "/tokenize" and _STATE.tokenizer == "bytes":
         count = prompt_tokens(body)
         await conn.json(200, {"count": count, "max_model_len": _STATE.max_model_len, "tokens": list(range(count))})
@@ -653,6 +724,8 @@ async def _one_request(conn: _Conn) -> None:
             t0 = time.perf_counter()
         _STATE.running += 1
         _STATE.prompt_tokens += prompt_tokens(body) if path.startswith("/v1/") else PROMPT_TOKENS
+        if path.startswith("/v1/"):
+            t0 += _prefill_s(body)
         try:
             if path in ("/v1/chat/completions", "/v1/completions"):
                 await _chat(conn, body, t0)
@@ -676,6 +749,7 @@ async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> No
     _STATE.tokenizer = args.tokenizer
     _STATE.slots = asyncio.Semaphore(args.max_num_seqs) if args.max_num_seqs else None
     _STATE.ttft_ms, _STATE.itl_ms, _STATE.itl_per_running_ms = args.ttft_ms, args.itl_ms, args.itl_per_running_ms
+    _STATE.prefix_caching, _STATE.prefill_ms_per_token = args.enable_prefix_caching, args.prefill_ms_per_token
     server = await asyncio.start_server(_handle, args.host, args.port)
     print(announce(server.sockets[0].getsockname()[1]), flush=True)
     async with server:
@@ -683,7 +757,14 @@ async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> No
 
 
 #: The flags' defaults for the tests' timed server (``python -m planner.serving.demo_server``): no load effects.
-TEST_DEFAULTS = {"port": 0, "tokenizer": "fixed", "itl_per_running_ms": 0.0, "max_num_seqs": None}
+TEST_DEFAULTS = {
+    "port": 0,
+    "tokenizer": "fixed",
+    "itl_per_running_ms": 0.0,
+    "max_num_seqs": None,
+    "enable_prefix_caching": False,
+    "prefill_ms_per_token": 0.0,
+}
 #: The defaults of ``python -m planner demo-server``: vLLM's port, a byte-level tokenizer with ``/tokenize``, and a
 #: decode step that grows with the batch (0.1 ms per other running request; ``planner/cli/demo.py`` caps it at 64 at
 #: once unless ``--max-num-seqs`` says otherwise, and in planned mode leaves it to the engine's default).
@@ -693,6 +774,8 @@ DEMO_DEFAULTS = {
     "itl_per_running_ms": 0.1,
     "max_num_seqs": None,
     "max_num_seqs_text": "64; with --model, the engine's",
+    "enable_prefix_caching": True,
+    "prefill_ms_per_token": 0.05,
 }
 
 
@@ -722,6 +805,20 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
         default=defaults["tokenizer"],
         help="fixed: every prompt 12 tokens; bytes: one token per byte, with /tokenize "
         f"(default: {defaults['tokenizer']})",
+    )
+    parser.add_argument(
+        "--enable-prefix-caching",
+        action=argparse.BooleanOptionalAction,
+        default=defaults["enable_prefix_caching"],
+        help="keep a prefix cache and export vllm:prefix_cache_queries/hits (default: "
+        f"{'on' if defaults['enable_prefix_caching'] else 'off'})",
+    )
+    parser.add_argument(
+        "--prefill-ms-per-token",
+        type=float,
+        default=defaults["prefill_ms_per_token"],
+        help="more time to the first token per prompt token not cached, ms "
+        f"(default: {defaults['prefill_ms_per_token']:g})",
     )
     parser.add_argument(
         "--legacy-metrics", action="store_true", help="serve /metrics with vLLM's pre-0.9 names (gpu_cache_usage_perc)"

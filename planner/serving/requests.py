@@ -80,6 +80,8 @@ class ChatRequest:
         min_tokens: Fewest tokens to generate before a stop can end the answer (vLLM, SGLang); None = not sent.
         prompt_token_ids: The prompt as token ids instead of text (completions route of vLLM and SGLang): exact by
             construction, no tokenizer involved; ``prompt`` then only labels the request.
+        history: Earlier turns of a conversation, ``((role, content), ...)`` with roles ``user`` and
+            ``assistant``, sent between the system message and ``prompt`` (a multi-turn chat).
 
     Raises:
         InvalidParameterError: a value is out of range.
@@ -95,6 +97,7 @@ class ChatRequest:
     ignore_eos: bool = False
     min_tokens: int | None = None
     prompt_token_ids: tuple[int, ...] | None = field(default=None, repr=False)
+    history: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str) or not self.prompt.strip():
@@ -115,16 +118,23 @@ class ChatRequest:
             if not ids or any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids):
                 raise InvalidParameterError("prompt_token_ids", f"{len(ids)} ids", "a non-empty list of ids ≥ 0")
             object.__setattr__(self, "prompt_token_ids", ids)
+        object.__setattr__(self, "history", tuple(tuple(turn) for turn in self.history))
+        if any(len(t) != 2 or t[0] not in ("user", "assistant") or not isinstance(t[1], str) for t in self.history):
+            raise InvalidParameterError("history", len(self.history), "(role, text) pairs, role user or assistant")
+        if self.history and self.prompt_token_ids is not None:
+            raise InvalidParameterError("history", len(self.history), "no history with a token-id prompt")
 
     def messages(self) -> list[dict[str, str]]:
-        """The OpenAI ``messages`` list: optional system message, then the user prompt."""
+        """The OpenAI ``messages`` list: optional system message, the conversation's earlier turns, the user prompt."""
         out = [{"role": "system", "content": self.system}] if self.system else []
+        out += [{"role": role, "content": content} for role, content in self.history]
         return [*out, {"role": "user", "content": self.prompt}]
 
     @property
     def text(self) -> str:
-        """The prompt as one text without a chat template (system prompt and prompt joined by a blank line)."""
-        return f"{self.system}\n\n{self.prompt}" if self.system else self.prompt
+        """The prompt as one text without a chat template (system prompt, earlier turns and prompt joined by blank
+        lines)."""
+        return "\n\n".join([*([self.system] if self.system else []), *(c for _, c in self.history), self.prompt])
 
 
 @dataclass(frozen=True)

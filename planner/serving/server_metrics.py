@@ -22,8 +22,16 @@ What is read, per server kind (names confirmed in the engines' sources):
 
 * SGLang (``python/sglang/srt/metrics/collector.py`` ``SchedulerMetricsCollector``): ``sglang:num_running_reqs``,
   ``sglang:num_queue_reqs``, ``sglang:token_usage`` (0–1), ``sglang:prompt_tokens_total``,
-  ``sglang:generation_tokens_total``, and ``sglang:max_total_num_tokens`` ("Maximum total number of tokens in the KV
-  cache pool") for the capacity.
+  ``sglang:generation_tokens_total``, ``sglang:cached_tokens_total`` (prompt tokens served from the radix cache,
+  one series per ``cache_source``, summed), and ``sglang:max_total_num_tokens`` ("Maximum total number of tokens in
+  the KV cache pool") for the capacity. Its ``sglang:cache_hit_rate`` gauge is the most recent batch's, not a
+  window's, so it is not read: the hit rate over a run is Δ``cached_tokens_total`` / Δ``prompt_tokens_total``.
+
+Prefix caching (:func:`prefix_cache_stats`): the hit rate of a run is the difference of two scrapes of the counters,
+one just before its measured requests and one after they end (vLLM docs/design/metrics.md, "Prefix Cache metrics":
+"hit rate = hits / queries" over an interval). :func:`reset_prefix_cache` empties the cache first where the server
+allows it: vLLM ``POST /reset_prefix_cache`` (served only with ``VLLM_SERVER_DEV_MODE=1``,
+``vllm/entrypoints/serve/dev``), SGLang ``POST /flush_cache``.
 
 * TGI (router ``/metrics``, ``docs/source/reference/metrics.md``): ``tgi_batch_current_size``
   (requests in the running batch, also reported as ``running``), ``tgi_queue_size`` (also ``waiting``),
@@ -55,19 +63,26 @@ from planner.serving.streaming import one_line
 
 __all__ = [
     "METRICS_KINDS",
+    "RESET_ROUTES",
     "KVComparison",
     "MeasuredKV",
     "MetricsParseError",
+    "PrefixCacheStats",
     "ServerSample",
     "compare_kv",
     "fetch_measured_kv",
+    "fetch_sample",
     "parse_cache_config",
     "parse_metrics",
+    "prefix_cache_stats",
+    "reset_prefix_cache",
     "scrape_metrics",
 ]
 
 #: Server kinds whose ``/metrics`` names are known here.
 METRICS_KINDS: tuple[str, ...] = ("vllm", "sglang", "tgi")
+#: The route that empties each kind's prefix cache (vLLM: only with ``VLLM_SERVER_DEV_MODE=1``).
+RESET_ROUTES: dict[str, str] = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
 
 # field -> metric sample names tried in order (the first one present wins: new names before legacy ones)
 _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -87,6 +102,9 @@ _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_cache_usage_perc": ("sglang:token_usage",),
         "prompt_tokens_total": ("sglang:prompt_tokens_total",),
         "generation_tokens_total": ("sglang:generation_tokens_total",),
+        # SGLang counts its prefix cache in prompt tokens: queried = every prompt token, hit = served from cache
+        "prefix_cache_queries_total": ("sglang:prompt_tokens_total",),
+        "prefix_cache_hits_total": ("sglang:cached_tokens_total",),
     },
     "tgi": {
         "running": ("tgi_batch_current_size",),
@@ -124,9 +142,11 @@ class ServerSample:
         num_preemptions_total: vLLM cumulative preemptions (counter; compare two samples for a rate).
         prompt_tokens_total: Cumulative prefill tokens (vLLM, SGLang).
         generation_tokens_total: Cumulative generated tokens (vLLM, SGLang).
-        prefix_cache_queries_total: vLLM cumulative prefix-cache queries, in tokens.
-        prefix_cache_hits_total: vLLM cumulative prefix-cache hits, in tokens. Hit rate over an interval =
-            Δhits / Δqueries between two samples (vLLM docs/design/metrics.md, "Prefix Cache metrics").
+        prefix_cache_queries_total: Cumulative prefix-cache queries, in tokens: vLLM ``prefix_cache_queries``,
+            SGLang ``prompt_tokens_total``.
+        prefix_cache_hits_total: Cumulative prefix-cache hits, in tokens: vLLM ``prefix_cache_hits``, SGLang
+            ``cached_tokens_total``. Hit rate over an interval = Δhits / Δqueries between two samples (vLLM
+            docs/design/metrics.md, "Prefix Cache metrics"; :func:`prefix_cache_stats`).
     """
 
     t_s: float
@@ -382,6 +402,59 @@ def compare_kv(plan_tokens: int | None, measured: MeasuredKV | None) -> KVCompar
     return KVComparison(plan_tokens=plan_tokens, measured_tokens=measured_tokens, error_frac=error)
 
 
+@dataclass(frozen=True)
+class PrefixCacheStats:
+    """A run's prefix-cache use, from the server's counters before and after it.
+
+    Attributes:
+        queries_tokens: Prompt tokens looked up in the prefix cache during the run (Δ queries).
+        hits_tokens: Of those, tokens served from the cache (Δ hits).
+        source: The counters read, e.g. ``"vllm:prefix_cache_queries/hits"``.
+    """
+
+    queries_tokens: float
+    hits_tokens: float
+    source: str
+
+    @property
+    def hit_rate(self) -> float | None:
+        """``hits / queries`` (0–1); None when nothing was queried."""
+        return self.hits_tokens / self.queries_tokens if self.queries_tokens > 0 else None
+
+
+_COUNTER_SOURCES = {"vllm": "vllm:prefix_cache_queries/hits", "sglang": "sglang:prompt_tokens/cached_tokens"}
+
+
+def prefix_cache_stats(before: ServerSample | None, after: ServerSample | None, kind: str) -> PrefixCacheStats | None:
+    """The prefix-cache queries and hits between two scrapes (counters differenced; vLLM docs/design/metrics.md).
+
+    Args:
+        before: The scrape just before the run's measured requests.
+        after: The scrape once they ended.
+        kind: The server kind (names the counters in ``source``).
+
+    Returns:
+        The :class:`PrefixCacheStats`; None when either scrape lacks the counters, or a counter went down (the
+        server restarted in between: the difference means nothing).
+
+    Example:
+        >>> a = ServerSample(0, prefix_cache_queries_total=350208, prefix_cache_hits_total=87296)
+        >>> b = ServerSample(1, prefix_cache_queries_total=423936, prefix_cache_hits_total=148736)
+        >>> round(prefix_cache_stats(a, b, "vllm").hit_rate, 4)
+        0.8333
+    """
+    if before is None or after is None:
+        return None
+    pairs = [
+        (getattr(before, f"prefix_cache_{name}_total"), getattr(after, f"prefix_cache_{name}_total"))
+        for name in ("queries", "hits")
+    ]
+    if any(a is None or b is None or b < a for a, b in pairs):
+        return None
+    (q0, q1), (h0, h1) = pairs
+    return PrefixCacheStats(q1 - q0, h1 - h0, _COUNTER_SOURCES.get(kind, kind))  # type: ignore[operator]
+
+
 # --- network ------------------------------------------------------------------------------------------------------
 def _client(endpoint: Endpoint, secrets: Mapping[str, Any] | None, timeout_s: float) -> httpx.AsyncClient:
     key = api_key(endpoint, secrets)
@@ -450,6 +523,55 @@ async def fetch_measured_kv(
         return parse_cache_config(response.text, endpoint.kind)
     except MetricsParseError as exc:
         return MeasuredKV(source=source, error=one_line(f"{url}: {exc}"))
+
+
+async def fetch_sample(
+    endpoint: Endpoint, *, start: float, timeout_s: float = 5.0, secrets: Mapping[str, Any] | None = None
+) -> ServerSample | None:
+    """One scrape of ``endpoint``'s ``/metrics`` (``t_s`` seconds since ``start``, a ``time.perf_counter()``).
+
+    Returns:
+        The sample; None when the kind has no known names or the server could not be read (refused, HTTP error,
+        not Prometheus text, a missing API key). Never raises for endpoint failures.
+    """
+    _check_timeout(timeout_s)
+    if endpoint.kind not in METRICS_KINDS:
+        return None
+    try:
+        async with _client(endpoint, secrets, timeout_s) as client:
+            response = await client.get(f"{endpoint.base_url}/metrics")
+        if response.status_code != 200:
+            return None
+        return parse_metrics(response.text, endpoint.kind, time.perf_counter() - start, model=endpoint.model)
+    except (MissingAPIKeyError, httpx.HTTPError, MetricsParseError):
+        return None
+
+
+async def reset_prefix_cache(
+    endpoint: Endpoint, *, timeout_s: float = 10.0, secrets: Mapping[str, Any] | None = None
+) -> str | None:
+    """Empty the server's prefix cache: vLLM ``POST /reset_prefix_cache``, SGLang ``POST /flush_cache``.
+
+    Returns:
+        None when the server answered 2xx; otherwise one line saying why not (the kind has no such route, vLLM
+        without ``VLLM_SERVER_DEV_MODE=1`` answers 404, refused, timeout). Never raises for endpoint failures.
+    """
+    _check_timeout(timeout_s)
+    route = RESET_ROUTES.get(endpoint.kind)
+    if route is None:
+        return f"{endpoint.name}: {endpoint.kind} has no prefix-cache reset route (vLLM and SGLang have)"
+    url = endpoint.base_url + route
+    try:
+        async with _client(endpoint, secrets, timeout_s) as client:
+            response = await client.post(url)
+    except MissingAPIKeyError as exc:
+        return one_line(exc)
+    except httpx.HTTPError as exc:
+        return describe_error(exc, url)
+    if 200 <= response.status_code < 300:
+        return None
+    hint = " (vLLM serves it only with VLLM_SERVER_DEV_MODE=1)" if endpoint.kind == "vllm" else ""
+    return status_error(url, response.status_code, _body(response)) + hint
 
 
 async def scrape_metrics(

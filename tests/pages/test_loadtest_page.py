@@ -217,3 +217,52 @@ def test_overlay_for_a_scenario_that_does_not_fit_says_why():
     (warning,) = at.warning
     assert warning.value.startswith("No prediction for 1 · Llama-3.1-70B-Instruct") and "fits" in warning.value
     assert not any("output tok/s error" in d.value.columns for d in at.dataframe)
+
+
+@pytest.fixture
+def cache_endpoint(tmp_path, monkeypatch):
+    from tests.servers.timed_sse import TimedServer
+
+    with TimedServer(tokenizer="bytes", prefix_caching=True, prefill_ms_per_token=0.1) as server:
+        path = tmp_path / "endpoints.toml"
+        path.write_text(f'[[endpoint]]\nname = "cached"\nkind = "vllm"\nbase_url = "{server.url}"\n', encoding="utf-8")
+        monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+        yield server
+
+
+def test_multi_turn_run_shows_the_hit_rate_and_ttft_by_turn(cache_endpoint):
+    at = _app(
+        ep="cached",
+        dataset_name="multi_turn",
+        num_turns="3",
+        num_prompts="6",
+        max_concurrency="2",
+        input_len="40",
+        output_len="4",
+        ignore_eos="true",
+    )
+    assert at.session_state["lt.num_turns"] == 3
+    at = _run_to_end(at)
+    assert not at.exception
+    cache = _table(at, "cache_flushed")
+    (row,) = cache.to_dict(orient="records")
+    assert row["dataset_name"] == "multi_turn" and row["prefix_cache_hit_rate"].endswith("%")
+    turns = _table(at, "mean_input_tokens")
+    assert list(turns["turn"]) == [1, 2, 3] and list(turns["requests"]) == [2, 2, 2]
+    assert "TTFT by turn" in [s.value for s in at.subheader]
+
+
+def test_a_malformed_trace_upload_is_refused_by_line():
+    # the uploader's content goes through the same reader as the CLI's; AppTest cannot upload, so the reader is
+    # driven here with the page's settings and the message the page shows is the reader's one line
+    from planner.errors import PlannerError
+    from planner.loadtest.datasets import read_trace
+
+    with pytest.raises(PlannerError, match=r"^dataset line 2='output_length'"):
+        read_trace(
+            '{"timestamp": 0, "input_length": 4, "output_length": 1}\n{"timestamp": 1, "input_length": 4}\n',
+            "timed_trace",
+        )
+    at = _app(dataset_name="timed_trace")
+    assert not at.exception
+    assert any("Upload a trace: Mooncake JSONL" in i.value for i in at.info)

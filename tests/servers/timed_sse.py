@@ -28,6 +28,9 @@ class TimedServer:
             None = no limit.
         tokenizer: ``"fixed"`` (every prompt 12 tokens, no ``/tokenize``) or ``"bytes"`` (one token per byte of the
             chat-templated prompt, with vLLM's ``/tokenize``).
+        prefix_caching: keep a prefix cache and export ``vllm:prefix_cache_queries``/``hits``
+            (``--enable-prefix-caching``).
+        prefill_ms_per_token: more time to the first token per prompt token not served from the cache, ms.
         planned: flags of ``python -m planner demo-server``'s planned mode (``("--model", M, "--gpu", G, ...)``):
             the server is started through the CLI and plays that deployment.
 
@@ -42,7 +45,11 @@ class TimedServer:
         max_num_seqs: int | None = None,
         tokenizer: str = "fixed",
         planned: tuple[str, ...] = (),
+        prefix_caching: bool = False,
+        prefill_ms_per_token: float = 0.0,
     ) -> None:
+        self.prefix_caching = prefix_caching
+        self.prefill_ms_per_token = prefill_ms_per_token
         self.url = ""
         self.planned = planned
         self.legacy_metrics = legacy_metrics
@@ -59,6 +66,8 @@ class TimedServer:
                 *(("--legacy-metrics",) if self.legacy_metrics else ()),
                 *(("--max-num-seqs", str(self.max_num_seqs)) if self.max_num_seqs else ()),
                 *("--tokenizer", self.tokenizer),
+                *(("--enable-prefix-caching",) if self.prefix_caching else ()),
+                *(("--prefill-ms-per-token", str(self.prefill_ms_per_token)) if self.prefill_ms_per_token else ()),
             ],
             cwd=root,
             stdout=subprocess.PIPE,

@@ -88,7 +88,7 @@ def test_burst_rate_is_inf_and_round_trips():
         ("output_len", "99999999"),
         ("range_ratio", "1"),
         ("mode", "forever"),
-        ("dataset_name", "sharegpt"),
+        ("dataset_name", "hf"),
         ("ignore_eos", "maybe"),
         ("goodput", "ttft:-1"),
         ("goodput", "latency:500"),

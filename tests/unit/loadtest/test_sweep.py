@@ -145,7 +145,8 @@ def test_sweep_runs_each_level_at_its_concurrency(timed_server):
 
 # --- a short real sweep --------------------------------------------------------------------------------------------
 def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
-    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60)
+    # every level (no stop at saturation: llama-cpp-python serves one request at a time, saturated at 1)
+    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60, sweep_stop=False)
     outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings, prompts_per_level=2)
     points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
     assert [(p.concurrency, p.completed, p.failed) for p in points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
@@ -157,3 +158,61 @@ def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
         # llama-cpp-python streams no usage, so the run's input tokens are those counts (its text-only count; the
         # gemma chat template adds 8 more to the server's usage.prompt_tokens, measured with a non-streamed call)
         assert [r.prompt_tokens for r in level.records] == [None, None] and level.input_tokens == (24, 24)
+
+
+# --- saturation: when a sweep stops ----------------------------------------------------------------------------------
+def _point(c: int, out_tok_s: float, ttft_s: float, e2el_s: float | None = None, completed: int = 10) -> SweepPoint:
+    return SweepPoint(c, completed, 0, out_tok_s / 10, out_tok_s, ttft_s, ttft_s, 0.02, e2el_s or ttft_s + 1)
+
+
+def test_saturation_needs_flat_throughput_and_rising_latency():
+    from planner.loadtest.sweep import saturation
+
+    # throughput doubles to c=8, then +4% at 16 while median TTFT goes 0.2 -> 0.5 s (+150%): saturated at 16
+    points = [_point(1, 100, 0.2), _point(2, 200, 0.2), _point(4, 400, 0.2), _point(8, 790, 0.2), _point(16, 820, 0.5)]
+    stop = saturation(points)
+    assert (stop.level, stop.last_growing) == (16, 8)
+    assert "+3.8%" in stop.reason and "median TTFT rose +150%" in stop.reason
+    # flat throughput but latency steady (a noisy level): not saturated
+    assert saturation([*points[:4], _point(16, 800, 0.21, 1.22)]) is None
+    # latency rising while throughput still grows 20%: not saturated (a batching server's normal climb)
+    assert saturation([*points[:4], _point(16, 950, 0.6)]) is None
+    # E2E latency rising counts as queueing too
+    assert saturation([*points[:4], _point(16, 800, 0.2, 2.5)]).level == 16
+    # a level with no completed request is saturated outright
+    assert saturation([*points[:2], _point(4, 0, 0, completed=0)]).reason == "concurrency 4: no request completed"
+
+
+def test_refine_levels():
+    from planner.loadtest.sweep import refine_levels
+
+    assert refine_levels(8, 16) == (11,)  # √128 = 11.3
+    assert refine_levels(1, 2) == ()  # no integer level between
+    assert refine_levels(8, 16, done=(11,)) == ()
+
+
+def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatch):
+    """The demo server with ``--max-num-seqs 8`` (and a decode step that does not grow with the batch) serves at most
+    8 requests at once: throughput grows to concurrency 8 and is flat after it, while the 9th and later requests wait
+    for a slot (their TTFT includes a whole answer). A sweep to 64 stops at 16, one level past the saturation point,
+    and the refinement adds 11; 32 and 64 are never run."""
+    from tests.servers.timed_sse import TimedServer
+
+    settings = LoadSettings(
+        mode="sweep",
+        sweep_max=64,
+        prompts=("sat [ttft_ms=50] [itl_ms=10] [tokens=8]",),
+        dataset_name="custom",
+        output_len=8,
+        sweep_refine=True,
+    )
+    with TimedServer(max_num_seqs=8) as server:
+        outcomes, messages = _sweep(_ep(server.url), settings, prompts_per_level=None)
+    levels = [o.job.level for o in outcomes]
+    assert levels == [1, 2, 4, 8, 16, 11]
+    (stop,) = [m for m in messages if m[0] == "sweep_stopped"]
+    assert stop[2].startswith("concurrency 16:") and "median TTFT rose" in stop[2]
+    points = {o.job.level: SweepPoint.of(o.job.level, o.result) for o in outcomes}
+    # at 16, half the requests wait one answer (50 + 7 × 10 ms) for a slot; throughput no higher than at 8
+    assert points[16].output_throughput < 1.1 * points[8].output_throughput
+    assert points[8].output_throughput > 1.6 * points[4].output_throughput

@@ -121,3 +121,19 @@ def test_bad_input() -> None:
         simulate(tiny_shape(), _settings(2, 1), TEN_MS, lengths=[(5, 5)])
     with pytest.raises(InvalidParameterError, match="KV cache"):
         simulate(tiny_shape(blocks=1, block_size=4), _settings(1, 1), TEN_MS, lengths=[(40, 2)])
+
+
+@pytest.mark.parametrize(
+    ("cached", "ttft_s", "e2e_s"), [(None, 0.020, 0.030), ([12], 0.010, 0.020), ([16], 0.010, 0.020)]
+)
+def test_cached_prompt_tokens_are_not_prefilled(cached, ttft_s, e2e_s) -> None:
+    # one request, 16 prompt tokens, 2 output, 8 tokens per step, 10 ms steps. Uncached: 8 + 8 tokens of prefill,
+    # the first token at 20 ms. 12 tokens cached (vLLM sets num_computed_tokens to them): one step of 4, 10 ms. The
+    # whole prompt cached: vLLM still computes the last token (capped at 15 cached), one step of 1, 10 ms.
+    run = simulate(
+        tiny_shape(block_size=4, mnbt=8), _settings(1, None), TEN_MS, lengths=[(16, 2)], cached_tokens=cached
+    )
+    assert run.ttft_s.tolist() == pytest.approx([ttft_s], abs=1e-9)
+    assert run.e2e_s.tolist() == pytest.approx([e2e_s], abs=1e-9)
+    with pytest.raises(InvalidParameterError, match="cached_tokens"):
+        simulate(tiny_shape(), _settings(1, None), TEN_MS, lengths=[(16, 2)], cached_tokens=[1, 2])
