@@ -201,7 +201,7 @@ def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatc
     settings = LoadSettings(
         mode="sweep",
         sweep_max=64,
-        prompts=("sat [ttft_ms=50] [itl_ms=10] [tokens=8]",),
+        prompts=("sat [ttft_ms=100] [itl_ms=20] [tokens=8]",),  # long enough that a busy client barely shows
         dataset_name="custom",
         output_len=8,
         sweep_refine=True,
@@ -213,6 +213,6 @@ def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatc
     (stop,) = [m for m in messages if m[0] == "sweep_stopped"]
     assert stop[2].startswith("concurrency 16:") and "median TTFT rose" in stop[2]
     points = {o.job.level: SweepPoint.of(o.job.level, o.result) for o in outcomes}
-    # at 16, half the requests wait one answer (50 + 7 × 10 ms) for a slot; throughput no higher than at 8
+    # at 16, half the requests wait one answer (100 + 7 × 20 ms) for a slot; throughput no higher than at 8
     assert points[16].output_throughput < 1.1 * points[8].output_throughput
     assert points[8].output_throughput > 1.6 * points[4].output_throughput
