@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from planner.cli import max_rate
 from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.settings import INPUT_SIZINGS, LoadSettings
@@ -80,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
     b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
+    max_rate.add_arguments(b)
 
 
 _BENCH_FLAGS = {
@@ -93,6 +95,7 @@ _BENCH_FLAGS = {
     "levels": "--sweep",
     "sweep_max": "--sweep",
     "level_duration_s": "--level-duration",
+    **max_rate.FLAGS,
 }
 
 
@@ -290,6 +293,8 @@ def run(args: argparse.Namespace) -> int:
         except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
             raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
         settings, prompts = _settings(args, typed_slo)
+        if args.find_max_rate or args.find_max_concurrency:  # a search of runs instead of one run or a sweep
+            return max_rate.search(args, endpoint, settings, prompts, started)
         # the start time in labels and sweep ids, as on the page: two saved runs of one endpoint import side by side
         tag = started.strftime("%H:%M:%S")
         jobs = plan_jobs([endpoint], settings, prompts, tag=tag, prompts_per_level=args.prompts_per_level)

@@ -68,6 +68,7 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
     rows = []
     for o in result.options[:limit]:
         c = o.config
+        least = None if o.least_replicas is None or o.replicas is not None else o.least_replicas
         rows.append(
             {
                 "rank": "" if o.rank is None else str(o.rank),
@@ -77,17 +78,19 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
                 "PP": c.pipeline_parallel_size,
                 "weights": "checkpoint" if c.quantization == "none" else c.quantization,
                 "KV cache": c.kv_cache_dtype,
-                "replicas": _num(o.replicas, ",d"),
-                "GPUs": _num(o.num_gpus, ",d"),
-                "$/GPU-hour": _num(o.price.usd_per_hour, ",.2f"),
-                "$/hour": _num(o.usd_per_hour, ",.2f"),
+                "replicas": f"≥ {least:,}" if least else _num(o.replicas, ",d"),
+                "GPUs": f"≥ {least * c.num_gpus:,}" if least else _num(o.num_gpus, ",d"),
+                "$/hour": f"≥ {o.least_usd_per_hour:,.2f}"
+                if least and o.least_usd_per_hour is not None
+                else _num(o.usd_per_hour, ",.2f"),
                 "$/M output tokens": _num(o.usd_per_million_output_tokens, ",.3f"),
-                "req/s per replica": _capacity(o),
-                "p50 TTFT (ms)": _num(o.at_size_ms("ttft", "p50"), ",.0f"),
-                "p99 TTFT (ms)": _num(o.at_size_ms("ttft", "p99"), ",.0f"),
-                "p50 TPOT (ms)": _num(o.at_size_ms("tpot", "p50"), ",.1f"),
-                "p99 TPOT (ms)": _num(o.at_size_ms("tpot", "p99"), ",.1f"),
                 "why": o.reason or ("the cheapest" if o.rank == 1 else ""),
+                "p99 TTFT (ms)": _num(o.at_size_ms("ttft", "p99"), ",.0f"),
+                "p99 TPOT (ms)": _num(o.at_size_ms("tpot", "p99"), ",.1f"),
+                "p50 TTFT (ms)": _num(o.at_size_ms("ttft", "p50"), ",.0f"),
+                "p50 TPOT (ms)": _num(o.at_size_ms("tpot", "p50"), ",.1f"),
+                "req/s per replica": _capacity(o),
+                "$/GPU-hour": _num(o.price.usd_per_hour, ",.2f"),
                 "checkpoint": c.model,
             }
         )
@@ -146,10 +149,10 @@ def pareto_figure(points: Sequence[ParetoPoint], *, cost: bool = False, chosen: 
                 marker={
                     "color": ["rgba(0,0,0,0)" if not p.meets_slo else color for p in group],
                     "line": {
-                        "color": ["black" if chosen and p.label == chosen else color for p in group],
-                        "width": [3 if chosen and p.label == chosen else 1.5 for p in group],
+                        "color": ["#222" if chosen and p.label == chosen else color for p in group],
+                        "width": 1.5,
                     },
-                    "size": [13 if p.rank else 9 for p in group],
+                    "size": [15 if chosen and p.label == chosen else 12 if p.rank else 9 for p in group],
                     "symbol": ["star" if p.rank else "circle" for p in group],
                 },
                 customdata=[
@@ -176,7 +179,7 @@ def pareto_figure(points: Sequence[ParetoPoint], *, cost: bool = False, chosen: 
     fig.update_layout(
         xaxis_title="output tokens/s per user (1 / median TPOT)",
         yaxis_title="USD per million output tokens" if cost else "output tokens/s per GPU",
-        legend_title_text="GPU (hollow: misses an SLO, ★ ranked)",
+        legend_title_text="GPU (hollow: misses an SLO; ★ ranked, outlined: chosen)",
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         height=430,
     )

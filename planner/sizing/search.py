@@ -357,6 +357,7 @@ def size(
     max_probes: int = MAX_PROBES,
     keep: int = KEEP,
     on_progress: Callable[[float, str], object] | None = None,
+    spec: ModelSpec | None = None,
 ) -> SizingResult:
     """Search the configurations for the cheapest that serves ``settings.target_rate`` within the SLOs (module
     docstring).
@@ -367,6 +368,7 @@ def size(
         max_probes: most simulations (a bound on the search's time).
         keep: options to resolve before stopping (the ranked table's fully simulated rows).
         on_progress: called as ``on_progress(fraction, text)`` while it searches (a progress bar).
+        spec: the model, when the caller resolved it (else :func:`planner.catalog.hub.resolve_model`).
 
     Returns:
         The ranked options and the headline answer.
@@ -386,7 +388,7 @@ def size(
             settings.served_max_model_len,
             f"at least input_len + output_len ({settings.input_len + settings.output_len:,} tokens)",
         )
-    spec = resolve_model(settings.model).spec
+    spec = spec or resolve_model(settings.model).spec
     gpus: list[GPU] = [get_gpu(g) for g in settings.gpus] if settings.gpus else list(list_gpus())
     gpus = list({g.id: g for g in gpus}.values())
     searched = {g.id for g in gpus}

@@ -30,6 +30,7 @@ class TimedServer:
             chat-templated prompt, with vLLM's ``/tokenize``).
         planned: flags of ``python -m planner demo-server``'s planned mode (``("--model", M, "--gpu", G, ...)``):
             the server is started through the CLI and plays that deployment.
+        flags: more of the server's flags, e.g. ``("--ttft-ms", "50", "--itl-ms", "10")``.
 
     Attributes:
         url: ``http://127.0.0.1:<port>`` once started.
@@ -42,9 +43,11 @@ class TimedServer:
         max_num_seqs: int | None = None,
         tokenizer: str = "fixed",
         planned: tuple[str, ...] = (),
+        flags: tuple[str, ...] = (),
     ) -> None:
         self.url = ""
         self.planned = planned
+        self.flags = flags
         self.legacy_metrics = legacy_metrics
         self.max_num_seqs = max_num_seqs
         self.tokenizer = tokenizer
@@ -59,6 +62,7 @@ class TimedServer:
                 *(("--legacy-metrics",) if self.legacy_metrics else ()),
                 *(("--max-num-seqs", str(self.max_num_seqs)) if self.max_num_seqs else ()),
                 *("--tokenizer", self.tokenizer),
+                *self.flags,
             ],
             cwd=root,
             stdout=subprocess.PIPE,
