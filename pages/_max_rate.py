@@ -109,7 +109,7 @@ def render(
             st.error(f"Cannot search: {problem}.")
         elif not chosen:
             st.info("Choose an endpoint above to search it.")
-        b1, b2, _ = st.columns([1, 1, 4])
+        b1, b2, _ = st.columns([2, 1, 3])
         if b1.button(
             "Find the max rate",
             key="lt.mr.run",
