@@ -4,7 +4,7 @@ cost, the ranked alternatives with why each loses, and the Pareto view."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
@@ -114,7 +114,12 @@ with st.expander("Target load and SLOs", expanded=True):
         help="A catalog model or any Hugging Face repo id (type it and press Enter).",
     )
     c[1].number_input(
-        "target rate (req/s)", 0.01, LIMITS["target_rate"][1], step=1.0, key=W["target_rate"], help="For all replicas."
+        "target rate (req/s)",
+        LIMITS["target_rate"][0],
+        LIMITS["target_rate"][1],
+        step=1.0,
+        key=W["target_rate"],
+        help="For all replicas.",
     )
     c[2].number_input("input_len", 1, int(LIMITS["input_len"][1]), step=128, key=W["input_len"], help="Prompt tokens.")
     c[3].number_input(
@@ -339,7 +344,7 @@ else:
         st.plotly_chart(pareto_figure(points, cost=True, chosen=chosen_label), key="size.pareto.cost")
     st.download_button(
         "Points (CSV)",
-        pd.DataFrame([replace(p).__dict__ for p in points]).to_csv(index=False),
+        pd.DataFrame([asdict(p) for p in points]).to_csv(index=False),
         "sizing_pareto.csv",
         "text/csv",
         key="size.pareto.csv",

@@ -6,7 +6,7 @@ flags (``--target-rate`` → ``target_rate``) and the Load Test's names where th
 ``output_len``, ``burstiness``); every key is optional and only values that differ from
 :data:`~planner.sizing.settings.DEFAULT` are written:
 
-* ``model``; ``target_rate`` (req/s, (0, 100000]); ``input_len`` (1–131072), ``output_len`` (1–32768),
+* ``model``; ``target_rate`` (req/s, 0.001–100000); ``input_len`` (1–131072), ``output_len`` (1–32768),
   ``burstiness`` (0.01–100);
 * ``slo``: percentile SLOs, ``ttft_p99_ms=1000,tpot_p99_ms=50``;
 * ``gpus``: catalog GPU ids with an optional GPUs per node, ``h100-sxm-80gb:8,l4`` (none = the whole catalog);
@@ -116,7 +116,6 @@ def _parse(name: str, text: str) -> object:
         high,
         integer=name in _INTEGERS,
         optional=name == "max_model_len",
-        low_open=name == "target_rate",
     )
 
 

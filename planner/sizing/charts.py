@@ -76,7 +76,7 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
                 "GPU": c.gpu_name,
                 "TP": c.tensor_parallel_size,
                 "PP": c.pipeline_parallel_size,
-                "weights": "checkpoint" if c.quantization == "none" else c.quantization,
+                "weights": c.weights,
                 "KV cache": c.kv_cache_dtype,
                 "replicas": f"≥ {least:,}" if least else _num(o.replicas, ",d"),
                 "GPUs": f"≥ {least * c.num_gpus:,}" if least else _num(o.num_gpus, ",d"),

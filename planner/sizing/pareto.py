@@ -95,7 +95,7 @@ def pareto_points(
     out = [
         point
         for o in result.options
-        for p, met in o.probes + (((o.at_size, True),) if o.at_size is not None else ())
+        for p, met in o.probes + (((o.at_size, o.at_size.meets(s.slos)),) if o.at_size is not None else ())
         if (point := _point(o, p, met, s.output_len)) is not None
     ]
     best: dict[str, SizingOption] = {}

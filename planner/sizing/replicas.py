@@ -5,8 +5,9 @@ Each configuration enters with the fewest replicas its bound allows and a cost p
 entries by cost (replicas × cost per replica); the cheapest is evaluated (in the sizing search: one simulation of a
 replica at its share of the load):
 
-* **met**: the configuration passes at these replicas; when the count below is known to miss (or is ruled out by
-  the bound), this is its answer (*resolved*); otherwise the midpoint between the two is pushed (bisection);
+* **met**: the configuration passes at these replicas; when the count below is known to miss, this is its answer
+  (*resolved*); when that count is ruled out by the bound alone, it is evaluated once to check the bound; otherwise
+  the midpoint between the two is pushed (bisection);
 * **missed**: the count is too few; before any pass the count grows by the evaluation's excess ratio (how far the
   binding SLO was missed), clamped to [:data:`GROW_MIN`, :data:`GROW_MAX`], at least by one; after a pass, the
   midpoint is pushed.
@@ -49,6 +50,7 @@ class ReplicaState:
         tried: ``(replicas, met)`` of each evaluation, in order.
         resolved: ``passed`` is the answer: ``passed − 1`` replicas miss.
         given_up: why the search gave this configuration up (too many replicas); None otherwise.
+        by_bound: ``failed`` is ruled out by the bound alone, not yet by an evaluation.
     """
 
     index: int
@@ -58,6 +60,7 @@ class ReplicaState:
     tried: list[tuple[int, bool]] = field(default_factory=list)
     resolved: bool = False
     given_up: str | None = None
+    by_bound: bool = False
 
     def cost(self, replicas: int) -> float:
         """Cost of ``replicas`` replicas."""
@@ -87,7 +90,9 @@ def cheapest_replicas(
     Returns:
         ``(states in input order, evaluations run)``; the resolved ones have ``resolved`` set.
     """
-    states = [ReplicaState(i, usd, failed=max(0, least - 1)) for i, (usd, least) in enumerate(entries)]
+    states = [
+        ReplicaState(i, usd, failed=max(0, least - 1), by_bound=least > 1) for i, (usd, least) in enumerate(entries)
+    ]
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
 
@@ -118,8 +123,12 @@ def cheapest_replicas(
         if met:
             s.passed = replicas
         else:
-            s.failed = replicas
-        if s.passed is not None and s.passed - s.failed <= 1:
+            s.failed, s.by_bound = replicas, False
+        if s.passed is not None and s.passed - s.failed <= 1 and s.by_bound:
+            # the count below is ruled out by the bound alone: one evaluation checks it
+            below, s.failed, s.by_bound = s.failed, 0, False
+            push(s, below)
+        elif s.passed is not None and s.passed - s.failed <= 1:
             s.resolved = True
             kept.append(s.cost(s.passed))
         elif s.passed is not None:

@@ -104,6 +104,7 @@ class Configuration:
             export's scheme (``awq``, ``gptq``, ``int8``, ``mxfp4``).
         kv_cache_dtype: vLLM's ``--kv-cache-dtype``.
         tensor_parallel_size / pipeline_parallel_size: the parallelism; GPUs = their product.
+        checkpoint_scheme: the served checkpoint's own quantization (``none`` for 16-bit weights).
     """
 
     gpu_id: str
@@ -113,11 +114,20 @@ class Configuration:
     kv_cache_dtype: str
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    checkpoint_scheme: str = "none"
 
     @property
     def num_gpus(self) -> int:
         """GPUs of one replica: TP · PP."""
         return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def weights(self) -> str:
+        """The weights in words: ``checkpoint``, ``checkpoint (awq)`` for a quantized one as published, ``fp8``, or
+        the export's scheme."""
+        if self.quantization != "none":
+            return self.quantization
+        return "checkpoint" if self.checkpoint_scheme == "none" else f"checkpoint ({self.checkpoint_scheme})"
 
     @property
     def label(self) -> str:
@@ -127,7 +137,7 @@ class Configuration:
             f"TP {self.tensor_parallel_size}"
             + (f" PP {self.pipeline_parallel_size}" * (self.pipeline_parallel_size > 1))
         )
-        parts.append("bf16/checkpoint" if self.quantization == "none" else self.quantization)
+        parts.append(self.weights)
         parts.append(f"KV {self.kv_cache_dtype}")
         return " · ".join(parts)
 
@@ -296,7 +306,7 @@ def _checkpoints(settings: SizingSettings, spec: ModelSpec) -> tuple[list[tuple[
     method = spec.quant.method
     for quant in settings.quantizations:
         if quant == "none":
-            out.append((method if method != "none" else "none", settings.model, spec))
+            out.append(("none", settings.model, spec))
         elif quant == "fp8":
             if method != "none":
                 notes.append(f"fp8 not applied: the checkpoint {settings.model} is already quantized ({method})")
@@ -437,7 +447,7 @@ def size(
                 for tp, pp in pairs:
                     if tp * pp > settings.max_gpus:
                         continue
-                    config = Configuration(gpu.id, gpu.name, model_id, quant, kv, tp, pp)
+                    config = Configuration(gpu.id, gpu.name, model_id, quant, kv, tp, pp, model_spec.quant.method)
                     if pp > 1 and tp * pp in fitting:
                         dominated += 1  # TP alone fits on as many GPUs, and PP adds no speed in the step model
                         continue

@@ -51,7 +51,7 @@ DEFAULT_NODE_GPUS = 8
 MAX_PRICE_USD_PER_HOUR = 1000.0
 #: Accepted ranges of the numeric fields.
 LIMITS: dict[str, tuple[float, float]] = {
-    "target_rate": (0.0, 100_000.0),  # (low, high], req/s
+    "target_rate": (0.001, 100_000.0),  # req/s
     "input_len": (1, 131_072),
     "output_len": (1, 32_768),
     "burstiness": (0.01, 100.0),
@@ -71,7 +71,7 @@ class SizingSettings:
 
     Attributes:
         model: catalog model id or Hugging Face repo id.
-        target_rate: requests per second the whole deployment must serve (> 0).
+        target_rate: requests per second the whole deployment must serve (0.001 to 100,000).
         input_len / output_len: prompt and output tokens of every request (the model always generates
             ``output_len``, as with ``ignore_eos``).
         burstiness: gamma shape of the arrival gaps (1 = Poisson, as ``vllm bench serve``).
@@ -117,11 +117,10 @@ class SizingSettings:
                 continue
             integer = name in ("input_len", "output_len", "max_gpus", "max_model_len")
             ok = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
-            ok = ok and math.isfinite(value) and low <= value <= high and not (name == "target_rate" and value <= 0)
+            ok = ok and math.isfinite(value) and low <= value <= high
             if not ok:
                 kind = "an integer" if integer else "a number"
-                bounds = f"({low:g}, {high:g}]" if name == "target_rate" else f"[{low:g}, {high:g}]"
-                raise InvalidParameterError(name, value, f"{kind} in {bounds}")
+                raise InvalidParameterError(name, value, f"{kind} in [{low:g}, {high:g}]")
         object.__setattr__(self, "slos", tuple(self.slos))
         if not self.slos or not all(isinstance(s, Slo) for s in self.slos):
             raise InvalidParameterError("slos", self.slos, "at least one SLO, e.g. ttft_p99_ms=1000")

@@ -69,3 +69,13 @@ def test_bisection_after_a_loose_bound() -> None:
 def test_gives_up_past_max_replicas() -> None:
     states, _ = cheapest_replicas([(1.0, 1)], lambda i, r: (False, math.inf), max_replicas=100)
     assert states[0].given_up and "100" in states[0].given_up and not states[0].resolved
+
+
+def test_the_count_a_bound_rules_out_is_checked_once() -> None:
+    # 24 req/s, capacity 6 a replica: 4 replicas. A bound too strict (least 5: it rules 4 out) passes at 5 and checks
+    # 4, which passes: the bound was wrong, so the search bisects below (2 and 3 miss). An exact bound (least 4)
+    # passes at 4 and checks 3, which misses.
+    right, _ = cheapest_replicas([(1.0, 5)], _capacity(6.0, 24.0))
+    assert right[0].passed == 4 and right[0].tried == [(5, True), (4, True), (2, False), (3, False)]
+    exact, runs = cheapest_replicas([(1.0, 4)], _capacity(6.0, 24.0))
+    assert exact[0].passed == 4 and exact[0].tried == [(4, True), (3, False)] and runs == 2

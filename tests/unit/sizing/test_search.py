@@ -101,7 +101,7 @@ def test_bad_input_names_it() -> None:
         size(SizingSettings(input_len=4000, max_model_len=2048))
     with pytest.raises(InvalidParameterError) as err:
         SizingSettings(target_rate=0)
-    assert err.value.name == "target_rate" and "(0, 100000]" in err.value.accepted
+    assert err.value.name == "target_rate" and "[0.001, 100000]" in err.value.accepted
 
 
 def test_floor_matches_a_simulated_request_alone() -> None:
