@@ -17,7 +17,6 @@ from planner.catalog.models import model_ids
 from planner.errors import PlannerError
 from planner.links import sizing as sizing_links
 from planner.metrics.slo import format_slos, parse_slos
-from planner.predict.calibration import load_profile
 from planner.sizing.charts import VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
 from planner.sizing.pareto import pareto_points
 from planner.sizing.search import size
@@ -201,19 +200,7 @@ with st.expander("Weights, KV cache and engine"):
     )
     c[3].number_input("gpu_memory_utilization", 0.01, 1.0, step=0.01, key=W["gpu_memory_utilization"])
 
-with st.expander("Calibration"):
-    upload = st.file_uploader(
-        "Calibration profile (JSON from `python -m planner calibrate`, or Load Test's recalibration)",
-        type=["json"],
-        key="size.profile",
-        help="Coefficients fitted to measured runs of your GPU. A profile is a file: it is never put in the link.",
-    )
-profile = None
-if upload is not None:
-    try:
-        profile = load_profile(upload.getvalue(), name=upload.name)
-    except PlannerError as exc:
-        st.error(f"{upload.name} not used: {exc}")
+profile = state.profile_upload("size.profile")
 
 # --- the settings the widgets hold --------------------------------------------------------------------------------
 problem = None

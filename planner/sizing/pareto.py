@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from planner.sizing.prices import usd_per_million_output_tokens
-from planner.sizing.probe import Probe, probe
-from planner.sizing.search import SizingOption, SizingResult, spans
+from planner.sizing.probe import Probe
+from planner.sizing.search import SizingOption, SizingResult, replica_probe
 
 __all__ = ["LOADS", "ParetoPoint", "frontier", "pareto_points"]
 
@@ -113,17 +113,7 @@ def pareto_points(
             on_progress(i / max(1, len(todo)), f"Simulating {o.config.label} at {fraction:.0%} of its bound")
         assert o.shape is not None and o.bounds is not None
         rate = float(o.bounds.rate_bound * fraction)
-        warm, measure = spans(o.bounds, rate, s.output_len)
-        p = probe(
-            o.shape,
-            result.coefficients,
-            rate=rate,
-            input_len=s.input_len,
-            output_len=s.output_len,
-            burstiness=s.burstiness,
-            warmup_s=warm,
-            measure_s=measure,
-        )
+        p = replica_probe(o.shape, o.bounds, result.coefficients, s, rate)
         point = _point(o, p, p.meets(s.slos), s.output_len)
         if point is not None:
             out.append(point)

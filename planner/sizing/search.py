@@ -67,6 +67,7 @@ __all__ = [
     "Configuration",
     "SizingOption",
     "SizingResult",
+    "replica_probe",
     "size",
     "spans",
 ]
@@ -356,6 +357,24 @@ def spans(b: Bounds, rate: float, output_len: int) -> tuple[float, float]:
     return round(_WARMUP_E2E * e2el, 3), round(_MEASURE_E2E * e2el, 3)
 
 
+def replica_probe(
+    shape: StepShape, b: Bounds, coefficients: StepCoefficients, settings: SizingSettings, rate: float
+) -> Probe:
+    """One replica simulated at ``rate`` req/s of ``settings``' workload, warmed up and measured over the spans of
+    :func:`spans` (:func:`planner.sizing.probe.probe`, cached)."""
+    warm, measure = spans(b, rate, settings.output_len)
+    return probe(
+        shape,
+        coefficients,
+        rate=rate,
+        input_len=settings.input_len,
+        output_len=settings.output_len,
+        burstiness=settings.burstiness,
+        warmup_s=warm,
+        measure_s=measure,
+    )
+
+
 def _money(usd: float) -> str:
     return f"${usd:,.2f}"
 
@@ -503,18 +522,7 @@ def size(
     def evaluate(i: int, replicas: int) -> tuple[bool, float]:
         nonlocal probes_run
         c = candidates[i]
-        rate = rate_needed / replicas
-        warm, measure = spans(c.bounds, rate, settings.output_len)
-        result = probe(
-            c.shape,
-            coefficients,
-            rate=rate,
-            input_len=settings.input_len,
-            output_len=settings.output_len,
-            burstiness=settings.burstiness,
-            warmup_s=warm,
-            measure_s=measure,
-        )
+        result = replica_probe(c.shape, c.bounds, coefficients, settings, rate_needed / replicas)
         probes_run += 1
         met = result.meets(settings.slos)
         c.probes.append((result, met))
@@ -550,17 +558,7 @@ def size(
     for i, c in enumerate(resolved):
         progress(0.9 + 0.1 * i / max(1, len(resolved)), f"Predicting {c.config.label} at its size")
         replicas = c.passed or 1
-        warm, measure = spans(c.bounds, settings.target_rate / replicas, settings.output_len)
-        at_size = probe(
-            c.shape,
-            coefficients,
-            rate=settings.target_rate / replicas,
-            input_len=settings.input_len,
-            output_len=settings.output_len,
-            burstiness=settings.burstiness,
-            warmup_s=warm,
-            measure_s=measure,
-        )
+        at_size = replica_probe(c.shape, c.bounds, coefficients, settings, settings.target_rate / replicas)
         probes_run += 1
         usd = c.cost(replicas)
         failed_rates = [p.rate for p, met in c.probes if not met]
