@@ -27,27 +27,8 @@ MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, this session
 PARETO_KEY = "size.pareto"  # {(settings, profile text): points}
 _SEEN_KEY = "size.seen_query"
 _MEMO_SIZE = 8
-W = {
-    name: f"size.{name}"
-    for name in (
-        "model",
-        "target_rate",
-        "input_len",
-        "output_len",
-        "burstiness",
-        "slo",
-        "headroom",
-        "gpus",
-        "node_gpus",
-        "max_gpus",
-        "quantization",
-        "kv_cache_dtype",
-        "max_model_len",
-        "gpu_memory_utilization",
-        "prices",
-        "row",
-    )
-}
+#: Widget key of each setting: the link's keys, the GPUs per node and the price table's prices.
+W = {name: f"size.{name}" for name in (*sizing_links.KEYS, "node_gpus", "prices")}
 CATALOG_GPUS = {g.id: g for g in list_gpus()}
 
 
