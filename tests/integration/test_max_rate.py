@@ -64,6 +64,12 @@ def test_cli_find_max_rate_json_and_save_result(tmp_path, capsys: pytest.Capture
     assert {"p99_ttft_ms", "request_throughput", "meets_slo", "why"} <= set(out["steps"][0])
     files = json.loads(saved.read_text())
     assert len(files) == len(out["steps"]) and all("ttfts" in f for f in files)  # vllm bench serve result files
+    # ... which recalibrate the predictor like any measured run (here on a model and GPU the demo did not play: the
+    # point is the path, not the coefficients)
+    profile = tmp_path / "profile.json"
+    deployment = ["--model", "Qwen/Qwen3-0.6B", "--gpu", "l4", "--max-model-len", "4096"]
+    assert main(["calibrate", str(saved), "--out", str(profile), *deployment]) == 0
+    assert json.loads(profile.read_text())["coefficients"]
 
 
 def test_cli_bad_slo_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
