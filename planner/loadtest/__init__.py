@@ -1,5 +1,5 @@
-"""Load tests with ``vllm bench serve``'s semantics: the settings, workloads, the one runner, sweeps, the worker
-process, result files and figures.
+"""Load tests with ``vllm bench serve``'s semantics: the settings, workloads, the one runner, sweeps, the highest rate
+under percentile SLOs (``max_rate``), the worker processes, result files and figures.
 
 May import :mod:`planner.serving`, :mod:`planner.metrics` and :mod:`planner.errors`; of the link package only
 :mod:`planner.links.rules` (a leaf module: the text rules of numbers, which the goodput format in ``settings`` uses).
