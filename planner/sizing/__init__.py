@@ -9,8 +9,11 @@ request rate within percentile latency SLOs, its cost per hour and per million o
   sustains; they order and prune the search.
 * :mod:`planner.sizing.probe`: one replica simulated at one request rate (the continuous-batching simulator at the
   target workload), cached, with its SLO checks.
+* :mod:`planner.sizing.replicas`: the cheapest-first search of the fewest replicas of each configuration.
 * :mod:`planner.sizing.search`: :func:`~planner.sizing.search.size`, the search over configurations: every
   configuration's verdict, replicas from simulated per-replica capacity, cost, the ranked options.
+* :mod:`planner.sizing.options`: what the search says of each configuration and its answer (JSON for the CLI).
+* :mod:`planner.sizing.pareto`: the Pareto view's points and frontier.
 * :mod:`planner.sizing.charts`: the ranked table and the Pareto figures (tokens/s per user against tokens/s per
   GPU, and against cost).
 

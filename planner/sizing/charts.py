@@ -16,9 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.catalog.gpus import GPU
+from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.pareto import ParetoPoint, frontier
 from planner.sizing.prices import price_of
-from planner.sizing.search import SizingOption, SizingResult
 
 __all__ = ["VERDICT_TEXT", "headline", "options_table", "pareto_figure", "prices_frame"]
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.prices import usd_per_million_output_tokens
 from planner.sizing.probe import Probe
-from planner.sizing.search import SizingOption, SizingResult, replica_probe
+from planner.sizing.search import replica_probe
 
 __all__ = ["LOADS", "ParetoPoint", "frontier", "pareto_points"]
 
