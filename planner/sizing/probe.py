@@ -55,7 +55,7 @@ __all__ = [
 #: Fewest measured requests of a probe: its p99 interpolates between its slowest two of 100.
 PROBE_MIN_MEASURED = 100
 #: Most requests of a probe, warm-up included (its cost: about 0.3 ms of simulation a request on one core).
-PROBE_MAX_REQUESTS = 400
+PROBE_MAX_REQUESTS = 300
 #: A probe's queue may grow by at most this share of its measured requests over the measured span.
 QUEUE_GROWTH_FRACTION = 0.03
 #: ... and at least by this many requests (the queue of a replica that keeps up moves by a few).

@@ -6,8 +6,8 @@ entries by cost (replicas × cost per replica); the cheapest is evaluated (in th
 replica at its share of the load):
 
 * **met**: the configuration passes at these replicas; when the count below is known to miss, this is its answer
-  (*resolved*); when that count is ruled out by the bound alone, it is evaluated once to check the bound; otherwise
-  the midpoint between the two is pushed (bisection);
+  (*resolved*); when that count is ruled out by a bound that is not sure, it is evaluated once to check the bound;
+  otherwise the midpoint between the two is pushed (bisection);
 * **missed**: the count is too few; before any pass the count grows by the evaluation's excess ratio (how far the
   binding SLO was missed), clamped to [:data:`GROW_MIN`, :data:`GROW_MAX`], at least by one; after a pass, the
   midpoint is pushed.
@@ -68,7 +68,7 @@ class ReplicaState:
 
 
 def cheapest_replicas(
-    entries: Sequence[tuple[float, int]],
+    entries: Sequence[tuple[float, int] | tuple[float, int, bool]],
     evaluate: Callable[[int, int], tuple[bool, float]],
     *,
     keep: int = 3,
@@ -79,7 +79,8 @@ def cheapest_replicas(
     """Search the fewest replicas of each configuration, cheapest first (module docstring).
 
     Args:
-        entries: per configuration, ``(cost per replica, fewest replicas the bound allows ≥ 1)``.
+        entries: per configuration, ``(cost per replica, fewest replicas the bound allows ≥ 1)``, and optionally
+            whether that bound is sure (True: the count below it is not checked; default False).
         evaluate: ``evaluate(index, replicas) -> (met, excess)``: whether the configuration meets the SLOs with
             ``replicas`` replicas, and by what ratio it missed (≥ 1 when it missed; inf when unknown).
         keep: configurations to resolve before stopping.
@@ -91,7 +92,8 @@ def cheapest_replicas(
         ``(states in input order, evaluations run)``; the resolved ones have ``resolved`` set.
     """
     states = [
-        ReplicaState(i, usd, failed=max(0, least - 1), by_bound=least > 1) for i, (usd, least) in enumerate(entries)
+        ReplicaState(i, e[0], failed=max(0, e[1] - 1), by_bound=e[1] > 1 and not (len(e) > 2 and e[2]))
+        for i, e in enumerate(entries)
     ]
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
@@ -104,8 +106,8 @@ def cheapest_replicas(
         heapq.heappush(heap, (s.cost(replicas), seq, replicas, s.index))
         seq += 1
 
-    for s, (_, least) in zip(states, entries, strict=True):
-        push(s, max(1, least))
+    for s, entry in zip(states, entries, strict=True):
+        push(s, max(1, entry[1]))
     kept: list[float] = []
     runs = 0
     while heap and runs < max_evaluations:

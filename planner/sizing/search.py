@@ -14,9 +14,10 @@ rate within percentile SLOs.
    (a configuration whose floor misses an SLO misses it at any load: no replica count helps) and the fluid upper
    bound of the rate one replica sustains, hence the fewest replicas it could need and the least it could cost.
    A GPU without a price (neither the catalog's nor the user's) cannot be ranked by cost and stops here.
-4. **Simulation, cheapest first** (a uniform-cost search over (configuration, replicas)): a heap holds each
-   configuration at the fewest replicas not yet ruled out, keyed by cost (replicas × GPUs × price); the cheapest
-   entry is simulated at its per-replica share of ``target_rate · (1 + headroom)``
+4. **Simulation, cheapest first** (:func:`planner.sizing.replicas.cheapest_replicas`, a uniform-cost search over
+   (configuration, replicas)): a heap holds each configuration at the fewest replicas not yet ruled out (by the
+   throughput bound, or by a TPOT bound checked once by simulation), keyed by cost (replicas × GPUs × price); the
+   cheapest entry is simulated at its per-replica share of ``target_rate · (1 + headroom)``
    (:func:`planner.sizing.probe.probe`, the continuous-batching simulator at the target workload, SLOs checked on
    percentiles over the steady state). A pass is the configuration's answer once the replica count below it is
    known to fail (bisection between the two); a fail pushes the configuration back at more replicas, scaled by how
@@ -319,7 +320,13 @@ def size(
             c.given_up = f"its {c.bounds.binding} SLO leaves no request rate"
     states, _ = cheapest_replicas(
         [
-            (c.usd_per_gpu_hour * c.config.num_gpus, max(1, math.ceil(rate_needed / c.bounds.rate_bound - _EPS)))
+            (
+                c.usd_per_gpu_hour * c.config.num_gpus,
+                max(1, math.ceil(rate_needed / c.bounds.rate_bound - _EPS)),
+                # the throughput bound holds for the simulator (all the work, at most B a step); an SLO's is an
+                # estimate (a percentile taken at its mean), so the count it rules out is simulated once
+                c.bounds.binding == "throughput",
+            )
             for c in searchable
         ],
         lambda i, r: evaluate(candidates.index(searchable[i]), r),

@@ -79,3 +79,8 @@ def test_the_count_a_bound_rules_out_is_checked_once() -> None:
     assert right[0].passed == 4 and right[0].tried == [(5, True), (4, True), (2, False), (3, False)]
     exact, runs = cheapest_replicas([(1.0, 4)], _capacity(6.0, 24.0))
     assert exact[0].passed == 4 and exact[0].tried == [(4, True), (3, False)] and runs == 2
+
+
+def test_a_sure_bound_is_not_checked() -> None:
+    states, runs = cheapest_replicas([(1.0, 5, True)], _capacity(6.0, 24.0))
+    assert states[0].passed == 5 and states[0].tried == [(5, True)] and runs == 1
