@@ -261,7 +261,13 @@ with answer:
         st.caption(
             f"Run {chosen.replicas} replica(s) of this command behind a load balancer; each is predicted to meet the "
             f"SLOs up to at least {chosen.replica_rate:.3g} req/s"
-            + (f" and to miss them by {chosen.replica_rate_limit:.3g} req/s" if chosen.replica_rate_limit else "")
+            + (
+                f" and to miss them at {min(missed):.3g} req/s"
+                if (missed := [p.rate for p, met in chosen.probes if not met])
+                else f" (at most {chosen.replica_rate_limit:.3g} req/s by the step model's bound)"
+                if chosen.replica_rate_limit
+                else ""
+            )
             + "."
         )
     counts = result.counts()
