@@ -33,7 +33,7 @@ from planner.links import budget as url_state
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
 from planner.predict.api import Outlook, outlook
-from planner.predict.calibration import CalibrationProfile
+from planner.predict.calibration import CalibrationProfile, load_profile
 from planner.predict.curves import PredictedCurve, predict_curve
 from planner.predict.overlay import Overlay, predict_runs
 from planner.serving.discovery import EndpointInfo, discover_sync
@@ -58,6 +58,7 @@ __all__ = [
     "hub_token",
     "load",
     "plan_scenarios",
+    "profile_upload",
     "resolve",
     "save",
     "set_scenarios",
@@ -379,3 +380,22 @@ def cached_discovery(endpoint: Endpoint, timeout_s: float, _secrets: dict[str, s
         MissingAPIKeyError: the endpoint's API-key variable is not set (not cached).
     """
     return discover_sync(endpoint, timeout_s, secrets=_secrets)
+
+
+def profile_upload(key: str) -> CalibrationProfile | None:
+    """A "Calibration" expander with a profile uploader (widget key ``key``), and the profile it holds: None without
+    a file, or with one line of error when the file is not a profile. A profile is a file: never in the link."""
+    with st.expander("Calibration"):
+        upload = st.file_uploader(
+            "Calibration profile (JSON written by `python -m planner calibrate`, or the Load Test's recalibration)",
+            type=["json"],
+            key=key,
+            help="Coefficients fitted to measured runs. A profile is a file: it is never put in the link.",
+        )
+    if upload is None:
+        return None
+    try:
+        return load_profile(upload.getvalue(), name=upload.name)
+    except PlannerError as exc:
+        st.error(f"{upload.name} not used: {exc}")
+        return None

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
+from pages import _max_rate
 from pages import _state as state
 from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
@@ -452,6 +453,7 @@ def live_panel() -> None:
 
 
 st.fragment(run_every=1.0 if active else None)(live_panel)()
+_max_rate.render(chosen, settings, prompts, secrets, HISTORY_KEY)
 
 # --- results ---------------------------------------------------------------------------------------------------------
 history = st.session_state.setdefault(HISTORY_KEY, [])

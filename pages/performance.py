@@ -13,7 +13,6 @@ from planner.errors import PlannerError
 from planner.links import performance as perf_links
 from planner.links.loadtest import NUMBERS
 from planner.links.rules import BadValue
-from planner.predict.calibration import load_profile
 from planner.predict.charts import (
     curve_points,
     headline_metrics,
@@ -107,19 +106,7 @@ with st.expander("Workload", expanded=True):
         help="Gamma shape of the arrival gaps: 1 = Poisson, below 1 burstier.",
     )
 
-with st.expander("Calibration"):
-    upload = st.file_uploader(
-        "Calibration profile (JSON written by `python -m planner calibrate`, or the Load Test's recalibration)",
-        type=["json"],
-        key="perf.profile",
-        help="Coefficients fitted to measured runs. A profile is a file: it is never put in the link.",
-    )
-profile = None
-if upload is not None:
-    try:
-        profile = load_profile(upload.getvalue(), name=upload.name)
-    except PlannerError as exc:
-        st.error(f"{upload.name} not used: {exc}")
+profile = state.profile_upload("perf.profile")
 
 rates_error = None
 try:

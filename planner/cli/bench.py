@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from planner.cli import max_rate
 from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.settings import DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
@@ -138,6 +139,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
     b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
+    max_rate.add_arguments(b)
 
 
 _BENCH_FLAGS = {
@@ -156,6 +158,7 @@ _BENCH_FLAGS = {
     "num_prefixes": "--prefix-repetition-num-prefixes",
     "think_time_s": "--think-time",
     "trace_chunk_hash_size": "--timed-trace-chunk-hash-size",
+    **max_rate.FLAGS,
 }
 
 
@@ -423,6 +426,14 @@ def run(args: argparse.Namespace) -> int:
         except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
             raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
         settings, prompts, rows = _settings(args, typed_slo)
+        if args.find_max_rate or args.find_max_concurrency:  # a search of runs instead of one run or a sweep
+            if rows:
+                raise InvalidParameterError(
+                    "--dataset-name",
+                    settings.dataset_name,
+                    "a generated workload for a search (a trace sets its own rate)",
+                )
+            return max_rate.search(args, endpoint, settings, prompts, started)
         # the start time in labels and sweep ids, as on the page: two saved runs of one endpoint import side by side
         tag = started.strftime("%H:%M:%S")
         jobs = plan_jobs(

@@ -6,7 +6,8 @@
 [--dataset-path FILE.jsonl] [--save-result FILE] ... [--json]``,
 ``python -m planner predict --model ... --gpu ... --input-len N --output-len N (--max-concurrency C |
 --request-rate R) [--sweep N] [--calibration FILE] [--json]`` and
-``python -m planner calibrate RUN.json [RUN.json ...] --out PROFILE.json --model ... --gpu ...``.
+``python -m planner calibrate RUN.json [RUN.json ...] --out PROFILE.json --model ... --gpu ...`` and
+``python -m planner size --model ... --target-rate R --slo ttft_p99_ms=... [--gpus id,id] [--price id=USD] [--json]``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.cli import bench, calibrate, catalog, compare, demo, model, predict
+from planner.cli import bench, calibrate, catalog, compare, demo, model, predict, size
 from planner.cli import plan as plan_command
 
 __all__ = ["main"]
@@ -36,6 +37,7 @@ _COMMANDS = {
     "demo-server": demo.run,
     "predict": predict.run,
     "calibrate": calibrate.run,
+    "size": size.run,
 }
 
 
@@ -49,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate):
+    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate, size):
         module.add_parser(sub)
     return parser
 

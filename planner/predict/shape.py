@@ -64,6 +64,9 @@ _LINKS: tuple[tuple[str, float], ...] = (
     (r"PCIe Gen4", 32 * GB),
     (r"PCIe Gen3", 16 * GB),
 )
+#: Parameter counts per model: a sizing search shapes one model on a hundred GPUs × parallelisms, and counting is
+#: most of a shape's cost.
+_count_params = functools.lru_cache(maxsize=64)(count_params)
 #: Link assumed when the catalog says nothing: PCIe Gen4 x16.
 DEFAULT_LINK_BYTES_PER_S = 32 * GB
 #: Weight quantizations whose matmuls run on FP8 tensor cores (W8A8); the others dequantize to 16-bit.
@@ -216,7 +219,7 @@ def step_shape(plan: Plan, spec: ModelSpec | None = None) -> StepShape:
         split = weights_bytes_per_rank(spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp, stage=stage)
         dense += split.total_bytes - split.embedding_bytes - split.experts_bytes
         experts += split.experts_bytes
-    counts = count_params(spec)
+    counts = _count_params(spec)
     lm_head_params = spec.vocab_size * spec.hidden_size
     body_active = counts.active - counts.embedding - counts.lm_head - counts.vision
     kv_layer = plan.pool.page_bytes / plan.pool.block_size

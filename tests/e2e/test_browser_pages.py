@@ -14,6 +14,7 @@ ROUTES = [
     ("", "VRAM Budget", "budget"),
     ("concurrency", "Concurrency vs Context", "concurrency"),
     ("performance", "Performance", "performance"),
+    ("sizing", "Sizing", "sizing"),
     ("compare", "Live Compare", "compare"),
     ("loadtest", "Load Test", "loadtest"),
 ]
@@ -65,6 +66,7 @@ def test_a_deep_link_as_first_visit_goes_through_the_router(app):
         "VRAM Budget",
         "Concurrency vs Context",
         "Performance",
+        "Sizing",
         "Live Compare",
         "Load Test",
     ]

@@ -33,6 +33,7 @@ class TimedServer:
         prefill_ms_per_token: more time to the first token per prompt token not served from the cache, ms.
         planned: flags of ``python -m planner demo-server``'s planned mode (``("--model", M, "--gpu", G, ...)``):
             the server is started through the CLI and plays that deployment.
+        flags: more of the server's flags, e.g. ``("--ttft-ms", "50", "--itl-ms", "10")``.
 
     Attributes:
         url: ``http://127.0.0.1:<port>`` once started.
@@ -47,11 +48,13 @@ class TimedServer:
         planned: tuple[str, ...] = (),
         prefix_caching: bool = False,
         prefill_ms_per_token: float = 0.0,
+        flags: tuple[str, ...] = (),
     ) -> None:
         self.prefix_caching = prefix_caching
         self.prefill_ms_per_token = prefill_ms_per_token
         self.url = ""
         self.planned = planned
+        self.flags = flags
         self.legacy_metrics = legacy_metrics
         self.max_num_seqs = max_num_seqs
         self.tokenizer = tokenizer
@@ -68,6 +71,7 @@ class TimedServer:
                 *("--tokenizer", self.tokenizer),
                 *(("--enable-prefix-caching",) if self.prefix_caching else ()),
                 *(("--prefill-ms-per-token", str(self.prefill_ms_per_token)) if self.prefill_ms_per_token else ()),
+                *self.flags,
             ],
             cwd=root,
             stdout=subprocess.PIPE,

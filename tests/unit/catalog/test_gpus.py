@@ -275,8 +275,18 @@ def test_dense_tensor_throughput(gpu_id: str, bf16: float | None, fp8: float | N
 
 def test_prices_carry_a_source() -> None:
     priced = {gpu.id: gpu.price_usd_per_hour for gpu in list_gpus() if gpu.price_usd_per_hour}
-    # skypilot-catalog Lambda vms.csv (A6000 0.80, A100 SXM4 40GB 1.29); computespec page (H100 2.49).
-    assert priced == {"rtx-a6000": 0.80, "a100-sxm4-40gb": 1.29, "h100-sxm-80gb": 2.49}
+    # skypilot-catalog Lambda vms.csv (commit 11580132): gpu_1x_a6000 0.80, gpu_1x_a10 0.75, gpu_1x_a100_sxm4 1.29,
+    # gpu_8x_a100_80gb_sxm4 14.32 / 8, gpu_1x_h100_pcie 2.49, gpu_8x_h100_sxm5 23.92 / 8, gpu_1x_gh200 1.49.
+    assert priced == {
+        "rtx-a6000": 0.80,
+        "a10": 0.75,
+        "a100-sxm4-40gb": 1.29,
+        "a100-sxm4-80gb": 1.79,
+        "h100-pcie-80gb": 2.49,
+        "h100-sxm-80gb": 2.99,
+        "gh200-96gb": 1.49,
+    }
+    assert all("skypilot-catalog" in (gpu.price_source or "") for gpu in list_gpus() if gpu.price_usd_per_hour)
 
 
 # --- lookup ------------------------------------------------------------------------------------

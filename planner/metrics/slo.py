@@ -1,0 +1,208 @@
+"""Percentile SLOs: a limit on one statistic of one latency distribution of a run, checked against its metrics.
+
+An SLO reads ``ttft_p99_ms=1000``: the run's 99th-percentile TTFT must be at most 1,000 ms. The metric is one of
+:data:`SLO_METRICS` (``vllm bench serve``'s TTFT, TPOT, ITL and E2EL, defined in :mod:`planner.metrics.benchmark`),
+the statistic one of :data:`SLO_STATS` (``p50`` is the median; percentiles interpolate linearly, as
+``np.percentile``). vLLM's own spelling of the same figure, ``p99_ttft_ms`` (its result key, and the key of
+``vllm bench sweep serve_sla``'s ``--sla-params``, e.g. ``{"p99_e2el_ms": "<=500"}``), is read too.
+
+These are limits on a run's distribution, not per-request thresholds: the goodput SLOs of
+:mod:`planner.loadtest.settings` (``ttft:500``) count the requests that meet a limit; these say whether a whole run
+meets its percentile targets (the sizing search and the measured maximum-rate search both use them).
+
+:func:`check` gives each SLO's measured value and its ratio to the limit; :func:`margin` the largest ratio − 1, ≤ 0
+when every SLO is met (the "margin" of ``serve_sla``'s ``solve_sla``, relative so that SLOs of different sizes
+compare); :func:`binding` the SLO closest to (or furthest past) its limit.
+
+Example:
+    >>> slo = parse_slo("ttft_p99_ms=1000")
+    >>> slo.key, slo.limit_s
+    ('ttft_p99_ms', 1.0)
+    >>> format_slos((slo, parse_slo("p99_tpot_ms=50")))
+    'ttft_p99_ms=1000,tpot_p99_ms=50'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from planner.errors import InvalidParameterError
+from planner.links.rules import BadValue, format_value, parse_number
+from planner.metrics.benchmark import BenchmarkMetrics
+
+__all__ = [
+    "MAX_SLO_MS",
+    "SLO_ACCEPTED",
+    "SLO_METRICS",
+    "SLO_STATS",
+    "Slo",
+    "SloCheck",
+    "binding",
+    "check",
+    "format_slos",
+    "margin",
+    "parse_slo",
+    "parse_slos",
+]
+
+#: Latency distributions an SLO can limit (vLLM's names).
+SLO_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
+#: Statistics an SLO can limit: the median (``p50``), the 90th and 99th percentiles, the mean.
+SLO_STATS: tuple[str, ...] = ("p50", "p90", "p99", "mean")
+#: Largest limit, milliseconds (an hour).
+MAX_SLO_MS = 3_600_000
+#: What an SLO's text may be, for error lines.
+SLO_ACCEPTED = (
+    "METRIC_STAT_ms=LIMIT with METRIC ttft, tpot, itl or e2el, STAT p50, p90, p99 or mean and 0 < LIMIT ≤ "
+    f"{MAX_SLO_MS:,} ms, e.g. ttft_p99_ms=1000"
+)
+#: Most SLOs one search takes (every metric × statistic once).
+MAX_SLOS = len(SLO_METRICS) * len(SLO_STATS)
+_OURS = re.compile(r"^(ttft|tpot|itl|e2el)_(p50|p90|p99|mean|median)_ms$")
+_VLLM = re.compile(r"^(p50|p90|p99|mean|median)_(ttft|tpot|itl|e2el)_ms$")
+_FIELD = {"p50": "median_s", "p90": "p90_s", "p99": "p99_s", "mean": "mean_s"}
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A limit on one statistic of one latency distribution.
+
+    Attributes:
+        metric: ``ttft``, ``tpot``, ``itl`` or ``e2el``.
+        stat: ``p50``, ``p90``, ``p99`` or ``mean``.
+        limit_s: the limit, seconds (> 0).
+
+    Raises:
+        InvalidParameterError: a value outside what is accepted.
+    """
+
+    metric: str
+    stat: str
+    limit_s: float
+
+    def __post_init__(self) -> None:
+        if self.metric not in SLO_METRICS or self.stat not in SLO_STATS:
+            raise InvalidParameterError("slo", f"{self.metric}_{self.stat}_ms", SLO_ACCEPTED)
+        limit = self.limit_s
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit * 1e3 <= MAX_SLO_MS:
+            raise InvalidParameterError("slo", f"{self.key}={limit!r}s", SLO_ACCEPTED)
+
+    @property
+    def key(self) -> str:
+        """Our name of the figure: ``ttft_p99_ms``."""
+        return f"{self.metric}_{self.stat}_ms"
+
+    @property
+    def vllm_key(self) -> str:
+        """``vllm bench serve``'s result key of the figure: ``p99_ttft_ms``, ``median_tpot_ms``, ``mean_e2el_ms``."""
+        stat = "median" if self.stat == "p50" else self.stat
+        return f"{stat}_{self.metric}_ms"
+
+    @property
+    def limit_ms(self) -> float:
+        """The limit in milliseconds."""
+        return self.limit_s * 1e3
+
+    @property
+    def text(self) -> str:
+        """``ttft_p99_ms=1000``: what :func:`parse_slo` reads back."""
+        return f"{self.key}={format_value(round(self.limit_ms, 6))}"
+
+    def value_s(self, metrics: BenchmarkMetrics) -> float | None:
+        """The run's value of this statistic, seconds; None when the run has no sample (or the statistic)."""
+        dist = getattr(metrics, self.metric)
+        return None if dist is None else getattr(dist, _FIELD[self.stat])
+
+
+def parse_slo(text: str) -> Slo:
+    """An SLO from its text: ``ttft_p99_ms=1000`` (also ``ttft_p99_ms:1000`` and vLLM's ``p99_ttft_ms=1000``;
+    ``median`` for ``p50``; case and spaces around ignored).
+
+    Raises:
+        InvalidParameterError: anything else, naming ``slo``, the text and what is accepted.
+    """
+    if not isinstance(text, str):
+        raise InvalidParameterError("slo", text, SLO_ACCEPTED)
+    name, sep, value = text.strip().replace(":", "=", 1).partition("=")
+    name = name.strip().lower()
+    ours, vllm = _OURS.match(name), _VLLM.match(name)
+    if not sep or not (ours or vllm):
+        raise InvalidParameterError("slo", text, SLO_ACCEPTED)
+    metric, stat = (ours.group(1), ours.group(2)) if ours else (vllm.group(2), vllm.group(1))  # type: ignore[union-attr]
+    try:
+        limit_ms = float(parse_number(value, 0, MAX_SLO_MS, low_open=True))  # type: ignore[arg-type]
+    except BadValue:
+        raise InvalidParameterError("slo", text, SLO_ACCEPTED) from None
+    return Slo(metric, "p50" if stat == "median" else stat, limit_ms / 1e3)
+
+
+def parse_slos(items: Iterable[str]) -> tuple[Slo, ...]:
+    """SLOs from texts (each :func:`parse_slo`; a text may hold several, comma or space separated).
+
+    Raises:
+        InvalidParameterError: a text that is not an SLO, or the same figure twice (naming it).
+    """
+    out: dict[str, Slo] = {}
+    for item in items:
+        for part in (p for p in re.split(r"[,\s]+", str(item).strip()) if p):
+            slo = parse_slo(part)
+            if slo.key in out:
+                raise InvalidParameterError("slo", part, f"each figure once ({slo.key} is given twice)")
+            out[slo.key] = slo
+    if len(out) > MAX_SLOS:
+        raise InvalidParameterError("slo", len(out), f"at most {MAX_SLOS} SLOs")
+    return tuple(out.values())
+
+
+def format_slos(slos: Sequence[Slo]) -> str:
+    """``ttft_p99_ms=1000,tpot_p99_ms=50``: the inverse of :func:`parse_slos`."""
+    return ",".join(s.text for s in slos)
+
+
+@dataclass(frozen=True)
+class SloCheck:
+    """One SLO against a run.
+
+    Attributes:
+        slo: the SLO.
+        value_s: the run's value, seconds; None when it has no sample.
+        ratio: ``value_s / limit_s`` (inf without a value): ≤ 1 means met.
+    """
+
+    slo: Slo
+    value_s: float | None
+    ratio: float
+
+    @property
+    def ok(self) -> bool:
+        """The SLO is met."""
+        return self.ratio <= 1.0
+
+    def describe(self) -> str:
+        """``p99 TTFT 1,234 ms (SLO 1,000 ms)``; "no sample" when the run has none."""
+        what = f"{self.slo.stat} {self.slo.metric.upper()}"
+        shown = "no sample" if self.value_s is None else f"{self.value_s * 1e3:,.1f} ms"
+        return f"{what} {shown} (SLO {self.slo.limit_ms:,.6g} ms)"
+
+
+def check(metrics: BenchmarkMetrics, slos: Sequence[Slo]) -> tuple[SloCheck, ...]:
+    """Each SLO against ``metrics``: its value and its ratio to the limit (inf when the run has no sample)."""
+    out = []
+    for slo in slos:
+        value = slo.value_s(metrics)
+        ratio = math.inf if value is None else value / slo.limit_s
+        out.append(SloCheck(slo, value, ratio))
+    return tuple(out)
+
+
+def margin(checks: Sequence[SloCheck]) -> float:
+    """The largest ``ratio − 1`` over the checks: ≤ 0 when every SLO is met (−inf without SLOs)."""
+    return max((c.ratio - 1.0 for c in checks), default=-math.inf)
+
+
+def binding(checks: Sequence[SloCheck]) -> SloCheck | None:
+    """The check with the largest ratio: the SLO that limits (or breaks) the load; None without SLOs."""
+    return max(checks, key=lambda c: c.ratio, default=None)

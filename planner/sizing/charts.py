@@ -1,0 +1,206 @@
+"""The Sizing page's table and figures: pure functions returning pandas frames and plotly figures.
+
+* :func:`options_table`: every configuration, ranked options first, with its verdict and reason ("n/a" where a
+  figure is unknown).
+* :func:`headline`: the answer's figures for ``st.metric`` tiles.
+* :func:`pareto_figure`: tokens/s per user against tokens/s per GPU (or against USD per million output tokens),
+  one colour per GPU, SLO misses hollow, the frontier drawn, the ranked options' points starred.
+* :func:`prices_frame`: the price of each GPU searched with its source and date, for the editable price table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from planner.catalog.gpus import GPU
+from planner.sizing.options import SizingOption, SizingResult
+from planner.sizing.pareto import ParetoPoint, frontier
+from planner.sizing.prices import price_of
+
+__all__ = ["VERDICT_TEXT", "headline", "options_table", "pareto_figure", "prices_frame"]
+
+#: Each verdict in words.
+VERDICT_TEXT: dict[str, str] = {
+    "meets": "meets the SLOs",
+    "costs_more": "costs more",
+    "not_searched": "not simulated",
+    "misses_slo": "misses an SLO",
+    "no_price": "no price",
+    "not_predicted": "cannot be predicted",
+    "does_not_fit": "does not fit",
+}
+_PALETTE = (
+    "#636EFA",
+    "#EF553B",
+    "#00CC96",
+    "#AB63FA",
+    "#FFA15A",
+    "#19D3F3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+)
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def _capacity(o: SizingOption) -> str:
+    if o.replica_rate is None:
+        return "n/a"
+    upper = f" (< {o.replica_rate_limit:,.3g})" if o.replica_rate_limit else ""
+    return f"≥ {o.replica_rate:,.3g}{upper}"
+
+
+def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataFrame:
+    """One row per configuration (ranked options first), as shown: rank, verdict, configuration, replicas, GPUs,
+    cost, per-replica capacity, predicted p50/p99 TTFT and TPOT at the chosen size, and why.
+
+    Args:
+        result: the search.
+        limit: most rows (None = all).
+    """
+    rows = []
+    for o in result.options[:limit]:
+        c = o.config
+        least = None if o.least_replicas is None or o.replicas is not None else o.least_replicas
+        rows.append(
+            {
+                "rank": "" if o.rank is None else str(o.rank),
+                "verdict": VERDICT_TEXT[o.verdict],
+                "GPU": c.gpu_name,
+                "TP": c.tensor_parallel_size,
+                "PP": c.pipeline_parallel_size,
+                "weights": c.weights,
+                "KV cache": c.kv_cache_dtype,
+                "replicas": f"≥ {least:,}" if least else _num(o.replicas, ",d"),
+                "GPUs": f"≥ {least * c.num_gpus:,}" if least else _num(o.num_gpus, ",d"),
+                "$/hour": f"≥ {o.least_usd_per_hour:,.2f}"
+                if least and o.least_usd_per_hour is not None
+                else _num(o.usd_per_hour, ",.2f"),
+                "$/M output tokens": _num(o.usd_per_million_output_tokens, ",.3f"),
+                "why": o.reason or ("the cheapest" if o.rank == 1 else ""),
+                "p99 TTFT (ms)": _num(o.at_size_ms("ttft", "p99"), ",.0f"),
+                "p99 TPOT (ms)": _num(o.at_size_ms("tpot", "p99"), ",.1f"),
+                "p50 TTFT (ms)": _num(o.at_size_ms("ttft", "p50"), ",.0f"),
+                "p50 TPOT (ms)": _num(o.at_size_ms("tpot", "p50"), ",.1f"),
+                "req/s per replica": _capacity(o),
+                "$/GPU-hour": _num(o.price.usd_per_hour, ",.2f"),
+                "checkpoint": c.model,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def headline(option: SizingOption, target_rate: float) -> list[tuple[str, str, str]]:
+    """``(label, value, help)`` tiles of the answer: replicas, GPUs, cost per hour and per million tokens, p99 TTFT
+    and TPOT at the chosen size."""
+    replicas = option.replicas or 1
+    return [
+        ("replicas", f"{replicas:,}", f"of {option.config.label}, behind a load balancer"),
+        ("GPUs in all", _num(option.num_gpus, ",d"), f"{option.config.num_gpus} per replica"),
+        ("$/hour", _num(option.usd_per_hour, ",.2f"), f"at ${option.price.usd_per_hour:,.2f} per GPU-hour"),
+        (
+            "$/M output tokens",
+            _num(option.usd_per_million_output_tokens, ",.3f"),
+            "at the target rate: cost per hour over output tokens per hour",
+        ),
+        (
+            "p99 TTFT (ms)",
+            _num(option.at_size_ms("ttft", "p99"), ",.0f"),
+            f"predicted at {target_rate / replicas:.3g} req/s per replica",
+        ),
+        (
+            "p99 TPOT (ms)",
+            _num(option.at_size_ms("tpot", "p99"), ",.1f"),
+            f"predicted at {target_rate / replicas:.3g} req/s per replica",
+        ),
+    ]
+
+
+def pareto_figure(points: Sequence[ParetoPoint], *, cost: bool = False, chosen: str | None = None) -> go.Figure:
+    """Tokens/s per user (x) against tokens/s per GPU (y), or against USD per million output tokens with ``cost``.
+
+    Args:
+        points: :func:`planner.sizing.pareto.pareto_points`.
+        cost: the cost view (points without a price are left out).
+        chosen: the label of the chosen configuration, whose points are outlined.
+
+    Returns:
+        The figure: one trace per GPU (filled: meets the SLOs; hollow: misses one), the frontier as a line.
+    """
+    fig = go.Figure()
+    shown = [p for p in points if not cost or p.usd_per_million_output_tokens is not None]
+    gpus = list(dict.fromkeys(p.gpu_id for p in shown))
+    for k, gpu in enumerate(gpus):
+        group = [p for p in shown if p.gpu_id == gpu]
+        color = _PALETTE[k % len(_PALETTE)]
+        fig.add_trace(
+            go.Scatter(
+                x=[p.tokens_per_s_per_user for p in group],
+                y=[p.usd_per_million_output_tokens if cost else p.tokens_per_s_per_gpu for p in group],
+                mode="markers",
+                name=gpu,
+                marker={
+                    "color": ["rgba(0,0,0,0)" if not p.meets_slo else color for p in group],
+                    "line": {
+                        "color": ["#222" if chosen and p.label == chosen else color for p in group],
+                        "width": 1.5,
+                    },
+                    "size": [15 if chosen and p.label == chosen else 12 if p.rank else 9 for p in group],
+                    "symbol": ["star" if p.rank else "circle" for p in group],
+                },
+                customdata=[
+                    [p.label, f"{p.rate:.3g}", "meets" if p.meets_slo else "misses", p.rank or "–"] for p in group
+                ],
+                hovertemplate="<b>%{customdata[0]}</b><br>%{customdata[1]} req/s per replica: %{customdata[2]} the "
+                "SLOs<br>rank %{customdata[3]}<br>%{x:,.0f} tok/s per user<br>"
+                + ("$%{y:,.3f} per M output tokens" if cost else "%{y:,.0f} tok/s per GPU")
+                + "<extra></extra>",
+            )
+        )
+    edge = [shown[i] for i in frontier(shown, cost=cost)]
+    if edge:
+        fig.add_trace(
+            go.Scatter(
+                x=[p.tokens_per_s_per_user for p in edge],
+                y=[p.usd_per_million_output_tokens if cost else p.tokens_per_s_per_gpu for p in edge],
+                mode="lines",
+                name="Pareto frontier",
+                line={"color": "#444", "dash": "dot", "width": 1.5},
+                hoverinfo="skip",
+            )
+        )
+    fig.update_layout(
+        xaxis_title="output tokens/s per user (1 / median TPOT)",
+        yaxis_title="USD per million output tokens" if cost else "output tokens/s per GPU",
+        legend_title_text="GPU (hollow: misses an SLO; ★ ranked, outlined: chosen)",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=430,
+    )
+    if cost:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def prices_frame(gpus: Sequence[GPU], prices: Sequence[tuple[str, float]] = ()) -> pd.DataFrame:
+    """The price of each GPU with its source and date (the user's prices marked), for an editable table: columns
+    ``gpu``, ``USD per GPU-hour`` (None without a price), ``source``, ``date``."""
+    given = dict(prices)
+    rows = []
+    for gpu in gpus:
+        price = price_of(gpu, given.get(gpu.id))
+        rows.append(
+            {
+                "gpu": gpu.id,
+                "USD per GPU-hour": price.usd_per_hour,
+                "source": price.source or "no public price: type one",
+                "date": price.date or "n/a",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,238 @@
+"""What a sizing search says about each configuration: the configuration itself, its verdict, replicas, cost and
+predicted figures (:class:`SizingOption`), and the search's answer (:class:`SizingResult`), as
+:func:`planner.sizing.search.size` returns them; ``to_json`` gives the CLI's keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.capacity.result import Plan
+from planner.capacity.scenario import Scenario
+from planner.catalog.launch import vllm_command
+from planner.metrics.slo import SloCheck
+from planner.predict.api import DEFAULT_SOURCE
+from planner.predict.shape import StepShape
+from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
+from planner.sizing.bounds import Bounds
+from planner.sizing.prices import GpuPrice
+from planner.sizing.probe import Probe
+from planner.sizing.settings import SizingSettings
+
+__all__ = ["VERDICTS", "Configuration", "SizingOption", "SizingResult"]
+
+#: What became of a configuration, best first (the table's order after the ranked options).
+VERDICTS: tuple[str, ...] = (
+    "meets",
+    "costs_more",
+    "not_searched",
+    "misses_slo",
+    "no_price",
+    "not_predicted",
+    "does_not_fit",
+)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One deployment of one replica: a GPU, its parallelism, the checkpoint and its quantization, the KV dtype.
+
+    Attributes:
+        gpu_id / gpu_name: the catalog GPU.
+        model: the checkpoint served (the model, or its quantized export).
+        quantization: ``none`` (the checkpoint as published), ``fp8`` (vLLM's ``--quantization fp8``) or the
+            export's scheme (``awq``, ``gptq``, ``int8``, ``mxfp4``).
+        kv_cache_dtype: vLLM's ``--kv-cache-dtype``.
+        tensor_parallel_size / pipeline_parallel_size: the parallelism; GPUs = their product.
+        checkpoint_scheme: the served checkpoint's own quantization (``none`` for 16-bit weights).
+    """
+
+    gpu_id: str
+    gpu_name: str
+    model: str
+    quantization: str
+    kv_cache_dtype: str
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    checkpoint_scheme: str = "none"
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of one replica: TP · PP."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def weights(self) -> str:
+        """The weights in words: ``checkpoint``, ``checkpoint (awq)`` for a quantized one as published, ``fp8``, or
+        the export's scheme."""
+        if self.quantization != "none":
+            return self.quantization
+        return "checkpoint" if self.checkpoint_scheme == "none" else f"checkpoint ({self.checkpoint_scheme})"
+
+    @property
+    def label(self) -> str:
+        """``H100 80GB SXM5 · TP 2 · fp8 · KV fp8``."""
+        parts = [self.gpu_name.removeprefix("NVIDIA ").removeprefix("AMD ").removeprefix("Intel ")]
+        parts.append(
+            f"TP {self.tensor_parallel_size}"
+            + (f" PP {self.pipeline_parallel_size}" * (self.pipeline_parallel_size > 1))
+        )
+        parts.append(self.weights)
+        parts.append(f"KV {self.kv_cache_dtype}")
+        return " · ".join(parts)
+
+    def scenario(self, settings: SizingSettings) -> Scenario:
+        """The capacity scenario of this configuration under ``settings``' engine settings."""
+        return Scenario(
+            engine="vllm",
+            model=self.model,
+            gpu=self.gpu_id,
+            tensor_parallel_size=self.tensor_parallel_size,
+            pipeline_parallel_size=self.pipeline_parallel_size,
+            quantization="fp8" if self.quantization == "fp8" else None,
+            kv_cache_dtype=self.kv_cache_dtype,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            max_model_len=settings.served_max_model_len,
+        )
+
+
+@dataclass(frozen=True)
+class SizingOption:
+    """What the search found for one configuration.
+
+    Attributes:
+        config: the configuration.
+        verdict: one of :data:`VERDICTS`.
+        reason: one line: why it does not fit, misses an SLO, costs more than the options above it, or what it
+            needs; None for the cheapest.
+        price: its GPU's price.
+        plan: its capacity plan (None when it could not be planned).
+        shape: its step shape (None unless it fits, can be predicted and has a price).
+        bounds: its analytic figures (None unless it fits and can be predicted).
+        replicas: replicas it needs (resolved options only).
+        replica_rate: per-replica capacity: the highest rate simulated to meet the SLOs, req/s.
+        replica_rate_limit: the lowest rate simulated to miss them (or the fluid bound), req/s: capacity is below.
+        at_size: the simulation at ``target_rate / replicas`` (the predicted service figures).
+        probes: every simulation of this configuration, with whether it met the SLOs.
+        least_usd_per_hour: the least it could cost by the bound (options not resolved).
+        least_replicas: the fewest replicas it could need by the bound (or by the replicas simulated to miss).
+        rank: 1 = the cheapest that meets the SLOs; None for the others.
+        usd_per_hour / usd_per_million_output_tokens: cost of the resolved option at the target load.
+    """
+
+    config: Configuration
+    verdict: str
+    reason: str | None
+    price: GpuPrice
+    plan: Plan | None = field(default=None, repr=False, compare=False)
+    shape: StepShape | None = field(default=None, repr=False, compare=False)
+    bounds: Bounds | None = None
+    replicas: int | None = None
+    replica_rate: float | None = None
+    replica_rate_limit: float | None = None
+    at_size: Probe | None = None
+    probes: tuple[tuple[Probe, bool], ...] = field(default=(), repr=False)
+    least_usd_per_hour: float | None = None
+    least_replicas: int | None = None
+    rank: int | None = None
+    usd_per_hour: float | None = None
+    usd_per_million_output_tokens: float | None = None
+
+    @property
+    def meets_slo(self) -> bool:
+        """The option meets every SLO at its size (a resolved option)."""
+        return self.verdict == "meets"
+
+    @property
+    def num_gpus(self) -> int | None:
+        """GPUs in total: replicas × GPUs per replica; None when not resolved."""
+        return None if self.replicas is None else self.replicas * self.config.num_gpus
+
+    @property
+    def launch_command(self) -> str | None:
+        """The ``vllm serve`` command of one replica; None without a plan."""
+        return None if self.plan is None else vllm_command(self.plan)
+
+    def at_size_ms(self, metric: str, stat: str) -> float | None:
+        """A figure of the simulation at the chosen size in ms (``("ttft", "p99")``); None when not simulated."""
+        if self.at_size is None:
+            return None
+        dist = getattr(self.at_size.metrics, metric)
+        value = None if dist is None else getattr(dist, {"p50": "median_s", "p99": "p99_s", "p90": "p90_s"}[stat])
+        return None if value is None else value * 1e3
+
+    def to_json(self) -> dict[str, object]:
+        """The option under the CLI's ``--json`` keys (vLLM's flag names; ``None`` where not known)."""
+        c = self.config
+        return {
+            "rank": self.rank,
+            "gpu": c.gpu_id,
+            "model": c.model,
+            "tensor_parallel_size": c.tensor_parallel_size,
+            "pipeline_parallel_size": c.pipeline_parallel_size,
+            "quantization": None if c.quantization == "none" else c.quantization,
+            "kv_cache_dtype": c.kv_cache_dtype,
+            "replicas": self.replicas,
+            "gpus_per_replica": c.num_gpus,
+            "num_gpus": self.num_gpus,
+            "usd_per_gpu_hour": self.price.usd_per_hour,
+            "price_source": self.price.source,
+            "usd_per_hour": self.usd_per_hour,
+            "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
+            "replica_request_rate": self.replica_rate,
+            "replica_request_rate_limit": self.replica_rate_limit,
+            "p50_ttft_ms": self.at_size_ms("ttft", "p50"),
+            "p99_ttft_ms": self.at_size_ms("ttft", "p99"),
+            "p50_tpot_ms": self.at_size_ms("tpot", "p50"),
+            "p99_tpot_ms": self.at_size_ms("tpot", "p99"),
+            "meets_slo": self.meets_slo,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "least_usd_per_hour": self.least_usd_per_hour,
+            "launch_command": self.launch_command if self.verdict == "meets" else None,
+        }
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    """The answer to a sizing question.
+
+    Attributes:
+        settings: the question.
+        options: every configuration: the ones that meet the SLOs cheapest first, then the others by
+            :data:`VERDICTS` order (each with its reason).
+        answer: the headline, one line: the cheapest option, or that nothing meets the SLOs and what comes closest.
+        closest: when nothing meets the SLOs, the option that comes closest and its binding SLO check; else None.
+        calibration: where the step model's coefficients come from, in words.
+        coefficients: the coefficients every simulation used.
+        notes: what a reader of the figures must know.
+        probes_run: simulations run (cached ones included).
+        elapsed_s: wall time of the search, seconds.
+    """
+
+    settings: SizingSettings
+    options: tuple[SizingOption, ...]
+    answer: str
+    closest: tuple[SizingOption, SloCheck] | None = None
+    calibration: str = DEFAULT_SOURCE
+    coefficients: StepCoefficients = DEFAULT_COEFFICIENTS
+    notes: tuple[str, ...] = ()
+    probes_run: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def ranked(self) -> tuple[SizingOption, ...]:
+        """The options that meet the SLOs, cheapest first."""
+        return tuple(o for o in self.options if o.verdict == "meets")
+
+    @property
+    def best(self) -> SizingOption | None:
+        """The cheapest option that meets the SLOs; None when none does."""
+        return next(iter(self.ranked), None)
+
+    def counts(self) -> dict[str, int]:
+        """Configurations per verdict."""
+        out = dict.fromkeys(VERDICTS, 0)
+        for o in self.options:
+            out[o.verdict] += 1
+        return out

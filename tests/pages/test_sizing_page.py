@@ -1,0 +1,83 @@
+"""The Sizing page with AppTest: the answer for the default question, links that restore it (chosen row, prices),
+hostile links, a bad SLO typed in, and an SLO nothing meets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = str(ROOT / "pages" / "sizing.py")
+TIMEOUT_S = 90
+#: Two priced GPUs, one GPU a replica, the checkpoint as published: a quick search.
+NARROW = {"gpus": "h100-sxm-80gb,a100-sxm4-80gb", "max_gpus": "1", "quantization": "none", "target_rate": "6"}
+
+
+def _app(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run(timeout=TIMEOUT_S)
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_default_question_is_answered_first() -> None:
+    at = _app()
+    assert not at.exception and not at.warning and not at.error
+    (answer,) = at.success
+    assert " × " in answer.value and "per million output tokens" in answer.value
+    metrics = _metrics(at)
+    assert {"replicas", "GPUs in all", "$/hour", "$/M output tokens", "p99 TTFT (ms)", "p99 TPOT (ms)"} <= set(metrics)
+    assert at.code[0].value.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
+    assert dict(at.query_params) == {}  # the defaults are not written
+    assert len(at.get("plotly_chart")) == 2  # the Pareto views
+
+
+def test_link_restores_the_question_and_the_chosen_row() -> None:
+    at = _app(**NARROW, row="2")
+    assert not at.exception and not at.warning and not at.error
+    assert at.number_input(key="size.target_rate").value == 6.0
+    assert at.multiselect(key="size.gpus").value == ["h100-sxm-80gb", "a100-sxm4-80gb"]
+    assert at.selectbox(key="size.row").value == 2
+    assert at.query_params["row"] == "2" and at.query_params["gpus"] == NARROW["gpus"]
+    assert at.caption[0].value  # the page's caption, then the chosen row's
+    at.selectbox(key="size.row").set_value(1).run(timeout=TIMEOUT_S)
+    assert "row" not in at.query_params and at.selectbox(key="size.row").value == 1
+
+
+def test_a_price_in_the_link_changes_the_cheapest() -> None:
+    cheap = _app(**NARROW).success[0].value
+    winner = "H100" if "H100" in cheap.split(" serves ")[0] else "A100"
+    gpu = "h100-sxm-80gb" if winner == "H100" else "a100-sxm4-80gb"
+    edited = _app(**NARROW, price=f"{gpu}=50")
+    assert not edited.exception and not edited.warning
+    assert winner not in edited.success[0].value.split(" serves ")[0]
+    assert edited.query_params["price"] == f"{gpu}=50"
+
+
+def test_hostile_link_warns_by_name() -> None:
+    at = _app(target_rate="inf", slo="p95_ttft_ms=1", price="h100=free", row="-1", bogus="1", **{"max_gpus": "x"})
+    assert not at.exception
+    shown = " ".join(w.value for w in at.warning)
+    for key in ("target_rate", "slo", "price", "row", "max_gpus", "bogus"):
+        assert key in shown, key
+    assert at.success  # the defaults are answered
+
+
+def test_bad_slo_typed_in_is_one_error_line() -> None:
+    at = _app(**NARROW)
+    at.text_input(key="size.slo").set_value("ttft_p99_ms=fast").run(timeout=TIMEOUT_S)
+    assert not at.exception
+    (error,) = at.error
+    assert "slo='ttft_p99_ms=fast' is not valid: expected METRIC_STAT_ms=LIMIT" in error.value
+
+
+def test_nothing_meets_says_what_binds() -> None:
+    at = _app(**NARROW, slo="tpot_p99_ms=1")
+    assert not at.exception and not at.success
+    (warning,) = at.warning
+    assert warning.value.startswith("No configuration meets the SLOs") and "tpot_p99_ms binds" in warning.value

@@ -1,0 +1,69 @@
+"""The sizing settings' text rules and checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.errors import InvalidParameterError
+from planner.links.rules import BadValue
+from planner.sizing.settings import (
+    SizingSettings,
+    default_max_model_len,
+    format_gpus,
+    format_prices,
+    parse_choices,
+    parse_gpus,
+    parse_prices,
+)
+
+
+def test_gpus_with_node_sizes_round_trip() -> None:
+    parsed = parse_gpus("H100-SXM-80GB:8, l4 ,l4:4")
+    assert parsed == (("h100-sxm-80gb", 8), ("l4", 4))
+    assert format_gpus(["h100-sxm-80gb", "l4"], [("l4", 4)]) == "h100-sxm-80gb,l4:4"
+
+
+@pytest.mark.parametrize("text", ["h100:0", "h100:65", "h100:x", "a b c!", "/etc/passwd"])
+def test_bad_gpu_list(text: str) -> None:
+    with pytest.raises(BadValue, match="GPUS_PER_NODE"):
+        parse_gpus(text)
+
+
+def test_prices_round_trip_and_bad_prices() -> None:
+    assert parse_prices(["h100-sxm-80gb=2.5", "l4:0.8 l4=0.9"]) == (("h100-sxm-80gb", 2.5), ("l4", 0.9))
+    assert format_prices((("h100-sxm-80gb", 2.5), ("l4", 0.9))) == "h100-sxm-80gb=2.5,l4=0.9"
+    for bad in ("h100=0", "h100=-1", "h100=inf", "h100=1001", "h100", "=2"):
+        with pytest.raises(BadValue, match="GPU_ID=USD_PER_HOUR"):
+            parse_prices([bad])
+
+
+def test_choices() -> None:
+    assert parse_choices("fp8, none,fp8", ("none", "fp8", "awq")) == ("fp8", "none")
+    with pytest.raises(BadValue, match="one or more of none, fp8"):
+        parse_choices("int3", ("none", "fp8"))
+
+
+def test_replicas_rate_and_max_model_len() -> None:
+    s = SizingSettings(target_rate=20.0, headroom=0.25, input_len=2048, output_len=300)
+    assert s.deployment_rate == pytest.approx(25.0)
+    assert s.served_max_model_len == 4096 == default_max_model_len(2348)
+    assert default_max_model_len(100) == 2048
+    assert SizingSettings(max_model_len=8192).served_max_model_len == 8192
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("target_rate", -1.0),
+        ("headroom", 1.5),
+        ("max_gpus", 0),
+        ("quantizations", ("int3",)),
+        ("kv_cache_dtypes", ()),
+        ("prices", (("h100-sxm-80gb", 0.0),)),
+        ("slos", ()),
+    ],
+)
+def test_bad_settings_name_the_field(field: str, value: object) -> None:
+    with pytest.raises(InvalidParameterError) as err:
+        SizingSettings(**{field: value})
+    assert err.value.name in (field, field.rstrip("s"), "price", "quantization", "kv_cache_dtype")
