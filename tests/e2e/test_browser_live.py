@@ -63,7 +63,7 @@ def test_load_test_runs_against_llama_cpp(open_page, llama_url):
     st = open_page("loadtest")
     if "llama" not in st.keyed("lt.endpoints").inner_text():
         st.select("Endpoints to load", "llama")
-    st.radio("Prompts", "8 examples")
+    st.select("Prompts", "8 examples")
     st.number("num_prompts", 4)
     st.number("max_concurrency", 2)
     st.number("output_len", 8)
