@@ -45,9 +45,11 @@ from planner.serving.requests import TOKEN_ID_KINDS, ChatRequest, build_request
 from planner.serving.server_metrics import (
     METRICS_KINDS,
     PrefixCacheStats,
+    SpecDecodeStats,
     fetch_sample,
     prefix_cache_stats,
     reset_prefix_cache,
+    spec_decode_stats,
 )
 from planner.serving.streaming import RequestRecord
 
@@ -421,6 +423,9 @@ class LoadResult:
         cache_reset: ``flush_cache``: None when the server emptied its prefix cache before the warmups, else one
             line saying why it did not; None too when not asked (see :attr:`cache_flushed`).
         cache_flushed: The server's prefix cache was emptied before the warmups.
+        spec_decode: The server's speculative-decoding counters over the measured requests (drafts, draft and
+            accepted tokens, accepted per position; :func:`planner.serving.server_metrics.spec_decode_stats`); None
+            where the server does not speculate or exports no counters, or ``scrape_metrics`` is off.
     """
 
     endpoint: str
@@ -444,6 +449,7 @@ class LoadResult:
     prefix_cache: PrefixCacheStats | None = None
     cache_reset: str | None = None
     cache_flushed: bool = False
+    spec_decode: SpecDecodeStats | None = None
 
     @property
     def reusable_prefix_share(self) -> float | None:
@@ -525,9 +531,13 @@ async def run_load(
     measured requests are released at their arrival times, each waiting for a concurrency slot in arrival order.
     A conversation takes one slot from its first turn's release until its last answer, and sends its turns one
     after another, each with the conversation so far (the answers as received), ``think_time_s`` after the previous
-    answer; a failed turn ends its conversation (its later turns are not sent). Duration = wall time from the first
+    answer; a failed turn ends its conversation (its later turns are not sent). With ``batching="static"`` the
+    requests go in fixed batches of ``max_concurrency`` (all at once without a cap): a batch is released once its
+    last request is due, the next only when every request of the batch has ended (``compare`` runs as continuous
+    here: :func:`planner.loadtest.worker.plan_jobs` splits it into two runs). Duration = wall time from the first
     measured release until every request has ended. With ``scrape_metrics``, the server's ``/metrics`` is read just
-    before the first measured release and after the last request, for the run's prefix-cache hit rate.
+    before the first measured release and after the last request, for the run's prefix-cache hit rate and
+    speculative-decoding acceptance.
 
     Args:
         endpoint: The endpoint.
@@ -639,7 +649,28 @@ async def run_load(
         counts.samples.clear()
         sample()
 
+        async def dispatch_static() -> None:
+            # fixed batches: sent together once the batch's last request is due, the next when all have ended
+            threads = list(schedule.threads())
+            size = settings.max_concurrency or len(threads) or 1
+            for first in range(0, len(threads), size):
+                batch = threads[first : first + size]
+                due = max((schedule.arrival_s[ix[0]] or 0.0) for ix in batch)
+                delay = counts.start + due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                started = []
+                for indices in batch:
+                    if sem is not None:
+                        await sem.acquire()
+                    started.append(asyncio.create_task(thread(indices)))
+                tasks.extend(started)
+                await asyncio.gather(*started)
+
         async def dispatch() -> None:
+            if settings.batching == "static":
+                await dispatch_static()
+                return
             for indices in schedule.threads():
                 t = schedule.arrival_s[indices[0]] or 0.0
                 delay = counts.start + t - time.perf_counter()
@@ -675,6 +706,7 @@ async def run_load(
         "prefix_cache": prefix_cache_stats(before, after, endpoint.kind),
         "cache_reset": reset_error,
         "cache_flushed": settings.flush_cache and reset_error is None,
+        "spec_decode": spec_decode_stats(before, after),
     }
     return _result(endpoint, settings, workload, schedule, finished, sent_text, warm, counts, duration, stopped, extra)
 

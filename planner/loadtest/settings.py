@@ -25,6 +25,7 @@ from planner.errors import InvalidParameterError
 from planner.links.rules import BadValue, format_value, parse_number
 
 __all__ = [
+    "BATCHINGS",
     "DATASETS",
     "DEFAULT",
     "FILE_DATASETS",
@@ -48,6 +49,11 @@ MAX_RUNS = 20
 MAX_TURNS = 64
 #: ``run``: one load per endpoint; ``sweep``: concurrency 1, 2, 4, … ``sweep_max``.
 MODES = ("run", "sweep")
+#: How requests are released: ``continuous`` (each as a concurrency slot frees, the server batches them as it likes);
+#: ``static`` (fixed batches of ``max_concurrency``: a batch is sent together once its last request is due, the next
+#: only when its slowest request has ended, as a server without iteration-level scheduling runs them; Orca, Yu et al.
+#: OSDI 2022, §2); ``compare``: a static run, then a continuous one at the same concurrency, on each endpoint.
+BATCHINGS = ("continuous", "static", "compare")
 #: ``random``: synthetic prompts of ``input_len`` tokens; ``examples``: the built-in example prompts; ``custom``: an
 #: uploaded JSONL file; ``prefix_repetition``: ``num_prefixes`` shared prefixes of ``prefix_len`` tokens, each with
 #: distinct suffixes of ``suffix_len`` tokens (vLLM's dataset of that name); ``multi_turn``: conversations of
@@ -131,6 +137,8 @@ class LoadSettings:
         sweep_refine: After a sweep stops, run the level(s) between the last unsaturated level and the first
             saturated one (:func:`planner.loadtest.sweep.refine_levels`).
         trace_rows: The rows of a trace dataset (never put in a link).
+        batching: One of :data:`BATCHINGS`; ``static`` batches are ``max_concurrency`` requests (all of them
+            without a cap); ``compare`` makes a static and a continuous run (:func:`planner.loadtest.worker.plan_jobs`).
 
     Raises:
         InvalidParameterError: a value is outside what is accepted.
@@ -168,6 +176,7 @@ class LoadSettings:
     sweep_stop: bool = True
     sweep_refine: bool = False
     trace_rows: tuple[Any, ...] = field(default=(), repr=False)
+    batching: str = "continuous"
 
     def __post_init__(self) -> None:
         def integer(name: str, value: Any, low: int = 1) -> None:
@@ -199,6 +208,8 @@ class LoadSettings:
             raise InvalidParameterError("time_scale", self.time_scale, "a factor > 0 (1 = as recorded)")
         if self.max_concurrency is not None:
             integer("max_concurrency", self.max_concurrency)
+        if self.batching not in BATCHINGS:
+            raise InvalidParameterError("batching", self.batching, " or ".join(BATCHINGS))
         if self.mode not in MODES:
             raise InvalidParameterError("mode", self.mode, " or ".join(MODES))
         if self.dataset_name not in DATASETS:

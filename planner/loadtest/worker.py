@@ -137,6 +137,12 @@ def plan_jobs(
             cap = "∞" if base.max_concurrency is None else base.max_concurrency
             label = f"{endpoint.name} · c={cap}{suffix}"
             k = base.num_runs
+            if base.batching == "compare":  # the same load, static then continuous (BATCHINGS)
+                jobs += [
+                    Job(endpoint, replace(base, batching=kind), f"{label} · {kind}")
+                    for kind in ("static", "continuous")
+                ]
+                continue
             if k == 1:
                 jobs.append(Job(endpoint, base, label))
             else:
