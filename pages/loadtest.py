@@ -32,6 +32,7 @@ from planner.loadtest.charts import (
 from planner.loadtest.confidence import repeat_summary
 from planner.loadtest.datasets import read_sharegpt, read_trace
 from planner.loadtest.results import (
+    batching_frame,
     failure_summary,
     group_sweeps,
     import_runs,
@@ -39,6 +40,7 @@ from planner.loadtest.results import (
     requests_frame,
     runs_frame,
     same_model,
+    spec_decode_frame,
     to_vllm_file,
     ttft_by_turn,
 )
@@ -309,6 +311,14 @@ with st.expander("Load", expanded=True):
         disabled=mode != "sweep",
         help="Add the level between the last growing level and the first saturated one.",
     )
+    batching = c[3].selectbox(
+        "batching",
+        load_settings.BATCHINGS,
+        key=W["batching"],
+        help="continuous: each request as a slot frees (the server batches them). static: fixed batches of "
+        "max_concurrency, the next only when the slowest has ended. compare: a static run, then a continuous one "
+        "at the same concurrency, and the throughput ratio (the source article claims 2–5×).",
+    )
 goodput_error = None
 try:
     slos = load_settings.parse_goodput(goodput)
@@ -347,6 +357,7 @@ try:
         num_runs=int(num_runs),
         sweep_stop=bool(sweep_stop),
         sweep_refine=bool(sweep_refine),
+        batching=batching,
     )
 except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed
     st.error(f"Cannot run: {exc}")
@@ -575,6 +586,30 @@ if len(cache):
         "`prefix_cache_queries`/`prefix_cache_hits`, SGLang `cached_tokens`/`prompt_tokens`); n/a where the server "
         "exports none (llama.cpp, TGI). Reusable prefix = tokens at the start of each prompt that repeat an earlier "
         "prompt's start (a later turn: the conversation so far), over all prompt tokens."
+    )
+spec = spec_decode_frame(shown)
+if len(spec):
+    st.subheader("Speculative decoding")
+    shown_spec = spec.astype(object).where(spec.notna(), None)
+    shown_spec["acceptance_rate"] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_spec["acceptance_rate"]]
+    for col, fmt in (("mean_acceptance_length", "{:.2f}"), ("median_tpot_ms", "{:.2f}"), ("num_drafts", "{:,.0f}")):
+        shown_spec[col] = [fmt.format(v) if v is not None else "n/a" for v in shown_spec[col]]
+    shown_spec["output_throughput"] = [f"{v:,.1f}" if v is not None else "n/a" for v in shown_spec["output_throughput"]]
+    st.dataframe(shown_spec.fillna("n/a"), hide_index=True, key="lt.spec.table")
+    st.caption(
+        "From the server's vLLM `spec_decode_*` counters over the measured requests: acceptance rate = accepted / "
+        "draft tokens; mean acceptance length = 1 + accepted / drafts (tokens per target step, the bonus token "
+        "included); per position = accepted at position i / drafts (vLLM's own definitions)."
+    )
+pairs = batching_frame(shown)
+if len(pairs):
+    st.subheader("Static vs continuous batching")
+    shown_pairs = pairs.astype(object).where(pairs.notna(), None)
+    shown_pairs["throughput_ratio"] = [f"{v:.2f}×" if v is not None else "n/a" for v in shown_pairs["throughput_ratio"]]
+    st.dataframe(shown_pairs.fillna("n/a"), hide_index=True, key="lt.batching.table")
+    st.caption(
+        "The same load sent in fixed batches (the next only when the slowest ends) and continuously at the same "
+        "concurrency; ratio = continuous / static output throughput (the source article claims 2–5×)."
     )
 turns = ttft_by_turn(shown)
 if len(turns):
