@@ -80,7 +80,8 @@ def points() -> list[Point]:
     for folder, (method, per_pos, levels) in RUNS.items():
         head = method == "eagle3"
         draft = layer_head_shape(target, weight_bytes=EAGLE3_HEAD_BYTES) if head else shape_of(DRAFT)
-        spec = SpecDecodeConfig(method, len(per_pos), conditional_rates(per_pos), draft)
+        # the mechanism alone (no fitted host time per draft forward): what the residual below is measured against
+        spec = SpecDecodeConfig(method, len(per_pos), conditional_rates(per_pos), draft, draft_forward_overhead_s=0.0)
         for c in levels:
             measured, without = _load(folder, c), _load("llama-3.1-8b", c)
             est = speculative_estimate(target, spec, batch_size=c, context_tokens=CONTEXT_TOKENS)

@@ -35,6 +35,15 @@ lot, measure it with the Load Test's spec-decode counters):
 * ``draft_model``: 0.6: Leviathan et al. 2023 (arXiv:2211.17192), Table 3: α between 0.5 and 0.9 across their
   target/draft pairs, about 0.6 for the largest model with a 8B-class draft on dialog.
 * ``ngram``: none published for a general workload: the rates must be given.
+
+**One fitted constant**, :data:`DRAFT_FORWARD_OVERHEAD_S` (``draft_model`` only): vLLM 0.24.0 runs the
+``draft_model`` method on the V1 model runner without async scheduling ("Async scheduling not supported with
+draft_model-based speculative decoding", its start-up log), and the H200 runs of Llama-3.1-8B with a Llama-3.2-1B
+draft (``bench/data/h200_sweeps/llama-3.1-8b-spec``) took ~28 ms more per step than the mechanism above gives, flat
+from concurrency 1 to 64: host time per draft forward the step model does not hold. ``bench/spec_prediction.py``
+fits it as the mean residual per draft forward (7.1 ms) and scores it leave-one-concurrency-out (TPOT within
++7% to +25%, −21% at c=256; without it −45% to −74%). EAGLE-3 (same server, Model Runner V2) needs none: the mechanism
+alone is within 8% at c=1 and 16. Set ``draft_forward_overhead_s`` to override.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients, st
 
 __all__ = [
     "DEFAULT_ACCEPTANCE",
+    "DRAFT_FORWARD_OVERHEAD_S",
     "SPEC_METHODS",
     "SpecDecodeConfig",
     "SpecDecodeEstimate",
@@ -56,6 +66,7 @@ __all__ = [
     "conditional_rates",
     "expected_accepted",
     "layer_head_shape",
+    "rates_from_measured",
     "speculative_estimate",
 ]
 
@@ -63,6 +74,8 @@ __all__ = [
 SPEC_METHODS: tuple[str, ...] = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 #: Conditional acceptance rate per draft position, by method (sources in the module docstring).
 DEFAULT_ACCEPTANCE: dict[str, float] = {"eagle": 0.8, "eagle3": 0.8, "mtp": 0.85, "draft_model": 0.6}
+#: Host seconds per draft forward beyond the step model, by method (fitted, module docstring; 0 elsewhere).
+DRAFT_FORWARD_OVERHEAD_S: dict[str, float] = {"draft_model": 7.1e-3}
 
 
 def _rate(value: object) -> bool:
@@ -80,6 +93,8 @@ class SpecDecodeConfig:
             than ``k`` values repeat the last one. Empty = the method's :data:`DEFAULT_ACCEPTANCE`.
         draft_shape: The drafter's step shape (a planned small model for ``draft_model``; :func:`layer_head_shape`
             for EAGLE/MTP); None for ``ngram``. Required for the other methods.
+        draft_forward_overhead_s: Host seconds added per draft forward; None = :data:`DRAFT_FORWARD_OVERHEAD_S` of
+            the method (0 where it has none).
 
     Raises:
         InvalidParameterError: an unknown method, ``k`` < 1, a rate outside [0, 1], no rates for ``ngram``, or no
@@ -90,6 +105,7 @@ class SpecDecodeConfig:
     num_speculative_tokens: int
     acceptance_rates: tuple[float, ...] = ()
     draft_shape: StepShape | None = None
+    draft_forward_overhead_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in SPEC_METHODS:
@@ -101,8 +117,17 @@ class SpecDecodeConfig:
             raise InvalidParameterError("acceptance_rates", self.acceptance_rates, "fractions in [0, 1]")
         if not self.acceptance_rates and self.method not in DEFAULT_ACCEPTANCE:
             raise InvalidParameterError("acceptance_rates", "()", f"rates per position for method {self.method!r}")
+        extra = self.draft_forward_overhead_s
+        if extra is not None and not (isinstance(extra, int | float) and math.isfinite(extra) and extra >= 0):
+            raise InvalidParameterError("draft_forward_overhead_s", extra, "seconds ≥ 0")
         if self.method != "ngram" and self.draft_shape is None:
             raise InvalidParameterError("draft_shape", None, f"the drafter's StepShape for method {self.method!r}")
+
+    @property
+    def forward_overhead_s(self) -> float:
+        """Host seconds added per draft forward (the given value, else the method's fitted one, else 0)."""
+        given = self.draft_forward_overhead_s
+        return given if given is not None else DRAFT_FORWARD_OVERHEAD_S.get(self.method, 0.0)
 
     @property
     def rates(self) -> tuple[float, ...]:
@@ -144,6 +169,48 @@ def conditional_rates(per_position: Sequence[float]) -> tuple[float, ...]:
         out.append(min(1.0, round(p / before, 12)) if before > 0 else 0.0)
         before = p
     return tuple(out)
+
+
+def rates_from_measured(
+    per_position: Sequence[float] = (),
+    *,
+    mean_acceptance_length: float | None = None,
+    num_speculative_tokens: int | None = None,
+) -> tuple[float, ...]:
+    """Conditional rates for the predictor from a measured run (the Load Test's counters or a ``vllm bench serve``
+    file).
+
+    Args:
+        per_position: vLLM's per-position acceptance (accepted at position i / drafts); used when given.
+        mean_acceptance_length: ``1 + accepted / drafts``, when per-position figures are missing: the one constant
+            rate ``a`` with ``Σ_{i=1..k} aⁱ = length − 1`` (bisection).
+        num_speculative_tokens: ``k``, needed with ``mean_acceptance_length``.
+
+    Returns:
+        The conditional rates ``a_1..a_k`` (:func:`conditional_rates`), or ``(a,)`` from the length.
+
+    Raises:
+        InvalidParameterError: neither figure, a length outside [1, k + 1], or a bad rate.
+
+    Example:
+        >>> round(rates_from_measured(mean_acceptance_length=2.839779, num_speculative_tokens=3)[0], 3)
+        0.775
+    """
+    if per_position:
+        return conditional_rates(per_position)
+    k = num_speculative_tokens
+    if mean_acceptance_length is None or not isinstance(k, int) or k < 1:
+        raise InvalidParameterError(
+            "acceptance", mean_acceptance_length, "per-position acceptance, or a mean acceptance length with k"
+        )
+    target = mean_acceptance_length - 1.0
+    if not 0.0 <= target <= k:
+        raise InvalidParameterError("mean_acceptance_length", mean_acceptance_length, f"a length in [1, {k + 1}]")
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected_accepted([mid] * k) < target else (lo, mid)
+    return ((lo + hi) / 2,)
 
 
 def layer_head_shape(target: StepShape, *, num_layers: int = 1, weight_bytes: float | None = None) -> StepShape:
@@ -275,6 +342,7 @@ def speculative_estimate(
         d = spec.draft_shape
         draft = _forward_s(d, coefficients, tokens=b * (k + 1), seqs=b, sampled=b, ctx=context_tokens)
         draft += (k - 1) * _forward_s(d, coefficients, tokens=b, seqs=b, sampled=b, ctx=context_tokens)
+        draft += k * spec.forward_overhead_s
     step = verify + draft
     return SpecDecodeEstimate(
         batch_size=b,

@@ -20,6 +20,7 @@ from planner.predict.speculative import (
     conditional_rates,
     expected_accepted,
     layer_head_shape,
+    rates_from_measured,
     speculative_estimate,
 )
 from planner.predict.step_time import StepCoefficients
@@ -49,7 +50,7 @@ TARGET = replace(
 DRAFT = replace(
     TARGET, dense_weight_bytes=0.5e9, linear_flops_per_token=1e9, groups=(AttentionGroup("full", None, 1, 1e4),)
 )
-SPEC = SpecDecodeConfig("draft_model", 3, (0.8, 0.75, 0.75), DRAFT)
+SPEC = SpecDecodeConfig("draft_model", 3, (0.8, 0.75, 0.75), DRAFT, draft_forward_overhead_s=0.0)
 
 
 def test_expected_accepted_and_rates_from_vllm_per_position():
@@ -88,7 +89,7 @@ def test_it_stops_paying_at_batch_70():
     at = speculative_estimate(TARGET, SPEC, batch_size=70, context_tokens=1000, coefficients=COEF)
     assert below.speedup > 1.0 >= at.speedup
     assert break_even_batch(TARGET, SPEC, context_tokens=1000, coefficients=COEF, max_batch=32) is None
-    never = SpecDecodeConfig("draft_model", 3, (0.0,), DRAFT)
+    never = SpecDecodeConfig("draft_model", 3, (0.0,), DRAFT, draft_forward_overhead_s=0.0)
     assert break_even_batch(TARGET, never, context_tokens=1000, coefficients=COEF) == 1
 
 
@@ -133,3 +134,27 @@ def test_layer_head_shape_by_hand():
         layer_head_shape(target, num_layers=0)
     with pytest.raises(InvalidParameterError):
         speculative_estimate(TARGET, SPEC, batch_size=0, context_tokens=10)
+
+
+def test_fitted_draft_model_overhead_is_added_per_draft_forward():
+    fitted = SpecDecodeConfig("draft_model", 3, (0.8, 0.75, 0.75), DRAFT)
+    assert fitted.forward_overhead_s == pytest.approx(7.1e-3)  # bench/spec_prediction.py
+    est = speculative_estimate(TARGET, fitted, batch_size=8, context_tokens=1000, coefficients=COEF)
+    assert est.draft_s == pytest.approx(2.38848e-3 + 3 * 7.1e-3, rel=1e-9)
+    assert SpecDecodeConfig("eagle3", 3, draft_shape=DRAFT).forward_overhead_s == 0.0
+    with pytest.raises(InvalidParameterError):
+        SpecDecodeConfig("eagle3", 3, draft_shape=DRAFT, draft_forward_overhead_s=-1.0)
+
+
+def test_rates_from_a_measured_run():
+    # the H200 EAGLE-3 run at c=1: per position 143/181, 106/181, 84/181
+    assert rates_from_measured([143 / 181, 106 / 181, 84 / 181]) == pytest.approx(
+        (0.790055, 0.741259, 0.792453), abs=1e-6
+    )
+    # vLLM's file has only the length, 2.839779: one rate a with a + a² + a³ = 1.839779 -> a = 0.77469
+    (a,) = rates_from_measured(mean_acceptance_length=2.839779, num_speculative_tokens=3)
+    assert a == pytest.approx(0.77469, abs=1e-5) and a + a**2 + a**3 == pytest.approx(1.839779, abs=1e-9)
+    with pytest.raises(InvalidParameterError):
+        rates_from_measured(mean_acceptance_length=5.0, num_speculative_tokens=3)
+    with pytest.raises(InvalidParameterError):
+        rates_from_measured()
