@@ -75,6 +75,11 @@ the prompt tokens and the hits, as vLLM's do, and ``POST /reset_prefix_cache`` e
 serves it with ``VLLM_SERVER_DEV_MODE=1``). ``--prefill-ms-per-token x`` adds ``x`` ms to the first token for each
 prompt token NOT served from the cache, so a cached prefix shows in TTFT as on a real server.
 
+Speculative decoding (``--num-speculative-tokens k --spec-accepted-per-draft a``, off by default): the counters of
+vLLM 0.24.0 (``vllm:spec_decode_num_drafts``, ``_num_draft_tokens``, ``_num_accepted_tokens`` and
+``_num_accepted_tokens_per_pos`` by ``position``) as if every draft of ``k`` tokens had its first ``a`` accepted:
+an answer of ``n`` tokens counts ``ceil((n − 1) / (a + 1))`` drafts (:func:`count_drafts`); the timing is unchanged.
+
 ``python -m tests.servers.timed_sse --legacy-metrics`` (``TimedServer(legacy_metrics=True)``) serves the names of
 vLLM releases before 0.9 instead: ``vllm:gpu_cache_usage_perc`` in place of ``vllm:kv_cache_usage_perc``, and the
 older ``cache_config_info`` label set (``swap_space_bytes``, ``cpu_offload_gb``, no ``kv_cache_size_tokens``).
@@ -107,6 +112,7 @@ __all__ = [
     "chat_chunk",
     "chat_template",
     "chunk_sizes",
+    "count_drafts",
     "serve",
     "token_text",
     "usage_of",
