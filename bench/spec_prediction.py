@@ -11,7 +11,8 @@ Runs (``bench/data/h200_sweeps/README.md``): Llama-3.1-8B on one H200, vLLM 0.24
 vLLM's synthetic rates are per-position (accepted at position i / drafts: the counters measured them within 0.03),
 so they go through :func:`planner.predict.speculative.conditional_rates`. The prediction is
 :func:`planner.predict.speculative.speculative_estimate` at batch = concurrency and context = 512 + 128 / 2 tokens,
-with the default step coefficients (fitted to runs without speculation only).
+with the default step coefficients (fitted to runs without speculation only), and the continuous-batching simulator
+(:func:`planner.predict.simulator.simulate` with ``speculative=``) over each run's own workload.
 
 ``DRAFT_MODEL_FORWARD_OVERHEAD_S`` (printed): vLLM 0.24.0 runs the ``draft_model`` method on the V1 model runner
 without async scheduling (its start-up log says so), and its steps measure ~28 ms more than the mechanism predicts at
@@ -35,6 +36,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.h200_runs import DATA, shape_of  # noqa: E402
+from planner.loadtest.settings import LoadSettings  # noqa: E402
+from planner.predict.simulator import simulate  # noqa: E402
 from planner.predict.speculative import (  # noqa: E402
     SpecDecodeConfig,
     conditional_rates,
@@ -68,6 +71,9 @@ class Point:
     predicted_length: float
     predicted_without_ms: float
     k: int
+    sim_tpot_ms: float
+    sim_without_ms: float
+    sim_fitted_ms: float | None
 
 
 def _load(folder: str, c: int) -> dict:
@@ -85,6 +91,16 @@ def points() -> list[Point]:
         for c in levels:
             measured, without = _load(folder, c), _load("llama-3.1-8b", c)
             est = speculative_estimate(target, spec, batch_size=c, context_tokens=CONTEXT_TOKENS)
+            # the simulator over the run's own workload (its num_prompts at concurrency c)
+            work = LoadSettings(
+                num_prompts=measured["num_prompts"], max_concurrency=c, input_len=512, output_len=128, duration_s=None
+            )
+            sim = simulate(target, work, speculative=spec).metrics.tpot.median_s * 1e3
+            sim_without = simulate(target, work).metrics.tpot.median_s * 1e3
+            fitted = None
+            if method == "draft_model":  # with the fitted host time per draft forward (in-sample)
+                with_fit = SpecDecodeConfig(method, len(per_pos), conditional_rates(per_pos), draft)
+                fitted = simulate(target, work, speculative=with_fit).metrics.tpot.median_s * 1e3
             out.append(
                 Point(
                     folder,
@@ -98,6 +114,9 @@ def points() -> list[Point]:
                     est.tokens_per_step,
                     est.tpot_without_s * 1e3,
                     len(per_pos),
+                    sim,
+                    sim_without,
+                    fitted,
                 )
             )
     return out
@@ -119,6 +138,16 @@ def main() -> int:
             f" {_err(p.predicted_tpot_ms, p.measured_tpot_ms):>7} {p.without_tpot_ms:>12.2f}"
             f" {p.predicted_without_ms:>6.2f} {_err(p.predicted_without_ms, p.without_tpot_ms):>7}"
             f" {p.measured_length:>8.2f} {p.predicted_length:>5.2f}"
+        )
+    print("\nsimulator (continuous batching, the run's own workload), median TPOT:")
+    for p in pts:
+        fit = ""
+        if p.sim_fitted_ms is not None:
+            fit = f"   fitted overhead (in-sample) {p.sim_fitted_ms:.2f} {_err(p.sim_fitted_ms, p.measured_tpot_ms)}"
+        spec_err = _err(p.sim_tpot_ms, p.measured_tpot_ms)
+        print(
+            f"  {p.folder:24} c={p.concurrency:<4} spec {p.sim_tpot_ms:6.2f} {spec_err:>7}"
+            f"   without {p.sim_without_ms:6.2f} {_err(p.sim_without_ms, p.without_tpot_ms):>7}{fit}"
         )
     # the draft-model path's host cost per draft forward, fitted leave-one-concurrency-out (module docstring)
     drafts = [p for p in pts if p.folder == "llama-3.1-8b-spec"]
