@@ -289,8 +289,11 @@ def _spec_text(p: SpeculativePrediction) -> str:
     e, c = p.estimate, p.config
     rates = ", ".join(f"{a:.2f}" for a in c.rates)
     even = "never within max_num_seqs" if p.break_even_batch is None else f"batch {p.break_even_batch}"
+    m = p.run.metrics
     lines = [
-        f"  speculative decoding ({c.method}, k={c.num_speculative_tokens}, rates {rates}):",
+        f"  with speculative decoding, simulated: TPOT median {_ms(m.tpot.median_s if m.tpot else None)}   "
+        f"ITL median {_ms(m.itl.median_s if m.itl else None)}   output {m.output_throughput:,.0f} tok/s",
+        f"  speculative decoding ({c.method}, k={c.num_speculative_tokens}, rates {rates}), steady decode:",
         f"    tokens per step {e.tokens_per_step:.2f}   step {_ms(e.step_s)} (verify {_ms(e.verify_s)}, "
         f"draft {_ms(e.draft_s)})",
         f"    TPOT {_ms(e.tpot_s)} with, {_ms(e.tpot_without_s)} without ({e.speedup:.2f}x)",
@@ -312,6 +315,7 @@ def _spec_json(p: SpeculativePrediction) -> dict[str, Any]:
         "planner_spec_output_throughput": e.output_throughput,
         "planner_spec_output_throughput_without": e.output_throughput_without,
         "planner_spec_break_even_batch": p.break_even_batch,
+        "planner_spec_simulated": p.run.metrics.to_vllm_json(),
     }
 
 

@@ -299,12 +299,15 @@ class SpeculativePrediction:
         estimate: TPOT and output throughput with and without it at the workload's batch size.
         break_even_batch: the smallest batch at which it no longer shortens TPOT; None when it still pays at
             ``max_num_seqs``.
+        run: the workload simulated with speculative decoding (continuous batching, prefill steps included), to
+            set beside :func:`predict`'s run without it.
         notes: what the caller must know (the drafter's planning, the batch and context assumed).
     """
 
     config: SpecDecodeConfig
     estimate: SpecDecodeEstimate
     break_even_batch: int | None
+    run: SimulatedRun
     notes: tuple[str, ...] = ()
 
 
@@ -325,7 +328,9 @@ def predict_speculative(
     and flags (method ``draft_model``); one decoder layer of the target with its LM head for ``eagle``, ``eagle3``
     and ``mtp`` (:func:`planner.predict.speculative.layer_head_shape`, ``draft_weight_bytes`` when known); none for
     ``ngram``. The batch is ``max_concurrency`` (else ``num_prompts``, at most ``max_num_seqs``) and the context
-    ``input_len + output_len / 2`` (mean over a request's decode). Formulas: :mod:`planner.predict.speculative`.
+    ``input_len + output_len / 2`` (mean over a request's decode) for the steady-decode estimate; the whole workload
+    is also simulated with it (:func:`planner.predict.simulator.simulate`). Formulas:
+    :mod:`planner.predict.speculative`.
 
     Args:
         scenario: the target deployment (vLLM).
@@ -358,4 +363,5 @@ def predict_speculative(
     notes.append(f"steady decode at batch {batch}, {context:,.0f} tokens of context (no prefill in the steps)")
     estimate = speculative_estimate(target, config, batch_size=batch, context_tokens=context, coefficients=coefficients)
     even = break_even_batch(target, config, context_tokens=context, coefficients=coefficients)
-    return SpeculativePrediction(config, estimate, even, tuple(notes))
+    run = simulate(target, _workload(settings), coefficients, speculative=config)
+    return SpeculativePrediction(config, estimate, even, run, tuple(notes))

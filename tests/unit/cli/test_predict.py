@@ -122,6 +122,8 @@ def test_predict_with_speculative_decoding(capsys: pytest.CaptureFixture[str]) -
     assert out["planner_spec_tpot_ms"] == pytest.approx(2.84, rel=0.15)
     assert out["planner_spec_tpot_without_ms"] == pytest.approx(5.30, rel=0.1)
     assert out["planner_spec_break_even_batch"] > 16
+    # the workload simulated with it, prefill steps included (measured at c=16: 2.84 ms, simulator -7%)
+    assert out["planner_spec_simulated"]["median_tpot_ms"] == pytest.approx(2.84, rel=0.15)
 
 
 def test_predict_takes_the_rates_of_a_measured_run(capsys: pytest.CaptureFixture[str]) -> None:
