@@ -606,10 +606,14 @@ if len(pairs):
     st.subheader("Static vs continuous batching")
     shown_pairs = pairs.astype(object).where(pairs.notna(), None)
     shown_pairs["throughput_ratio"] = [f"{v:.2f}×" if v is not None else "n/a" for v in shown_pairs["throughput_ratio"]]
+    for col in pairs.columns[2:]:
+        if col != "throughput_ratio":
+            shown_pairs[col] = [f"{v:,.1f}" if v is not None else "n/a" for v in shown_pairs[col]]
     st.dataframe(shown_pairs.fillna("n/a"), hide_index=True, key="lt.batching.table")
     st.caption(
         "The same load sent in fixed batches (the next only when the slowest ends) and continuously at the same "
-        "concurrency; ratio = continuous / static output throughput (the source article claims 2–5×)."
+        "concurrency; ratio = continuous / static output throughput (the source article claims 2–5×). The static run "
+        "goes first: give warm-up requests so a cold server's first request does not count against it."
     )
 turns = ttft_by_turn(shown)
 if len(turns):
