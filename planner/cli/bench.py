@@ -502,8 +502,13 @@ def run(args: argparse.Namespace) -> int:
         if o.result
     ]
     if settings.mode == "sweep":
+        # with --batching compare the table is the continuous sweep's; the static one goes into the ratios below
         points = sorted(
-            (SweepPoint.of(o.job.level or 0, o.result) for o in outcomes if o.result is not None),
+            (
+                SweepPoint.of(o.job.level or 0, o.result)
+                for o in outcomes
+                if o.result is not None and o.result.settings.batching != "static"
+            ),
             key=lambda p: p.concurrency,
         )
         knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
@@ -515,7 +520,11 @@ def run(args: argparse.Namespace) -> int:
         levels = [to_vllm_file(r, per_request=False) for r in runs]
         summary = {"endpoint": endpoint.name, "knee_concurrency": knee, "stopped_at_saturation": saturated}
         summary["levels"] = levels
+        if settings.batching == "compare":
+            summary["comparison"] = batching_frame(runs).to_dict(orient="records")
         shown = json.dumps(summary, indent=2) if args.json else _sweep_text(points, knee, stopped)
+        if settings.batching == "compare" and not args.json:
+            shown += "\n\n" + _batching_text(batching_frame(runs))
     elif settings.batching == "compare":  # static, then continuous: both tables and the ratio
         document = [to_vllm_file(r) for r in runs]
         frame = batching_frame(runs)

@@ -34,6 +34,26 @@ def test_compare_plans_static_then_continuous_per_endpoint():
     assert jobs[0].label == "a · c=4 · static" and all(j.settings.max_concurrency == 4 for j in jobs)
 
 
+def test_compare_with_a_sweep_or_repeats_plans_both_kinds():
+    ep = [Endpoint("a", "vllm", "http://a")]
+    sweep = plan_jobs(ep, LoadSettings(batching="compare", mode="sweep", sweep_max=4), tag="t")
+    assert [(j.level, j.settings.batching, j.sweep) for j in sweep] == [
+        (1, "static", "a sweep · static · t"),
+        (2, "static", "a sweep · static · t"),
+        (4, "static", "a sweep · static · t"),
+        (1, "continuous", "a sweep · continuous · t"),
+        (2, "continuous", "a sweep · continuous · t"),
+        (4, "continuous", "a sweep · continuous · t"),
+    ]
+    repeats = plan_jobs(ep, LoadSettings(batching="compare", num_runs=2, max_concurrency=2))
+    assert [j.label for j in repeats] == [
+        "a · c=2 · static · run 1/2",
+        "a · c=2 · static · run 2/2",
+        "a · c=2 · continuous · run 1/2",
+        "a · c=2 · continuous · run 2/2",
+    ]
+
+
 def _run(batching: str, duration_s: float, cap: int = 3) -> SavedRun:
     # the article's example: 680 tokens; static 5.6 s and continuous 5.0 s in the simulator's 10 ms steps
     metrics = BenchmarkMetrics.from_vllm_json(
