@@ -15,6 +15,7 @@ adds predicted TPOT and output throughput with and without it, and the batch siz
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -79,7 +80,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     s = p.add_argument_group("speculative decoding (vLLM speculative_config)")
     s.add_argument("--spec-method", choices=SPEC_METHODS, help="speculative_config.method: predict with and without it")
-    s.add_argument("--num-speculative-tokens", type=int, help="draft tokens per step k")
+    # the scenario's flags (plan's) may define these two already: they are the same setting, read once
+    with contextlib.suppress(argparse.ArgumentError):
+        s.add_argument("--num-speculative-tokens", type=int, help="draft tokens per step k")
     s.add_argument(
         "--spec-acceptance-rates",
         metavar="A1,A2,...",
@@ -91,7 +94,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="RESULT.json",
         help="take the rates from a measured run (a Load Test or vllm bench serve result file with spec_decode_*)",
     )
-    s.add_argument("--speculative-model", metavar="MODEL", help="the draft model (--spec-method draft_model)")
+    with contextlib.suppress(argparse.ArgumentError):
+        s.add_argument("--speculative-model", metavar="MODEL", help="the draft model (--spec-method draft_model)")
     s.add_argument("--spec-head-gib", type=float, help="an EAGLE/MTP head's weights, GiB (default: one target layer)")
     p.add_argument("--save-result", metavar="FILE", help="write the prediction as a vllm bench serve result file")
     p.add_argument("--json", action="store_true", help="print one JSON object (vllm bench serve's keys)")
@@ -262,19 +266,24 @@ def _rates(args: argparse.Namespace) -> tuple[float, ...]:
 
 
 def _speculative(args: argparse.Namespace, scenario: object, settings: LoadSettings) -> SpeculativePrediction | None:
-    if args.spec_method is None and args.num_speculative_tokens is None:
+    # a scenario that carries vLLM's speculative_config (plan's flags) gives the method, k and draft by default
+    config = getattr(scenario, "speculative_config", None)
+    given = {"method": args.spec_method, "num_speculative_tokens": args.num_speculative_tokens}
+    given["model"] = args.speculative_model
+    method, tokens, draft = (v if v is not None else getattr(config, k, None) for k, v in given.items())
+    if method is None and tokens is None:
         return None
-    if args.spec_method is None or args.num_speculative_tokens is None:
-        raise InvalidParameterError("spec_method", args.spec_method, "both --spec-method and --num-speculative-tokens")
+    if method is None or tokens is None:
+        raise InvalidParameterError("spec_method", method, "both --spec-method and --num-speculative-tokens")
     head = None if args.spec_head_gib is None else args.spec_head_gib * GIB
     try:
         return predict_speculative(
             scenario,  # type: ignore[arg-type]
             settings,
-            method=args.spec_method,
-            num_speculative_tokens=args.num_speculative_tokens,
+            method=method,
+            num_speculative_tokens=tokens,
             acceptance_rates=_rates(args),
-            draft_model=args.speculative_model,
+            draft_model=draft,
             draft_weight_bytes=head,
             profile=read_profile(args.calibration),
         )

@@ -290,6 +290,14 @@ def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:
     return Outlook(input_len, output_len, full, single, loaded)
 
 
+def _bare(scenario: Scenario) -> Scenario:
+    """``scenario`` without a speculative configuration, where the scenario carries one (its draft's weights would
+    otherwise be read in the target's step as well as in the drafter's forwards)."""
+    if getattr(scenario, "speculative_config", None) is None:
+        return scenario
+    return replace(scenario, speculative_config=None)  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True)
 class SpeculativePrediction:
     """Decode with and without speculative decoding on a planned deployment (:func:`predict_speculative`).
@@ -346,6 +354,8 @@ def predict_speculative(
             drafter that does not fit.
         PlannerError: from planning.
     """
+    # the target and the draft planned bare: the drafter's cost is modelled here, not as part of the target's step
+    scenario = _bare(scenario)
     _, target = planned_shape(scenario)
     notes: list[str] = []
     draft = None
