@@ -310,9 +310,14 @@ def _bytes_line(layout: KvLayout) -> str:
         if layout.is_mla
         else f"{layout.kv_heads_per_gpu} of the {layout.num_kv_heads_model} KV heads on each GPU"
     )
+    # a speculative draft's layers add to the target's in every block (KvLayout.draft_bytes_per_token_per_gpu)
+    draft = layout.draft_bytes_per_token_per_gpu
+    target = per_gpu - draft
     line = (
         f"KV bytes per token: {per_gpu:,.0f} B per GPU ({layout.num_layers_per_gpu} layers × "
-        f"{per_gpu / max(1, layout.num_layers_per_gpu):,.0f} B, {heads})"
+        f"{target / max(1, layout.num_layers_per_gpu):,.0f} B, {heads}"
+        + (f"; plus the speculative draft's {draft:,.0f} B" if draft else "")
+        + ")"
     )
     if layout.kv_heads_replicated:
         copies = layout.tensor_parallel_size // layout.num_kv_heads_model
