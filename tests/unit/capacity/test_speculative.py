@@ -298,3 +298,24 @@ def test_launch_commands_carry_speculative_decoding() -> None:
     )
     tgi = launch_command(plan(base.with_changes(engine="tgi", speculative_config=from_tgi_speculate(3)), advise=False))
     assert "--speculate 3" in tgi
+
+
+def test_tgi_and_the_article_rule_say_what_they_do_with_it() -> None:
+    tgi = plan(
+        Scenario(engine="tgi", model=LLAMA_8B, gpu="h100-sxm-80gb", speculative_config=from_tgi_speculate(3)),
+        advise=False,
+    )
+    assert any(n.startswith("--speculate 3: TGI speculates by n-gram") for n in tgi.notes)
+    article = plan(
+        Scenario(engine="article", model=LLAMA_8B, gpu="h100-sxm-80gb", kv_compression_ratio=2.0), advise=False
+    )
+    assert any("not part of the article's rule" in n for n in article.notes)
+    assert article.kv_bytes_per_token == 131_072  # the rule is the article's own, unchanged
+
+
+def test_draft_tensor_parallel_size_must_be_1_or_the_targets() -> None:
+    cfg = parse_speculative_config({"model": DRAFT_1B, "num_speculative_tokens": 5, "draft_tensor_parallel_size": 2})
+    with pytest.raises(InvalidParameterError, match="draft_tensor_parallel_size"):
+        plan(
+            Scenario(model=LLAMA_8B, gpu="h100-sxm-80gb", tensor_parallel_size=4, speculative_config=cfg), advise=False
+        )
