@@ -72,6 +72,11 @@ __all__ = [
 
 #: Default block size on CUDA (``vllm/config/cache.py``).
 DEFAULT_BLOCK_SIZE = 16
+#: DeepSeek-V3.2's sparse MLA kernels page by 64 tokens: FlashMLA-sparse supports only 64
+#: (``FlashMLASparseBackend.get_supported_kernel_block_sizes``, ``vllm/v1/attention/backends/mla/flashmla_sparse.py``),
+#: so the default 16 becomes 64 (``AttentionBackend.get_preferred_block_size``, ``vllm/v1/attention/backend.py``,
+#: vLLM 0.24.0).
+SPARSE_MLA_BLOCK_SIZE = 64
 #: Device memory from which vLLM picks its larger scheduler defaults, unless the GPU is an A100
 #: (``EngineArgs.get_batch_defaults``, ``vllm/engine/arg_utils.py``, v0.24.0: ``device_memory >= 70 GiB and "a100"
 #: not in device_name``).
@@ -434,7 +439,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
     )
     max_num_seqs = scenario.max_num_seqs or seqs_default
     mnbt = scenario.max_num_batched_tokens or mnbt_default
-    block = scenario.block_size or DEFAULT_BLOCK_SIZE
+    block = scenario.block_size or (SPARSE_MLA_BLOCK_SIZE if spec.index_head_dim else DEFAULT_BLOCK_SIZE)
     version = NEWEST_VERSION if scenario.engine_version in (None, "", "latest") else scenario.engine_version
     # auto stays auto in the resolved scenario (advice and links keep it); the plan's max_model_len is the number
     resolved = replace(scenario, max_model_len=scenario.max_model_len if auto else max_len, engine_version=version)

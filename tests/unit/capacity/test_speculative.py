@@ -245,6 +245,7 @@ def test_deepseek_v32_kv_bytes_with_the_indexer(kv_cache_dtype: str, per_token: 
         with_range=False,
     )
     assert p.kv_bytes_per_token == per_token
+    assert p.block_size == 64  # FlashMLA-sparse pages by 64 tokens only (get_supported_kernel_block_sizes)
     assert any("lightning indexer" in n for n in p.notes)
 
 
