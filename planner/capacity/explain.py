@@ -305,8 +305,11 @@ def _concurrency_line(plan: Plan, layout: KvLayout) -> str:
 
 def _bytes_line(layout: KvLayout) -> str:
     per_gpu = layout.kv_bytes_per_token_per_gpu
+    indexer = layout.indexer_bytes_per_token_per_layer
     heads = (
-        "the MLA latent, the same on every GPU"
+        "the MLA latent"
+        + (f" and {indexer} B of the sparse-attention indexer's keys" if indexer else "")
+        + ", the same on every GPU"
         if layout.is_mla
         else f"{layout.kv_heads_per_gpu} of the {layout.num_kv_heads_model} KV heads on each GPU"
     )

@@ -40,6 +40,7 @@ from planner.capacity.engines.vllm_memory import (
 from planner.capacity.kv_cache import (
     KVPool,
     build_pool,
+    indexer_bytes_per_token,
     kv_dtype_bytes,
     kv_groups,
     kv_heads_per_rank,
@@ -790,6 +791,14 @@ def _estimate_max_len(pool: KVPool, profile: VLLMProfile, max_len: int) -> int:
 
 
 def _page_expression(spec: ModelSpec, pool: KVPool, page: int, tp: int) -> str:
+    if spec.is_mla and spec.index_head_dim:
+        indexer = indexer_bytes_per_token(spec)
+        latent = page / pool.block_size - indexer
+        return (
+            f"{pool.block_size} tokens × ({latent:g} B MLA latent"
+            + (" in fp8_ds_mla" if latent < 2 * ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)) else "")
+            + f" + {indexer} B indexer keys)"
+        )
     if spec.is_mla:
         width = (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
         return (
