@@ -424,6 +424,13 @@ def explain(plan: Plan) -> Explanation | None:
         _tokens_line(plan, layout),
         _bytes_line(layout),
     ]
+    ratio = plan.scenario.kv_compression_ratio
+    if ratio:
+        lines.append(
+            f"What-if — not an engine setting: every KV byte above is divided by {ratio:g} for a compression method "
+            "no engine ships (DMS, KVTC-style); vLLM itself would cache "
+            f"{layout.kv_bytes_per_token_per_gpu * ratio:,.0f} B per token per GPU."
+        )
     return Explanation(layout=layout, lines=tuple(lines), longest_fit=_longest_fit(plan, layout))
 
 

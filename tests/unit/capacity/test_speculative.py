@@ -320,3 +320,12 @@ def test_draft_tensor_parallel_size_must_be_1_or_the_targets() -> None:
         plan(
             Scenario(model=LLAMA_8B, gpu="h100-sxm-80gb", tensor_parallel_size=4, speculative_config=cfg), advise=False
         )
+
+
+def test_the_explanation_marks_the_what_if() -> None:
+    from planner.capacity.explain import explain
+
+    p = plan(Scenario(model=LLAMA_8B, gpu="h100-sxm-80gb", max_model_len=8192, kv_compression_ratio=4.0), advise=False)
+    last = explain(p).lines[-1]
+    # 131,072 / 4 = 32,768 planned; vLLM itself would cache 131,072
+    assert last.startswith("What-if — not an engine setting") and "131,072 B per token" in last
