@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import gc
 import importlib.util
@@ -265,6 +266,94 @@ def _load_alt(path: str) -> None:
     PATHS["alt"] = (module.make_client, module.stream_chat)
 
 
+def _tree_rss_bytes() -> int | None:
+    """Resident memory of this process and all its descendants (the embedded Ray's daemons and workers), bytes, from
+    /proc; None elsewhere."""
+    try:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                    children.setdefault(ppid, []).append(int(entry))
+        total, todo = 0, [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            todo += children.get(pid, [])
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        return total
+    except OSError:
+        return None
+
+
+def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[int]) -> None:
+    """The load runner itself (:func:`planner.loadtest.runner.run_load`) in one process and on 1, 2, 4 ... Ray
+    workers (:mod:`planner.loadtest.ray_workers`): the same closed loop of ``--ray-streams`` concurrent requests
+    (the cap split between the workers), ``--ray-requests`` zero-delay requests of ``--tokens`` tokens each."""
+    from planner.loadtest.ray_workers import start_ray
+    from planner.loadtest.runner import run_load
+    from planner.loadtest.settings import LoadSettings
+
+    rss0 = _tree_rss_bytes()
+    t0 = time.perf_counter()
+    start_ray(max(args.ray_workers))
+    init_s = time.perf_counter() - t0
+    rss1 = _tree_rss_bytes()
+    grow = "n/a" if rss0 is None or rss1 is None else f"{(rss1 - rss0) / 2**20:,.0f} MiB"
+    print(f"ray.init (local, no dashboard): {init_s:.1f} s, resident memory of this process tree +{grow}")
+    print(
+        f"{'workers':>8}{'streams':>8}{'done/sent':>11}{'chunks/s':>10}{'CPU µs/chunk':>13}{'gap med µs':>11}"
+        f"{'gap p99 µs':>11}{'srv CPU':>8}{'start s':>8}{'RSS MiB':>9}  per worker"
+    )
+    endpoint = Endpoint("zero", "vllm", urls[0], model="timed-model")
+    for workers in [None, *args.ray_workers]:
+        settings = LoadSettings(
+            num_prompts=args.ray_requests,
+            max_concurrency=args.ray_streams,
+            dataset_name="custom",
+            prompts=(f"cap [tokens={args.tokens}]",),
+            output_len=args.tokens,
+            scrape_metrics=False,
+            duration_s=None,
+            num_workers=workers,
+        )
+        peak: list[int] = []
+
+        def progress(p: Any, peak: list[int] = peak) -> None:
+            if not peak and p.completed + p.failed >= args.ray_requests // 2:  # mid-run: every worker is busy
+                peak.append(_tree_rss_bytes() or 0)
+
+        gc.collect()
+        srv0 = _server_cpu_s(pids)
+        cpu0, t1 = time.process_time(), time.perf_counter()
+        result = asyncio.run(run_load(endpoint, settings, on_progress=progress))
+        wall, cpu = time.perf_counter() - t1, time.process_time() - cpu0
+        srv1 = _server_cpu_s(pids)
+        chunks = sum(len(r.chunks) for r in result.records)
+        client_cpu = sum(result.worker_cpu_s) if workers is not None else cpu
+        gaps_us = [g * 1e6 for g in _gaps(result.records)]
+        gap_med = statistics.median(gaps_us) if gaps_us else None
+        done = sum(r.ok for r in result.records)
+        srv = "n/a" if srv0 is None or srv1 is None else f"{100 * (srv1 - srv0) / result.duration_s:.0f}%"
+        each = ", ".join(
+            f"{n} req/{c:.1f} s CPU" for n, c in zip(result.worker_requests, result.worker_cpu_s, strict=False)
+        )
+        print(
+            f"{'in-proc' if workers is None else workers:>8}{args.ray_streams:>8}"
+            f"{f'{done}/{args.ray_requests}':>11}{_fmt(chunks / result.duration_s):>10}"
+            f"{_fmt(client_cpu / chunks * 1e6 if chunks else None):>13}{_fmt(gap_med):>11}"
+            f"{_fmt(_p99(gaps_us)):>11}{srv:>8}{wall - result.duration_s:>8.1f}"
+            f"{_fmt(peak[0] / 2**20 if peak else None):>9}  {each or '-'}",
+            flush=True,
+        )
+        for line in result.worker_errors:
+            print(f"        {line}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="client capacity against a zero-delay streaming server")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 50, 200, 500, 1000], help="concurrent streams")
@@ -282,7 +371,21 @@ def main() -> int:
         help="an older lean path (make_client, stream_chat) to measure as path 'alt', e.g. the hand-rolled HTTP/1.1 "
         "client: git show <commit>:planner/fast_stream.py > /tmp/old.py",
     )
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="instead: the load runner in one process and on N Ray workers (e.g. 1 2 4), needs requirements-ray.txt",
+    )
+    parser.add_argument("--ray-streams", type=int, default=200, help="--ray-workers: concurrency cap of the run")
+    parser.add_argument("--ray-requests", type=int, default=2000, help="--ray-workers: requests per run")
     args = parser.parse_args()
+    if args.ray_workers:
+        _raise_fd_limit(args.ray_streams)
+        with ZeroDelayServers(args.servers) as servers:
+            _ray_workers(args, servers.urls, servers.pids)
+        return 0
     if args.alt:
         _load_alt(args.alt)
         if "alt" not in args.paths:
