@@ -315,6 +315,7 @@ with st.expander("Load", expanded=True):
         "Ray workers",
         0,
         load_settings.MAX_WORKERS,
+        value=0,
         step=1,
         key="lt.num_workers",
         help="Send the measured requests from N Ray workers, the concurrency cap and the rate split between them "
@@ -359,7 +360,7 @@ try:
         num_runs=int(num_runs),
         sweep_stop=bool(sweep_stop),
         sweep_refine=bool(sweep_refine),
-        num_workers=int(num_workers) or None,
+        num_workers=int(num_workers or 0) or None,
         ray_address=ray_address,
     )
 except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed
