@@ -307,7 +307,7 @@ def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[i
     print(f"ray.init (local, no dashboard): {init_s:.1f} s, resident memory of this process tree +{grow}")
     print(
         f"{'workers':>8}{'streams':>8}{'done/sent':>11}{'chunks/s':>10}{'CPU µs/chunk':>13}{'gap med µs':>11}"
-        f"{'gap p99 µs':>11}{'srv CPU':>8}{'start s':>8}{'RSS MiB':>9}  per worker"
+        f"{'gap p99 µs':>11}{'srv CPU':>8}{'start s':>8}{'RSS MiB':>9}{'driver CPU':>11}  per worker"
     )
     endpoint = Endpoint("zero", "vllm", urls[0], model="timed-model")
     for workers in [None, *args.ray_workers]:
@@ -347,7 +347,7 @@ def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[i
             f"{f'{done}/{args.ray_requests}':>11}{_fmt(chunks / result.duration_s):>10}"
             f"{_fmt(client_cpu / chunks * 1e6 if chunks else None):>13}{_fmt(gap_med):>11}"
             f"{_fmt(_p99(gaps_us)):>11}{srv:>8}{wall - result.duration_s:>8.1f}"
-            f"{_fmt(peak[0] / 2**20 if peak else None):>9}  {each or '-'}",
+            f"{_fmt(peak[0] / 2**20 if peak else None):>9}{f'{cpu:.1f} s':>11}  {each or '-'}",
             flush=True,
         )
         for line in result.worker_errors:

@@ -158,6 +158,7 @@ class LoadWorker:
         self._points: list[tuple[float, int]] = []
         self._sent = 0
         self._start_s: float | None = None
+        self._drained: set[int] = set()
 
     async def ready(self) -> tuple[str, int]:
         """``(host name, process id)`` once the actor is up."""
@@ -175,7 +176,8 @@ class LoadWorker:
         secrets: Mapping[str, Any] | None,
     ) -> SentShare:
         """Send ``threads`` from the wall-clock time ``start_wall_s`` (``time.time()``) with a cap of
-        ``max_concurrency``; the share's times are on this process's ``perf_counter``."""
+        ``max_concurrency``; the share's times are on this process's ``perf_counter``, its ``finished`` only the
+        records no poll has taken (each record crosses to the driver once)."""
         self._start_s = time.perf_counter() + (start_wall_s - time.time())
         client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=settings.timeout_s, secrets=secrets)
 
@@ -183,7 +185,7 @@ class LoadWorker:
             self._points.append((t_s, n))
 
         try:
-            return await send_share(
+            share = await send_share(
                 endpoint,
                 info,
                 settings,
@@ -200,11 +202,13 @@ class LoadWorker:
             )
         finally:
             await client.close()
+        return replace(share, finished=tuple((i, r) for i, r in share.finished if i not in self._drained))
 
     async def drain(self) -> tuple[float | None, list[tuple[int, RequestRecord]], list[tuple[float, int]], int]:
         """What happened since the last poll: ``(start perf_counter, records, in-flight points, sent so far)``."""
         records, points = self._records, self._points
         self._records, self._points = [], []
+        self._drained.update(i for i, _ in records)
         return self._start_s, records, points, self._sent
 
     async def cancel(self) -> None:
