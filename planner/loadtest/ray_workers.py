@@ -106,6 +106,8 @@ def start_ray(num_workers: int, address: str | None = None) -> Any:
     if ray.is_initialized():
         return ray
     address = configured_address(address)
+    if address is not None:
+        _check_reachable(address)
     try:
         if address is None:
             ray.init(
@@ -121,6 +123,22 @@ def start_ray(num_workers: int, address: str | None = None) -> Any:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise RayUnavailableError(f"could not start {where}: {one_line(exc, 200)}") from exc
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once on a ``HOST:PORT`` (or ``ray://HOST:PORT``) nothing answers on: Ray itself retries a missing
+    cluster for a minute or more. Other forms (``auto``) are left to Ray.
+
+    Raises:
+        RayUnavailableError: the address does not accept a TCP connection within 5 s.
+    """
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5.0).close()
+    except OSError as exc:
+        raise RayUnavailableError(f"the Ray cluster at {address} cannot be reached: {one_line(exc, 120)}") from exc
 
 
 def split_threads(
