@@ -80,8 +80,31 @@ path most of the remaining CPU is the project's own per-event work shared with t
 (``planner.serving.streaming.normalize_payload``, ``StreamRecorder.payload``, ``SSEDecoder.feed``, ``json.loads``: ~60 %
 in cProfile at 200 streams), not the HTTP client.
 
+``--ray-workers 1 2 4`` measures instead the load runner itself (:func:`planner.loadtest.runner.run_load`, records
+and metrics included) in one process and on 1, 2, 4 Ray workers (:mod:`planner.loadtest.ray_workers`): a closed loop
+of ``--ray-streams`` (200) requests in flight, ``--ray-requests`` (2,000) zero-delay requests of ``--tokens`` tokens.
+Columns: chunks/s (token chunks ÷ the run's duration), CPU µs/chunk (the workers' process CPU, each measured in the
+worker over its send loop, ÷ chunks; in one process, this process's CPU over the whole run), chunk gap median/p99,
+server CPU, start s (wall time outside the measured duration: discovery, and the workers' start), RSS MiB (this process
+and all its descendants, Ray's daemons and workers included, read mid-run), driver CPU (this process's CPU over the
+run). Measured 2026-12-02 on this 2-core machine shared with other jobs (load average ~3), two runs:
+
+    workers  chunks/s      CPU µs/chunk  gap med/p99 µs   start s    RSS MiB      driver CPU
+    in-proc  9,939–13,079  84–97         26–27/83–106     1.2        917–918      7.2 s
+    1        7,549–7,727   83–92         26/124–129       5.9–6.2    1,132        1.9 s
+    2        7,469–8,809   96–104        27–28/167–281    9.9–11.2   1,263–1,271  1.9 s
+    4        8,244–8,677   106           26/2,667–3,519   19.6–21.0  1,673–1,688  2.0 s
+
+    ray.init (local, no dashboard): 10.6–13.8 s, +777–778 MiB resident
+
+On two cores the workers, the driver (≈1 ms CPU per request to receive the records), Ray's daemons and the other jobs
+share the CPU, so more workers give no more chunks per second and 4 time-slice (p99 gap in ms); the per-chunk cost on
+a worker is the one-process cost. On a cluster: the per-worker figures times the workers (README, "Beyond one client
+machine").
+
 Usage: ``python bench/client_capacity.py [--quick] [--levels 1 50 200 500 1000] [--min-requests 400]
-[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]``; exits 0.
+[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]
+[--ray-workers 1 2 4 [--ray-streams 200] [--ray-requests 2000]]``; exits 0.
 ``--quick`` runs levels 1, 200, 1000 only. ``--alt FILE`` adds path ``alt``: a module with ``make_client`` and
 ``stream_chat`` functions of an older lean path (e.g. ``git show <commit>:planner/fast_stream.py > /tmp/hand.py``
 from before the backends existed), to compare it with the current one in one run.
