@@ -186,3 +186,15 @@ def test_a_stop_ends_every_worker(local_ray, slow_server):
     assert sent <= len(result.records) + result.cancelled
     time.sleep(0.5)
     assert len(_bodies(slow_server)) == sent
+
+
+def test_the_cli_runs_on_workers_and_saves_their_counts(local_ray, fast_server, tmp_path, capsys):
+    from planner.cli.main import main
+
+    out = tmp_path / "run.json"
+    argv = ["bench", "--endpoint", f"vllm:{fast_server.url}", "--num-prompts", "6", "--concurrency", "2"]
+    argv += ["--output-len", "4", "--input-sizing", "words", "--no-scrape-metrics", "--workers", "2"]
+    assert main([*argv, "--save-result", str(out)]) == 0
+    assert "Ray workers: 2 (requests per worker: 3, 3)" in capsys.readouterr().out
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert (saved["planner_num_workers"], saved["planner_worker_requests"], saved["completed"]) == (2, [3, 3], 6)
