@@ -388,7 +388,8 @@ async def send_on_ray(
         cancelled = False
         stopper = asyncio.ensure_future(stop.wait())
         while pending:
-            done, pending = await asyncio.wait(pending | {stopper}, timeout=POLL_S, return_when=asyncio.FIRST_COMPLETED)
+            waits = pending | ({stopper} if not cancelled else set())  # a set stop would end every wait at once
+            done, pending = await asyncio.wait(waits, timeout=POLL_S, return_when=asyncio.FIRST_COMPLETED)
             pending.discard(stopper)
             if stop.is_set() and not cancelled:
                 cancelled = True
@@ -408,8 +409,6 @@ async def send_on_ray(
                 merge.sent[k] = share.sent
                 tell(merge.take(k, share.start_s, share.finished))
             await asyncio.gather(*(poll(k) for k in runs.values() if merge.final[k] is None and k not in merge.died))
-            if not done:
-                await asyncio.sleep(0)
         stopper.cancel()
         return _merged(merge, settings, start_s)
     finally:
