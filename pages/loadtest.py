@@ -15,6 +15,7 @@ from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.links import loadtest as loadtest_state
+from planner.loadtest import ray_workers
 from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
@@ -309,6 +310,18 @@ with st.expander("Load", expanded=True):
         disabled=mode != "sweep",
         help="Add the level between the last growing level and the first saturated one.",
     )
+    ray_address = ray_workers.configured_address()
+    num_workers = c[3].number_input(
+        "Ray workers",
+        0,
+        load_settings.MAX_WORKERS,
+        value=0,
+        step=1,
+        key="lt.num_workers",
+        help="Send the measured requests from N Ray workers, the concurrency cap and the rate split between them "
+        f"(0 = one process on this machine); on {'the cluster at ' + ray_address if ray_address else 'this machine'}"
+        " (set RAY_ADDRESS for a cluster). Needs requirements-ray.txt.",
+    )
 goodput_error = None
 try:
     slos = load_settings.parse_goodput(goodput)
@@ -347,6 +360,8 @@ try:
         num_runs=int(num_runs),
         sweep_stop=bool(sweep_stop),
         sweep_refine=bool(sweep_refine),
+        num_workers=int(num_workers or 0) or None,
+        ray_address=ray_address,
     )
 except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed
     st.error(f"Cannot run: {exc}")
