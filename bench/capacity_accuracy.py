@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))  # the script runs from bench/; the planner packag
 from planner.capacity.engines.vllm_fitted import leave_out  # noqa: E402
 from planner.capacity.plan import plan  # noqa: E402
 from planner.capacity.scenario import Scenario  # noqa: E402
+from planner.capacity.speculative import parse_speculative_config  # noqa: E402
 from planner.catalog.gpus import GPU, get_gpu  # noqa: E402
 from planner.cli.plan import add_scenario_arguments, scenario_from_args  # noqa: E402
 from planner.errors import PlannerError  # noqa: E402
@@ -68,12 +69,23 @@ QUANT_FLAGS = {
     "fp8 (runtime, --quantization fp8)": "fp8",
     "bitsandbytes 4-bit (fp4)": "bitsandbytes",
 }
-#: The H200 servers of bench/data/h200_sweeps scored here: folder and the model it served. The two speculative-
-#: decoding servers (llama-3.1-8b-spec, llama-3.1-8b-eagle3) are left out: the planner does not model draft models.
-SWEEP_SERVERS = {
-    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
-    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B-Instruct-2507",
-    "qwen2.5-32b": "Qwen/Qwen2.5-32B-Instruct",
+#: The H200 servers of bench/data/h200_sweeps scored here: folder, the model it served and its
+#: ``--speculative-config`` (bench/h200/sweep_campaign.py; the draft's local folder is the catalog's config of that
+#: model, the synthetic-acceptance keys change no memory). The EAGLE-3 server loaded dummy weights, so vLLM shared the
+#: target's LM head with the head (no ``lm_head`` weight name was loaded); the plan counts the real checkpoint's own
+#: 32,000-token head (0.24 GiB), so its KV comes out that much lower than the log.
+SWEEP_SERVERS: dict[str, tuple[str, str | None]] = {
+    "llama-3.1-8b": ("meta-llama/Llama-3.1-8B-Instruct", None),
+    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B-Instruct-2507", None),
+    "qwen2.5-32b": ("Qwen/Qwen2.5-32B-Instruct", None),
+    "llama-3.1-8b-spec": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}',
+    ),
+    "llama-3.1-8b-eagle3": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+    ),
 }
 #: Every sweep server's flags (bench/data/h200_sweeps/README.md).
 SWEEP_FLAGS = {
@@ -293,13 +305,19 @@ def h200_records() -> list[dict]:
                 "source": "vllm.LLM, eager",
             }
         )
-    for folder, model in SWEEP_SERVERS.items():
+    for folder, (model, speculative) in SWEEP_SERVERS.items():
         text = gzip.decompress((SWEEPS / folder / "server.log.gz").read_bytes()).decode(errors="replace")
         kv = re.search(r"Available KV cache memory: ([\d.]+) GiB", text)
         weights = re.search(r"Model loading took ([\d.]+) GiB", text)
         if kv is None or weights is None:
             continue
-        scenario = Scenario(model=model, gpu=H200, engine_version="0.24.0", **SWEEP_FLAGS)
+        scenario = Scenario(
+            model=model,
+            gpu=H200,
+            engine_version="0.24.0",
+            speculative_config=None if speculative is None else parse_speculative_config(speculative),
+            **SWEEP_FLAGS,
+        )
         out.append(
             {
                 "key": f"h200:{folder}",

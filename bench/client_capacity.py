@@ -80,8 +80,31 @@ path most of the remaining CPU is the project's own per-event work shared with t
 (``planner.serving.streaming.normalize_payload``, ``StreamRecorder.payload``, ``SSEDecoder.feed``, ``json.loads``: ~60 %
 in cProfile at 200 streams), not the HTTP client.
 
+``--ray-workers 1 2 4`` measures instead the load runner itself (:func:`planner.loadtest.runner.run_load`, records
+and metrics included) in one process and on 1, 2, 4 Ray workers (:mod:`planner.loadtest.ray_workers`): a closed loop
+of ``--ray-streams`` (200) requests in flight, ``--ray-requests`` (2,000) zero-delay requests of ``--tokens`` tokens.
+Columns: chunks/s (token chunks ÷ the run's duration), CPU µs/chunk (the workers' process CPU, each measured in the
+worker over its send loop, ÷ chunks; in one process, this process's CPU over the whole run), chunk gap median/p99,
+server CPU, start s (wall time outside the measured duration: discovery, and the workers' start), RSS MiB (this process
+and all its descendants, Ray's daemons and workers included, read mid-run), driver CPU (this process's CPU over the
+run). Measured 2026-12-02 on this 2-core machine shared with other jobs (load average ~3), two runs:
+
+    workers  chunks/s      CPU µs/chunk  gap med/p99 µs   start s    RSS MiB      driver CPU
+    in-proc  9,939–13,079  84–97         26–27/83–106     1.2        917–918      7.2 s
+    1        7,549–7,727   83–92         26/124–129       5.9–6.2    1,132        1.9 s
+    2        7,469–8,809   96–104        27–28/167–281    9.9–11.2   1,263–1,271  1.9 s
+    4        8,244–8,677   106           26/2,667–3,519   19.6–21.0  1,673–1,688  2.0 s
+
+    ray.init (local, no dashboard): 10.6–13.8 s, +777–778 MiB resident
+
+On two cores the workers, the driver (≈1 ms CPU per request to receive the records), Ray's daemons and the other jobs
+share the CPU, so more workers give no more chunks per second and 4 time-slice (p99 gap in ms); the per-chunk cost on
+a worker is the one-process cost. On a cluster: the per-worker figures times the workers (README, "Beyond one client
+machine").
+
 Usage: ``python bench/client_capacity.py [--quick] [--levels 1 50 200 500 1000] [--min-requests 400]
-[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]``; exits 0.
+[--tokens 64] [--paced-tokens 16] [--tick-ms 200] [--servers 1] [--paths openai lean] [--alt FILE]
+[--ray-workers 1 2 4 [--ray-streams 200] [--ray-requests 2000]]``; exits 0.
 ``--quick`` runs levels 1, 200, 1000 only. ``--alt FILE`` adds path ``alt``: a module with ``make_client`` and
 ``stream_chat`` functions of an older lean path (e.g. ``git show <commit>:planner/fast_stream.py > /tmp/hand.py``
 from before the backends existed), to compare it with the current one in one run.
@@ -91,6 +114,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import gc
 import importlib.util
@@ -265,6 +289,94 @@ def _load_alt(path: str) -> None:
     PATHS["alt"] = (module.make_client, module.stream_chat)
 
 
+def _tree_rss_bytes() -> int | None:
+    """Resident memory of this process and all its descendants (the embedded Ray's daemons and workers), bytes, from
+    /proc; None elsewhere."""
+    try:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                    children.setdefault(ppid, []).append(int(entry))
+        total, todo = 0, [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            todo += children.get(pid, [])
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        return total
+    except OSError:
+        return None
+
+
+def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[int]) -> None:
+    """The load runner itself (:func:`planner.loadtest.runner.run_load`) in one process and on 1, 2, 4 ... Ray
+    workers (:mod:`planner.loadtest.ray_workers`): the same closed loop of ``--ray-streams`` concurrent requests
+    (the cap split between the workers), ``--ray-requests`` zero-delay requests of ``--tokens`` tokens each."""
+    from planner.loadtest.ray_workers import start_ray
+    from planner.loadtest.runner import run_load
+    from planner.loadtest.settings import LoadSettings
+
+    rss0 = _tree_rss_bytes()
+    t0 = time.perf_counter()
+    start_ray(max(args.ray_workers))
+    init_s = time.perf_counter() - t0
+    rss1 = _tree_rss_bytes()
+    grow = "n/a" if rss0 is None or rss1 is None else f"{(rss1 - rss0) / 2**20:,.0f} MiB"
+    print(f"ray.init (local, no dashboard): {init_s:.1f} s, resident memory of this process tree +{grow}")
+    print(
+        f"{'workers':>8}{'streams':>8}{'done/sent':>11}{'chunks/s':>10}{'CPU µs/chunk':>13}{'gap med µs':>11}"
+        f"{'gap p99 µs':>11}{'srv CPU':>8}{'start s':>8}{'RSS MiB':>9}{'driver CPU':>11}  per worker"
+    )
+    endpoint = Endpoint("zero", "vllm", urls[0], model="timed-model")
+    for workers in [None, *args.ray_workers]:
+        settings = LoadSettings(
+            num_prompts=args.ray_requests,
+            max_concurrency=args.ray_streams,
+            dataset_name="custom",
+            prompts=(f"cap [tokens={args.tokens}]",),
+            output_len=args.tokens,
+            scrape_metrics=False,
+            duration_s=None,
+            num_workers=workers,
+        )
+        peak: list[int] = []
+
+        def progress(p: Any, peak: list[int] = peak) -> None:
+            if not peak and p.completed + p.failed >= args.ray_requests // 2:  # mid-run: every worker is busy
+                peak.append(_tree_rss_bytes() or 0)
+
+        gc.collect()
+        srv0 = _server_cpu_s(pids)
+        cpu0, t1 = time.process_time(), time.perf_counter()
+        result = asyncio.run(run_load(endpoint, settings, on_progress=progress))
+        wall, cpu = time.perf_counter() - t1, time.process_time() - cpu0
+        srv1 = _server_cpu_s(pids)
+        chunks = sum(len(r.chunks) for r in result.records)
+        client_cpu = sum(result.worker_cpu_s) if workers is not None else cpu
+        gaps_us = [g * 1e6 for g in _gaps(result.records)]
+        gap_med = statistics.median(gaps_us) if gaps_us else None
+        done = sum(r.ok for r in result.records)
+        srv = "n/a" if srv0 is None or srv1 is None else f"{100 * (srv1 - srv0) / result.duration_s:.0f}%"
+        each = ", ".join(
+            f"{n} req/{c:.1f} s CPU" for n, c in zip(result.worker_requests, result.worker_cpu_s, strict=False)
+        )
+        print(
+            f"{'in-proc' if workers is None else workers:>8}{args.ray_streams:>8}"
+            f"{f'{done}/{args.ray_requests}':>11}{_fmt(chunks / result.duration_s):>10}"
+            f"{_fmt(client_cpu / chunks * 1e6 if chunks else None):>13}{_fmt(gap_med):>11}"
+            f"{_fmt(_p99(gaps_us)):>11}{srv:>8}{wall - result.duration_s:>8.1f}"
+            f"{_fmt(peak[0] / 2**20 if peak else None):>9}{f'{cpu:.1f} s':>11}  {each or '-'}",
+            flush=True,
+        )
+        for line in result.worker_errors:
+            print(f"        {line}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="client capacity against a zero-delay streaming server")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 50, 200, 500, 1000], help="concurrent streams")
@@ -282,7 +394,21 @@ def main() -> int:
         help="an older lean path (make_client, stream_chat) to measure as path 'alt', e.g. the hand-rolled HTTP/1.1 "
         "client: git show <commit>:planner/fast_stream.py > /tmp/old.py",
     )
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="instead: the load runner in one process and on N Ray workers (e.g. 1 2 4), needs requirements-ray.txt",
+    )
+    parser.add_argument("--ray-streams", type=int, default=200, help="--ray-workers: concurrency cap of the run")
+    parser.add_argument("--ray-requests", type=int, default=2000, help="--ray-workers: requests per run")
     args = parser.parse_args()
+    if args.ray_workers:
+        _raise_fd_limit(args.ray_streams)
+        with ZeroDelayServers(args.servers) as servers:
+            _ray_workers(args, servers.urls, servers.pids)
+        return 0
     if args.alt:
         _load_alt(args.alt)
         if "alt" not in args.paths:

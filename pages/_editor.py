@@ -47,6 +47,12 @@ from planner.capacity.scenario import (
     QUANTIZATION_CHOICES,
     Scenario,
 )
+from planner.capacity.speculative import (
+    MAX_SPECULATIVE_TOKENS,
+    SPECULATIVE_METHODS,
+    SpeculativeConfig,
+    parse_speculative_config,
+)
 from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
 from planner.catalog.hub import ResolvedModel, describe, model_from_config
 from planner.catalog.models import model_ids
@@ -64,8 +70,12 @@ _DEFAULT = Scenario()
 #: The "auto" box beside the max model length (vLLM only): a widget of its own, not a Scenario field; ticked, the
 #: scenario's max_model_len is MAX_MODEL_LEN_AUTO.
 _AUTO = "max_model_len_auto"
-#: Every widget name of a column: the Scenario fields and the auto box.
-_WIDGET_NAMES = (*(f.name for f in fields(Scenario)), _AUTO)
+#: The speculative-decoding widgets (not Scenario fields): method ("off" = none), draft model, tokens. Their
+#: SpeculativeConfig is kept under the scenario field's own key, so a link's other vLLM keys survive unedited.
+_SPEC_METHOD, _SPEC_MODEL, _SPEC_TOKENS = "spec_method", "spec_model", "spec_tokens"
+_SPEC_OFF = "off"
+#: Every widget name of a column: the Scenario fields, the auto box and the speculative-decoding widgets.
+_WIDGET_NAMES = (*(f.name for f in fields(Scenario)), _AUTO, _SPEC_METHOD, _SPEC_MODEL, _SPEC_TOKENS)
 _ENGINE_NAMES = {"vllm": "vLLM", "tgi": "TGI", "article": "Article rule of thumb"}
 _SERVER_FIELDS = (
     "tensor_parallel_size",
@@ -83,9 +93,10 @@ _SERVER_FIELDS = (
 )
 _TGI_FIELDS = ("max_input_tokens", "max_total_tokens", "max_batch_prefill_tokens", "cuda_memory_fraction")
 _ARTICLE_FIELDS = ("params_b", "num_layers", "num_kv_heads", "head_dim", "gpu_memory_gb", "weight_quant", "kv_quant")
+_WHAT_IF_FIELDS = ("speculative_config", "kv_compression_ratio")
 _FIELDS_BY_ENGINE = {
-    "vllm": set(_SERVER_FIELDS) | {"entry_point"},
-    "tgi": set(_SERVER_FIELDS) | set(_TGI_FIELDS),
+    "vllm": set(_SERVER_FIELDS) | {"entry_point"} | set(_WHAT_IF_FIELDS),
+    "tgi": set(_SERVER_FIELDS) | set(_TGI_FIELDS) | set(_WHAT_IF_FIELDS),
     "article": set(_ARTICLE_FIELDS),
 }
 
@@ -106,7 +117,13 @@ def _to_widget(name: str, value: object) -> object:
         return None  # auto is the box beside it
     if name in ("weight_quant", "kv_quant"):
         return value or "fp16"
-    if name in ("gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb") and value is not None:
+    if name in (
+        "gpu_memory_utilization",
+        "cuda_memory_fraction",
+        "params_b",
+        "gpu_memory_gb",
+        "kv_compression_ratio",
+    ) and (value is not None):
         return float(value)
     return value
 
@@ -139,6 +156,18 @@ def seed(index: int, scenario: Scenario, *, overwrite: bool) -> None:
         st.session_state[auto_key] = auto
     elif auto_key not in st.session_state:
         st.session_state[auto_key] = memory.get(_AUTO, auto)
+    cfg = scenario.speculative_config
+    spec_values = {
+        _SPEC_METHOD: _SPEC_OFF if cfg is None else cfg.method,
+        _SPEC_MODEL: "" if cfg is None or cfg.model is None else cfg.model,
+        _SPEC_TOKENS: 5 if cfg is None else cfg.num_speculative_tokens,
+    }
+    for name, value in spec_values.items():
+        key = widget_key(index, name)
+        if overwrite:
+            st.session_state[key] = value
+        elif key not in st.session_state:
+            st.session_state[key] = memory.get(name, value)
 
 
 def _config_text(index: int) -> str:
@@ -376,10 +405,69 @@ def edit_scenario(index: int) -> Scenario:
                     help="vllm serve and the offline vllm.LLM class default to different max_num_seqs and "
                     "max_num_batched_tokens, which size the profile run.",
                 )
+    if engine != "article":
+        _speculative_input(k, engine)
+        st.number_input(
+            "What-if KV compression ratio",
+            min_value=1.0,
+            max_value=64.0,
+            step=0.5,
+            key=k("kv_compression_ratio"),
+            placeholder="none",
+            help="What-if — not an engine setting: KV bytes divided by this, for a KV-cache compression no engine "
+            "ships (the article's DMS, KVTC-style). The launch command says it leaves it out.",
+        )
     _remember(index)
     scenario = _collect(index, engine, gpu, used, uploaded)
     _forget_hidden(index, drawn)
     return scenario
+
+
+def _speculative_input(k: Callable[[str], str], engine: str) -> None:
+    """The "Speculative decoding" expander: method, draft model and tokens; the configuration they make (or None) is
+    stored under the ``speculative_config`` key, and a bad one gives one error line and is not planned."""
+    methods = (_SPEC_OFF, *SPECULATIVE_METHODS) if engine == "vllm" else (_SPEC_OFF, "ngram")
+    if st.session_state.get(k(_SPEC_METHOD)) not in methods:
+        st.session_state[k(_SPEC_METHOD)] = _SPEC_OFF  # a vLLM method under TGI: TGI has n-gram only
+    with st.expander("Speculative decoding", expanded=st.session_state[k(_SPEC_METHOD)] != _SPEC_OFF):
+        method = st.selectbox(
+            "Method" if engine == "vllm" else "--speculate",
+            methods,
+            key=k(_SPEC_METHOD),
+            help="vLLM's --speculative-config method: a draft model, an EAGLE / EAGLE-3 head, the model's own MTP "
+            "layers, or n-gram prompt lookup (no memory). TGI: --speculate N (n-gram or the checkpoint's Medusa).",
+        )
+        needs_model = method in ("draft_model", "eagle", "eagle3")
+        model = st.text_input(
+            "Draft model or head",
+            key=k(_SPEC_MODEL),
+            disabled=not needs_model,
+            placeholder="meta-llama/Llama-3.2-1B-Instruct" if needs_model else "not used by this method",
+            help="A catalog id (meta-llama/Llama-3.2-1B-Instruct, yuhuili/EAGLE3-LLaMA3.1-Instruct-8B) or any Hugging "
+            "Face repo id.",
+        )
+        tokens = st.number_input("num_speculative_tokens", 1, MAX_SPECULATIVE_TOKENS, step=1, key=k(_SPEC_TOKENS))
+        kept = st.session_state.get(k("speculative_config"))
+        config = None
+        if method != _SPEC_OFF:
+            given = {"method": method, "num_speculative_tokens": int(tokens)}
+            if needs_model and model.strip():
+                given["model"] = model.strip()
+            try:
+                config = parse_speculative_config(given)
+            except PlannerError as exc:
+                st.error(f"Speculative decoding not planned: {exc}")
+            # unchanged from a link's configuration: keep its other vLLM keys
+            if (
+                isinstance(kept, SpeculativeConfig)
+                and config is not None
+                and (
+                    (kept.method, kept.model, kept.num_speculative_tokens)
+                    == (config.method, config.model, config.num_speculative_tokens)
+                )
+            ):
+                config = kept
+        st.session_state[k("speculative_config")] = config
 
 
 def _config_input(index: int) -> ResolvedModel | None:

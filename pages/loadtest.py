@@ -15,6 +15,7 @@ from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.links import loadtest as loadtest_state
+from planner.loadtest import ray_workers
 from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
@@ -288,7 +289,7 @@ with st.expander("Load", expanded=True):
         help="Empty the server's prefix cache first (vLLM POST /reset_prefix_cache, which needs "
         "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
     )
-    c = st.columns([1, 2, 2, 2])
+    c = st.columns([1, 2, 2, 2, 2])
     num_runs = c[0].number_input(
         "repeats",
         1,
@@ -311,7 +312,19 @@ with st.expander("Load", expanded=True):
         disabled=mode != "sweep",
         help="Add the level between the last growing level and the first saturated one.",
     )
-    batching = c[3].selectbox(
+    ray_address = ray_workers.configured_address()
+    num_workers = c[3].number_input(
+        "Ray workers",
+        0,
+        load_settings.MAX_WORKERS,
+        value=0,
+        step=1,
+        key="lt.num_workers",
+        help="Send the measured requests from N Ray workers, the concurrency cap and the rate split between them "
+        f"(0 = one process on this machine); on {'the cluster at ' + ray_address if ray_address else 'this machine'}"
+        " (set RAY_ADDRESS for a cluster). Needs requirements-ray.txt.",
+    )
+    batching = c[4].selectbox(
         "batching",
         load_settings.BATCHINGS,
         key=W["batching"],
@@ -357,6 +370,8 @@ try:
         num_runs=int(num_runs),
         sweep_stop=bool(sweep_stop),
         sweep_refine=bool(sweep_refine),
+        num_workers=int(num_workers or 0) or None,
+        ray_address=ray_address,
         batching=batching,
     )
 except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "InvalidParameterError",
     "PlannerError",
+    "RayUnavailableError",
     "UnknownGPUError",
     "UnknownModelError",
     "UnsupportedModelError",
@@ -33,6 +34,11 @@ class InvalidParameterError(PlannerError, ValueError):
         if len(shown) > 80:
             shown = shown[:77] + "..."
         super().__init__(f"{name}={shown} is not valid: expected {accepted}")
+
+
+class RayUnavailableError(PlannerError):
+    """A run asked for Ray workers and Ray is not installed, its cluster cannot be reached, or the workers cannot
+    be placed; the message says which and what to do (e.g. ``pip install -r requirements-ray.txt``)."""
 
 
 class UnknownGPUError(PlannerError, LookupError):

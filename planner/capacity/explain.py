@@ -305,14 +305,22 @@ def _concurrency_line(plan: Plan, layout: KvLayout) -> str:
 
 def _bytes_line(layout: KvLayout) -> str:
     per_gpu = layout.kv_bytes_per_token_per_gpu
+    indexer = layout.indexer_bytes_per_token_per_layer
     heads = (
-        "the MLA latent, the same on every GPU"
+        "the MLA latent"
+        + (f" and {indexer} B of the sparse-attention indexer's keys" if indexer else "")
+        + ", the same on every GPU"
         if layout.is_mla
         else f"{layout.kv_heads_per_gpu} of the {layout.num_kv_heads_model} KV heads on each GPU"
     )
+    # a speculative draft's layers add to the target's in every block (KvLayout.draft_bytes_per_token_per_gpu)
+    draft = layout.draft_bytes_per_token_per_gpu
+    target = per_gpu - draft
     line = (
         f"KV bytes per token: {per_gpu:,.0f} B per GPU ({layout.num_layers_per_gpu} layers × "
-        f"{per_gpu / max(1, layout.num_layers_per_gpu):,.0f} B, {heads})"
+        f"{target / max(1, layout.num_layers_per_gpu):,.0f} B, {heads}"
+        + (f"; plus the speculative draft's {draft:,.0f} B" if draft else "")
+        + ")"
     )
     if layout.kv_heads_replicated:
         copies = layout.tensor_parallel_size // layout.num_kv_heads_model
@@ -416,6 +424,13 @@ def explain(plan: Plan) -> Explanation | None:
         _tokens_line(plan, layout),
         _bytes_line(layout),
     ]
+    ratio = plan.scenario.kv_compression_ratio
+    if ratio:
+        lines.append(
+            f"What-if — not an engine setting: every KV byte above is divided by {ratio:g} for a compression method "
+            "no engine ships (DMS, KVTC-style); vLLM itself would cache "
+            f"{layout.kv_bytes_per_token_per_gpu * ratio:,.0f} B per token per GPU."
+        )
     return Explanation(layout=layout, lines=tuple(lines), longest_fit=_longest_fit(plan, layout))
 
 

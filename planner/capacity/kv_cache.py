@@ -30,9 +30,11 @@ __all__ = [
     "KV_CACHE_DTYPES",
     "KVGroup",
     "KVPool",
+    "indexer_bytes_per_token",
     "kv_dtype_bytes",
     "kv_groups",
     "kv_heads_per_rank",
+    "mla_bytes_per_token",
     "page_bytes_per_layer",
 ]
 
@@ -63,10 +65,40 @@ def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
     return max(1, num_kv_heads // tp)
 
 
+#: Elements of DeepSeek-V3.2's fp8 caches that share one float32 scale: the indexer's keys
+#: (``Indexer.quant_block_size``, ``vllm/model_executor/models/deepseek_v2.py``) and the latent of ``fp8_ds_mla``.
+FP8_SCALE_BLOCK = 128
+
+
+def mla_bytes_per_token(spec: ModelSpec, dtype_bytes: float) -> float:
+    """One MLA layer's cached bytes per token: ``(kv_lora_rank + qk_rope_head_dim) · dtype_bytes``; for DeepSeek-V3.2
+    (``index_head_dim`` set) under an fp8 KV cache the ``fp8_ds_mla`` layout: the latent in fp8 with one float32
+    scale per 128, the rope part kept in bf16: 512 + 16 + 128 = 656 B (``MLAAttentionSpec.real_page_size_bytes``,
+    ``vllm/v1/kv_cache_interface.py``, and ``flashmla_sparse.py``, vLLM 0.24.0)."""
+    latent, rope = spec.kv_lora_rank or 0, spec.qk_rope_head_dim or 0
+    if spec.index_head_dim and dtype_bytes == 1:
+        return latent + latent // FP8_SCALE_BLOCK * 4 + rope * 2
+    return (latent + rope) * dtype_bytes
+
+
+def indexer_bytes_per_token(spec: ModelSpec) -> int:
+    """DeepSeek-V3.2's lightning-indexer key cache per token per layer: ``index_head_dim`` fp8 values and one float32
+    scale per 128 of them, stored as uint8 whatever ``--kv-cache-dtype`` says: 128 + 4 = 132 B
+    (``DeepseekV32IndexerCache(head_dim=head_dim + head_dim // quant_block_size * 4, dtype=torch.uint8)``,
+    ``vllm/model_executor/models/deepseek_v2.py``, vLLM 0.24.0); 0 for other models."""
+    if not spec.index_head_dim:
+        return 0
+    return spec.index_head_dim + spec.index_head_dim // FP8_SCALE_BLOCK * 4
+
+
 def page_bytes_per_layer(spec: ModelSpec, *, tp: int, block_size: int, dtype_bytes: float) -> int:
-    """Bytes of one layer's KV page holding ``block_size`` tokens on one TP rank."""
+    """Bytes of one layer's KV page holding ``block_size`` tokens on one TP rank.
+
+    MLA: :func:`mla_bytes_per_token` plus, on DeepSeek-V3.2, :func:`indexer_bytes_per_token` (the indexer's cache
+    is an ``MLAAttentionSpec`` of its own in the same KV-cache group, so its page adds to the layer's).
+    """
     if spec.is_mla:
-        return int(block_size * ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)) * dtype_bytes)
+        return int(block_size * (mla_bytes_per_token(spec, dtype_bytes) + indexer_bytes_per_token(spec)))
     heads = kv_heads_per_rank(spec.num_kv_heads, tp)
     return int(block_size * heads * (spec.head_dim + spec.v_head_dim) * dtype_bytes)
 
@@ -121,6 +153,8 @@ class KVPool:
         group_size: layers sharing one pool (all layers for uniform models).
         num_blocks: blocks per pool ("num_gpu_blocks").
         max_num_batched_tokens: prefill chunk, which bounds what a sliding window must keep.
+        extra_page_bytes: bytes every block id also holds for a speculative draft's layers (their KV-cache specs
+            join the target's groups in vLLM 0.24.0, :mod:`planner.capacity.speculative`); 0 without a draft.
     """
 
     block_size: int
@@ -129,6 +163,7 @@ class KVPool:
     group_size: int
     num_blocks: int
     max_num_batched_tokens: int
+    extra_page_bytes: int = 0
 
     @property
     def num_kv_groups(self) -> int:
@@ -138,7 +173,8 @@ class KVPool:
     @property
     def bytes_per_token(self) -> float:
         """KV bytes one token adds on this rank if every layer cached it (full attention)."""
-        return self.page_bytes / self.block_size * sum(g.num_layers for g in self.groups)
+        layers = sum(g.num_layers for g in self.groups)
+        return (self.page_bytes * layers + self.extra_page_bytes) / self.block_size
 
     @property
     def tokens(self) -> int:
@@ -181,6 +217,7 @@ def build_pool(
     page_bytes: int,
     block_size: int,
     max_num_batched_tokens: int,
+    extra_page_bytes: int = 0,
 ) -> KVPool:
     """Lay out ``available_bytes`` of KV memory in blocks as vLLM V1 does (see module docstring).
 
@@ -190,11 +227,13 @@ def build_pool(
         page_bytes: one layer's page (from :func:`page_bytes_per_layer`).
         block_size: tokens per block.
         max_num_batched_tokens: prefill chunk size.
+        extra_page_bytes: a speculative draft's bytes per block id (its layers' pages together).
     """
     # Uniform models keep one pool per layer; hybrid ones share pools of the smallest group.
     group_size = min((g.num_layers for g in groups), default=1)
-    blocks = int(max(0.0, available_bytes) // (page_bytes * group_size)) if page_bytes else 0
-    return KVPool(block_size, page_bytes, groups, group_size, blocks, max_num_batched_tokens)
+    block_bytes = page_bytes * group_size + extra_page_bytes
+    blocks = int(max(0.0, available_bytes) // block_bytes) if page_bytes else 0
+    return KVPool(block_size, page_bytes, groups, group_size, blocks, max_num_batched_tokens, extra_page_bytes)
 
 
 __all__ += ["build_pool"]

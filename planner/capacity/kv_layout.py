@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from planner.capacity.kv_cache import KVPool, kv_heads_per_rank
+from planner.capacity.kv_cache import KVPool, indexer_bytes_per_token, kv_heads_per_rank
 from planner.catalog.model_spec import ModelSpec
 from planner.units import ceil_div
 
@@ -103,6 +103,10 @@ class KvLayout:
         blocks_per_request: blocks one request of ``max_model_len`` takes over all groups.
         kv_bytes_per_request_per_gpu: ``blocks_per_request · page_bytes_per_layer · group_size_layers``, vLLM's
             "X GiB KV cache is needed" at start-up.
+        draft_bytes_per_token_per_gpu: of ``kv_bytes_per_token_per_gpu``, what a speculative draft's layers add
+            (0 without one).
+        indexer_bytes_per_token_per_layer: DeepSeek-V3.2's sparse-attention indexer keys in each layer's page
+            (:func:`planner.capacity.kv_cache.indexer_bytes_per_token`; 0 for other models).
         longest_by_memory_tokens: the longest request the KV memory holds, before the model's
             ``max_position_embeddings`` caps it (vLLM's bisection, ``estimate_max_model_len``).
         kv_tokens_rule: how the version prints "GPU KV cache size": ``v0_blocks`` (``num_blocks · block_size``),
@@ -137,6 +141,8 @@ class KvLayout:
     kv_bytes_per_request_per_gpu: float
     longest_by_memory_tokens: int
     kv_tokens_rule: str
+    draft_bytes_per_token_per_gpu: float = 0.0
+    indexer_bytes_per_token_per_layer: int = 0
 
     @property
     def is_hybrid(self) -> bool:
@@ -245,4 +251,6 @@ def build_kv_layout(
         kv_bytes_per_request_per_gpu=float(blocks_per_request * pool.page_bytes * pool.group_size),
         longest_by_memory_tokens=longest_by_memory_tokens,
         kv_tokens_rule=kv_tokens_rule,
+        draft_bytes_per_token_per_gpu=pool.extra_page_bytes / pool.block_size,
+        indexer_bytes_per_token_per_layer=indexer_bytes_per_token(spec),
     )

@@ -269,6 +269,10 @@ class Plan:
             "max_concurrency": self.max_concurrency,
             "max_concurrency_at_target": self.max_concurrency_at_target,
             "target_context": self.scenario.target_context,
+            "speculative_config": (
+                None if self.scenario.speculative_config is None else self.scenario.speculative_config.to_json()
+            ),
+            "kv_compression_ratio": self.scenario.kv_compression_ratio,
             "estimated_max_model_len": self.estimated_max_model_len,
             "kv_needed_for_max_len_gib": (
                 None if self.kv_needed_for_max_len_bytes is None else self.kv_needed_for_max_len_bytes / GIB

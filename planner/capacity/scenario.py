@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
+from planner.capacity.speculative import SpeculativeConfig
 from planner.errors import InvalidParameterError
 
 __all__ = [
@@ -66,6 +67,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "gpu_memory_gb": (0.1, 4096),
     "target_context": (1, 10_485_760),
     "custom_gpu_memory_gib": (0.1, 4096),
+    "kv_compression_ratio": (1.0, 64.0),
 }
 
 
@@ -95,6 +97,11 @@ class Scenario:
         params_b / num_layers / num_kv_heads / head_dim / gpu_memory_gb / weight_quant / kv_quant:
             the article engine's own inputs; when set they override the catalog model and GPU.
         custom_gpu_memory_gib: memory of a custom GPU (``gpu="custom"``), GiB.
+        speculative_config: vLLM's ``--speculative-config`` (TGI: ``--speculate N`` is ``ngram`` of N tokens);
+            ``None`` = no speculative decoding. The draft's weights and KV cache are planned
+            (:mod:`planner.capacity.speculative`).
+        kv_compression_ratio: a what-if, not an engine setting: KV bytes divided by this (1 to 64), for KV-cache
+            compression methods no engine ships (the article's DMS, KVTC); ``None`` = none.
     """
 
     engine: str = "vllm"
@@ -126,6 +133,8 @@ class Scenario:
     weight_quant: str | None = None
     kv_quant: str | None = None
     custom_gpu_memory_gib: float | None = None
+    speculative_config: SpeculativeConfig | None = None
+    kv_compression_ratio: float | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -219,6 +228,10 @@ def validate(s: Scenario) -> Scenario:
             raise InvalidParameterError(name, value, accepted)
     if s.block_size is not None and s.block_size not in BLOCK_SIZES:
         raise InvalidParameterError("block_size", s.block_size, "one of " + ", ".join(map(str, BLOCK_SIZES)))
+    if s.speculative_config is not None and not isinstance(s.speculative_config, SpeculativeConfig):
+        raise InvalidParameterError(
+            "speculative_config", s.speculative_config, "a SpeculativeConfig (planner.capacity.speculative)"
+        )
     if s.engine_version is not None and (not isinstance(s.engine_version, str) or len(s.engine_version) > 40):
         raise InvalidParameterError("engine_version", s.engine_version, "a version such as 0.19.0")
     return s

@@ -45,7 +45,9 @@ def vllm_command(plan: Plan) -> str:
     come with the checkpoint, so when the planned checkpoint is not such an export the command starts
     with a comment line saying one is needed. A plan of the offline ``vllm.LLM`` class (``entry_point`` ``llm``)
     pins ``--max-num-seqs`` and ``--max-num-batched-tokens`` to that class's defaults, which ``vllm serve`` would not
-    pick, so the server sizes its memory as planned.
+    pick, so the server sizes its memory as planned. Speculative decoding is ``--speculative-config '<JSON>'`` (vLLM
+    0.24.0's spelling; the older ``--speculative-model``/``--num-speculative-tokens`` are gone). A what-if KV
+    compression is no flag: a comment line says the command leaves it out.
     """
     s = plan.scenario
     if s.engine == "article" and s.params_b is not None and s.model not in plan.model_id:
@@ -87,7 +89,17 @@ def vllm_command(plan: Plan) -> str:
         args += ["--block-size", str(s.block_size)]
     if s.enforce_eager:
         args.append("--enforce-eager")
-    return prefix + shlex.join(args)
+    if s.speculative_config is not None:
+        args += ["--speculative-config", s.speculative_config.to_text()]
+    return prefix + _what_if(plan) + shlex.join(args)
+
+
+def _what_if(plan: Plan) -> str:
+    """A comment line for a what-if KV compression, which no engine flag sets (so the command leaves it out)."""
+    ratio = plan.scenario.kv_compression_ratio
+    if not ratio:
+        return ""
+    return f"# what-if KV compression ÷{ratio:g} is not an engine setting: this command does not include it\n"
 
 
 def tgi_command(plan: Plan) -> str:
@@ -132,8 +144,11 @@ def tgi_command(plan: Plan) -> str:
     ]
     if s.cuda_memory_fraction != 1.0:
         args += ["--cuda-memory-fraction", f"{s.cuda_memory_fraction:g}"]
+    if s.speculative_config is not None:
+        # TGI speculates by n-gram (or the checkpoint's Medusa heads): --speculate takes only the token count
+        args += ["--speculate", str(s.speculative_config.num_speculative_tokens)]
     # $PWD must stay unquoted so the shell expands it.
-    return shlex.join(args).replace("'$PWD/data:/data'", "$PWD/data:/data")
+    return _what_if(plan) + shlex.join(args).replace("'$PWD/data:/data'", "$PWD/data:/data")
 
 
 def launch_command(plan: Plan) -> str:

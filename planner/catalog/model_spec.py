@@ -112,6 +112,11 @@ class ModelSpec:
         assumptions: human-readable notes of every default the parser filled in.
         checkpoint_params_by_dtype: element counts per safetensors dtype of the real checkpoint (from the
             Hub's safetensors headers), empty when unknown; :mod:`planner.capacity.weights` calibrates to them.
+        num_nextn_predict_layers: multi-token-prediction (MTP) layers the checkpoint carries after its decoder
+            layers (DeepSeek-V3 ``num_nextn_predict_layers``: 1); vLLM's ``method: mtp`` drafts with them.
+        draft_vocab_size: an EAGLE-3 head's own (reduced) vocabulary, ``None`` when it uses the target's.
+        index_head_dim / index_topk: DeepSeek-V3.2's sparse-attention ("lightning") indexer: the width of its
+            per-token key and the tokens each query attends to; ``None`` for every other model.
     """
 
     model_id: str
@@ -155,6 +160,10 @@ class ModelSpec:
     quant: QuantConfig = field(default_factory=QuantConfig)
     assumptions: tuple[str, ...] = ()
     checkpoint_params_by_dtype: tuple[tuple[str, int], ...] = ()
+    num_nextn_predict_layers: int = 0
+    draft_vocab_size: int | None = None
+    index_head_dim: int | None = None
+    index_topk: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -222,6 +231,12 @@ def _int(cfg: Mapping[str, Any], key: str, model_id: str) -> int:
             f"{model_id}: config field {key!r} is {shown}; expected a positive integer up to {maximum:,}"
         )
     return int(value)
+
+
+def _optional_int(cfg: Mapping[str, Any], key: str) -> int | None:
+    """``cfg[key]`` when it is a positive integer (not a bool), else ``None``."""
+    value = cfg.get(key)
+    return value if type(value) is int and 0 < value <= 1_000_000_000 else None
 
 
 def _vision_params(vision: Mapping[str, Any] | None, text_hidden: int) -> int:
@@ -507,6 +522,10 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
         vision_params=_vision_params(vision, hidden),
         quant=_quant(config, text),
         assumptions=tuple(notes),
+        num_nextn_predict_layers=_optional_int(text, "num_nextn_predict_layers") or 0,
+        draft_vocab_size=_optional_int(text, "draft_vocab_size"),
+        index_head_dim=_optional_int(text, "index_head_dim") if mla else None,
+        index_topk=_optional_int(text, "index_topk") if mla else None,
         **mla,
         **_moe(text, model_type, layers, hidden, intermediate),
     )

@@ -1,10 +1,15 @@
-"""Ready-made scenarios: the article's four scenarios and three deployment recipes.
+"""Ready-made scenarios: the source article's four scenarios and its three deployment recipes (its throughput
+benchmark and eight prompts are load, in :mod:`planner.loadtest.article`).
 
-The article ("design_memory_budget") published four scenarios. Scenarios 1 and 4 are quoted exactly
-(RTX 4090 24 GB, Llama 3.1 8B, int4 weights, fp16 KV, 8,192 tokens → 131,072 B/token, 153,802 tokens,
-18 requests; H100 80 GB, Llama 3.1 70B, int4 weights, fp8 KV, 8,192 tokens → 163,840 B/token,
-300,834 tokens, 36 requests). Scenarios 2 and 3 were not available to us; the ones here are
-*reconstructed* stand-ins and are labelled so.
+The article ("LLM Inference Optimization Part 4 — Production Serving", facts restated in the project's
+``shared/reference/article.md``) published four ``design_memory_budget`` scenarios, quoted here exactly:
+
+1. Personal Server: RTX 4090 24 GB, Llama 3.1 8B, int4 weights, fp16 KV, 8,192 tokens (131,072 B/token,
+   153,802 tokens, 18 requests);
+2. Production: A100 80 GB, Llama 3.1 8B, fp16 weights, fp8 KV, 16,384 tokens;
+3. Long Context Agent: A100 80 GB, Llama 3.1 8B, int4 weights, fp8 KV, 65,536 tokens;
+4. Large Model: H100 80 GB, Llama 3.1 70B, int4 weights, fp8 KV, 8,192 tokens (163,840 B/token, 300,834 tokens,
+   36 requests).
 
 Each article scenario exists twice: under the ``article`` engine (the rule of thumb) and under
 ``vllm`` with the matching settings (int4 → ``--quantization awq``, int8 → ``int8``, fp16 KV →
@@ -23,6 +28,7 @@ from dataclasses import dataclass, fields, replace
 
 from planner.capacity.result import Advice, Plan
 from planner.capacity.scenario import Scenario
+from planner.capacity.speculative import SpeculativeConfig
 from planner.errors import InvalidParameterError
 
 __all__ = [
@@ -47,7 +53,7 @@ class ArticleCase:
         params_b: parameters in billions as the article states them (8, 70).
         weight_quant / kv_quant: ``fp16``, ``fp8``, ``int8`` or ``int4``.
         context_tokens: tokens per request.
-        reconstructed: ``True`` when the scenario is our stand-in, not the article's text.
+        name: the article's name of the scenario.
     """
 
     number: int
@@ -57,21 +63,21 @@ class ArticleCase:
     weight_quant: str
     kv_quant: str
     context_tokens: int
-    reconstructed: bool
+    name: str
 
     @property
     def title(self) -> str:
-        """``"Article 2 (reconstructed)"`` or ``"Article 1"``."""
-        return f"Article {self.number}" + (" (reconstructed)" if self.reconstructed else "")
+        """``"Article 2: Production"``."""
+        return f"Article {self.number}: {self.name}"
 
 
 #: The article's scenarios. ``params_b`` is pinned to the article's figure: the catalog's count for
 #: Llama 3.1 70B (70.55 B) rounds to 71, which would not reproduce scenario 4.
 ARTICLE_CASES: tuple[ArticleCase, ...] = (
-    ArticleCase(1, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", 8, "int4", "fp16", 8192, False),
-    ArticleCase(2, "meta-llama/Llama-3.1-8B-Instruct", "l40s", 8, "fp16", "fp16", 32768, True),
-    ArticleCase(3, "meta-llama/Llama-3.1-70B-Instruct", "a100-sxm4-80gb", 70, "int8", "fp8", 8192, True),
-    ArticleCase(4, "meta-llama/Llama-3.1-70B-Instruct", "h100-sxm-80gb", 70, "int4", "fp8", 8192, False),
+    ArticleCase(1, "meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", 8, "int4", "fp16", 8192, "Personal Server"),
+    ArticleCase(2, "meta-llama/Llama-3.1-8B-Instruct", "a100-sxm4-80gb", 8, "fp16", "fp8", 16384, "Production"),
+    ArticleCase(3, "meta-llama/Llama-3.1-8B-Instruct", "a100-sxm4-80gb", 8, "int4", "fp8", 65536, "Long Context Agent"),
+    ArticleCase(4, "meta-llama/Llama-3.1-70B-Instruct", "h100-sxm-80gb", 70, "int4", "fp8", 8192, "Large Model"),
 )
 
 #: Article weight precision → vLLM ``--quantization`` (fp16 = the checkpoint as is).
@@ -133,7 +139,7 @@ def article_scenarios(engine: str = "article") -> tuple[Scenario, ...]:
             ``fp8``, ``max_model_len`` = the context in tokens).
 
     Returns:
-        Four scenarios, in the article's order; 2 and 3 are reconstructed (see module docstring).
+        Four scenarios, in the article's order (module docstring).
 
     Raises:
         InvalidParameterError: ``engine`` is neither ``article`` nor ``vllm``.
@@ -144,40 +150,78 @@ def article_scenarios(engine: str = "article") -> tuple[Scenario, ...]:
 
 
 def recipes() -> tuple[Preset, ...]:
-    """Three deployment starting points: personal, production and long-context agent."""
-    personal = Scenario(
-        model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", gpu="rtx-4090", max_model_len=8192, max_num_seqs=16
-    )
-    production = Scenario(
-        model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
-        gpu="h100-sxm-80gb",
-        tensor_parallel_size=2,
+    """The article's three deployment recipes, each planned under vLLM.
+
+    * Personal / small-scale: Qwen 2.5 7B GPTQ int4 (GQA-4: a small KV cache) with an fp16 KV cache;
+    * Production: Llama 3.1 8B AWQ int4, or 70B in fp16 on several GPUs, both with an fp8 KV cache and speculative
+      decoding (the article's own draft: Llama-3.2-1B, 5 speculative tokens);
+    * Long-context agent: DeepSeek-V3.2 (DSA sparse attention: its indexer cache is planned) with AWQ int4 weights
+      and an fp8 KV cache, or Llama 3.1 8B + DMS, a KV compression no engine ships (a what-if ratio of 8, the
+      compression DMS reports: Łańcucki et al., "Inference-Time Hyper-Scaling with KV Cache Compression",
+      arXiv:2506.05345).
+
+    The article names no GPU or context for the recipes: the GPUs (RTX 4090, the A100 80 GB and H100 of its
+    scenarios, H200 for DeepSeek) and lengths (8K, 16K as scenario 2, 128K for the agent) are ours, and each
+    description says so.
+    """
+    draft = SpeculativeConfig("draft_model", 5, "meta-llama/Llama-3.2-1B-Instruct")
+    personal = Scenario(model="Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", gpu="rtx-4090", max_model_len=8192, max_num_seqs=16)
+    production_8b = Scenario(
+        model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        gpu="a100-sxm4-80gb",
+        kv_cache_dtype="fp8",
         max_model_len=16384,
+        speculative_config=draft,
     )
-    agent = Scenario(
-        model="Qwen/Qwen3-30B-A3B-Instruct-2507", gpu="h200-sxm-141gb", max_model_len=131072, kv_cache_dtype="fp8"
+    production_70b = Scenario(
+        model="meta-llama/Llama-3.1-70B-Instruct",
+        gpu="h100-sxm-80gb",
+        tensor_parallel_size=4,
+        kv_cache_dtype="fp8",
+        max_model_len=16384,
+        speculative_config=draft,
+    )
+    agent_v32 = Scenario(
+        model="deepseek-ai/DeepSeek-V3.2",
+        gpu="h200-sxm-141gb",
+        tensor_parallel_size=8,
+        quantization="awq",
+        kv_cache_dtype="fp8",
+        max_model_len=131072,
+    )
+    agent_dms = Scenario(
+        model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        gpu="a100-sxm4-80gb",
+        kv_cache_dtype="fp8",
+        max_model_len=131072,
+        kv_compression_ratio=8.0,
     )
     return (
         Preset(
             "personal",
-            "Recipe: personal (RTX 4090, Llama 3.1 8B AWQ)",
-            "One consumer GPU serving a 4-bit 8B model to a few users: 8K context, 16 sequences.",
+            "Recipe: personal (Qwen 2.5 7B GPTQ int4, fp16 KV)",
+            "The article's personal recipe: a 4-bit 7B model whose GQA-4 KV cache is small enough to keep in fp16. "
+            "Our choices: one RTX 4090, 8K context, 16 sequences.",
             (personal,),
             ("Personal",),
         ),
         Preset(
             "production",
-            "Recipe: production (2× H100, Llama 3.3 70B FP8)",
-            "A 70B FP8 checkpoint split over two H100s with tensor parallelism, 16K context.",
-            (production,),
-            ("Production",),
+            "Recipe: production (Llama 3.1 8B AWQ / 70B fp16, fp8 KV, speculative decoding)",
+            "The article's production recipe: fp8 KV cache and speculative decoding with its Llama-3.2-1B draft "
+            "(5 tokens), for 8B in AWQ int4 and for 70B in 16-bit over several GPUs. Our choices: an A100 80 GB for "
+            "8B (scenario 2's GPU), 4× H100 for 70B, 16K context.",
+            (production_8b, production_70b),
+            ("Production 8B AWQ", "Production 70B TP4"),
         ),
         Preset(
             "agent",
-            "Recipe: long-context agent (H200, Qwen3 30B-A3B)",
-            "A mixture-of-experts model with a 128K context on one H200, fp8 KV cache to fit it.",
-            (agent,),
-            ("Long-context agent",),
+            "Recipe: long-context agent (DeepSeek-V3.2 / Llama 3.1 8B + DMS)",
+            "The article's long-context recipe: DeepSeek-V3.2 (DSA sparse attention, its indexer cache counted) in "
+            "AWQ int4 with fp8 KV, or Llama 3.1 8B with DMS-style KV compression, a what-if ratio of 8 that no engine "
+            "setting gives. Our choices: 8× H200 for DeepSeek, an A100 80 GB for 8B, 128K context.",
+            (agent_v32, agent_dms),
+            ("Agent DeepSeek-V3.2", "Agent 8B + DMS (what-if)"),
         ),
     )
 
@@ -190,14 +234,14 @@ def presets() -> tuple[Preset, ...]:
         Preset(
             "article-article",
             "Article scenarios 1–4 — article rule",
-            "The article's four scenarios under its own rule of thumb. 2 and 3 are reconstructed.",
+            "The article's four scenarios under its own rule of thumb, as published.",
             article_scenarios("article"),
             titles,
         ),
         Preset(
             "article-vllm",
             "Article scenarios 1–4 — vLLM",
-            "The same four scenarios under vLLM's own accounting. 2 and 3 are reconstructed.",
+            "The same four scenarios under vLLM's own accounting.",
             article_scenarios("vllm"),
             titles,
         ),

@@ -146,6 +146,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
     b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
+    g = b.add_argument_group("Ray workers (pip install -r requirements-ray.txt)")
+    g.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="send the measured requests from N Ray workers (the concurrency cap and the rate split between them)",
+    )
+    g.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the workers' Ray cluster, e.g. ray://10.0.0.5:10001 (default: N local workers on a Ray started here)",
+    )
     max_rate.add_arguments(b)
 
 
@@ -165,6 +177,7 @@ _BENCH_FLAGS = {
     "num_prefixes": "--prefix-repetition-num-prefixes",
     "think_time_s": "--think-time",
     "trace_chunk_hash_size": "--timed-trace-chunk-hash-size",
+    "num_workers": "--workers",
     **max_rate.FLAGS,
 }
 
@@ -269,6 +282,11 @@ def _bench_text(result: LoadResult) -> str:
     first_error = next((r for r in result.records if not r.ok), None)
     if first_error is not None:
         lines.append(f"  e.g. {first_error.error_kind}: {first_error.error}")
+    if result.num_workers is not None:
+        counts = ", ".join(str(n) for n in result.worker_requests)
+        lines.append(f"Ray workers: {result.num_workers} (requests per worker: {counts})")
+    for line in result.worker_errors:
+        lines.append(f"  {line}")
     if result.stopped is not None:
         lines.append(f"stopped by {result.stopped}: {result.cancelled} cancelled in flight, {result.not_sent} not sent")
     return "\n".join(lines)
@@ -435,6 +453,8 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
         num_runs=args.num_runs,
         sweep_stop=not args.no_sweep_stop,
         sweep_refine=args.sweep_refine,
+        num_workers=args.workers if args.workers is not None or args.ray_address is None else 1,
+        ray_address=args.ray_address,
         batching=args.batching,
     )
     return settings, prompts, rows
@@ -463,6 +483,10 @@ def run(args: argparse.Namespace) -> int:
         except InvalidParameterError as exc:  # echo what was typed, not the NAME= this function added
             raise InvalidParameterError(exc.name, args.endpoint, exc.accepted) from exc
         settings, prompts, rows = _settings(args, typed_slo)
+        if settings.num_workers is not None:  # say it before any request when Ray is missing
+            from planner.loadtest.ray_workers import import_ray
+
+            import_ray()
         if args.find_max_rate or args.find_max_concurrency:  # a search of runs instead of one run or a sweep
             if rows:
                 raise InvalidParameterError(

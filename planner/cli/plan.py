@@ -32,6 +32,12 @@ from planner.capacity.scenario import (
     Scenario,
     parse_max_model_len,
 )
+from planner.capacity.speculative import (
+    SpeculativeConfig,
+    from_legacy_flags,
+    from_tgi_speculate,
+    parse_speculative_config,
+)
 from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
@@ -115,6 +121,24 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         "reports the concurrency at --target-context (else max_model_len)",
     )
     p.add_argument("--custom-gpu-memory-gib", type=float, help="memory of --gpu custom, GiB (no default)")
+    spec = p.add_argument_group("speculative decoding (default: none)")
+    spec.add_argument(
+        "--speculative-config",
+        metavar="JSON",
+        help='vLLM\'s JSON, e.g. \'{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
+        '"num_speculative_tokens": 3}\'; methods draft_model, eagle, eagle3, mtp, ngram',
+    )
+    spec.add_argument(
+        "--speculative-model", help="older vLLM spelling: the draft model (with --num-speculative-tokens)"
+    )
+    spec.add_argument("--num-speculative-tokens", type=int, help="older vLLM spelling: tokens the draft proposes")
+    spec.add_argument("--speculate", type=int, help="TGI: n-gram speculation of this many tokens")
+    p.add_argument(
+        "--kv-compression-ratio",
+        type=float,
+        help="what-if, not an engine setting: KV bytes divided by this (1-64), for DMS/KVTC-style compression "
+        "(default: none)",
+    )
     art = p.add_argument_group("article engine inputs (override --model/--gpu)")
     art.add_argument("--params-b", type=float, help="parameters in billions")
     art.add_argument("--num-layers", type=int, help="decoder layers")
@@ -170,7 +194,43 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         weight_quant=args.weight_quant,
         kv_quant=args.kv_quant,
         custom_gpu_memory_gib=args.custom_gpu_memory_gib,
+        speculative_config=_speculative(args),
+        kv_compression_ratio=getattr(args, "kv_compression_ratio", None),
     )
+
+
+def _speculative(args: argparse.Namespace) -> SpeculativeConfig | None:
+    """The speculative configuration of one of the three spellings; ``None`` without any.
+
+    Raises:
+        InvalidParameterError: more than one spelling, or a bad value (one line naming it).
+    """
+    config = getattr(args, "speculative_config", None)
+    model = getattr(args, "speculative_model", None)
+    tokens = getattr(args, "num_speculative_tokens", None)
+    speculate = getattr(args, "speculate", None)
+    given = [
+        flag
+        for flag, v in (
+            ("--speculative-config", config),
+            ("--speculative-model", model or tokens),
+            ("--speculate", speculate),
+        )
+        if v is not None
+    ]
+    if len(given) > 1:
+        raise InvalidParameterError(
+            "speculative_config",
+            " and ".join(given),
+            "one of --speculative-config, --speculative-model with --num-speculative-tokens, or --speculate",
+        )
+    if config is not None:
+        return parse_speculative_config(config)
+    if model is not None or tokens is not None:
+        return from_legacy_flags(model, tokens)
+    if speculate is not None:
+        return from_tgi_speculate(speculate)
+    return None
 
 
 def _gib(value: float | None) -> str:

@@ -13,6 +13,10 @@ Scheme
   repo exists is the page's business, not the codec's.
 * ``gpu=custom`` needs ``custom_gpu_memory_gib``; without it :func:`decode` warns and uses
   :data:`DEFAULT_CUSTOM_GPU_MEMORY_GIB`.
+* ``speculative_config`` is vLLM's ``--speculative-config`` JSON as one value
+  (``{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}``), read by
+  :func:`planner.capacity.speculative.parse_speculative_config` and written back by its ``to_text``.
+* ``kv_compression_ratio`` is the what-if KV compression (not an engine setting), a number from 1 to 64.
 * ``max_model_len=auto`` (or ``-1``) is vLLM's ``--max-model-len auto``, the longest that fits
   (:data:`planner.capacity.scenario.MAX_MODEL_LEN_AUTO` in the scenario); links write ``auto``.
 * Page-level selections that are not scenario fields: ``min_context`` and ``max_context`` (tokens,
@@ -58,6 +62,7 @@ from planner.capacity.scenario import (
     parse_max_model_len,
     validate,
 )
+from planner.capacity.speculative import SpeculativeConfig, parse_speculative_config
 from planner.catalog.gpus import CUSTOM_GPU_ID, get_gpu
 from planner.catalog.hub import validate_model_id
 from planner.catalog.models import get_model
@@ -79,6 +84,7 @@ __all__ = [
     "DEFAULT_CUSTOM_GPU_MEMORY_GIB",
     "MAX_PARAMS",
     "MAX_SCENARIOS",
+    "MAX_SPEC_VALUE_CHARS",
     "MAX_VALUE_CHARS",
     "PAGE_KEYS",
     "DecodedState",
@@ -93,6 +99,8 @@ MAX_SCENARIOS = 4
 MAX_PARAMS = 64
 #: Longest string value accepted.
 MAX_VALUE_CHARS = 200
+#: Longest ``speculative_config`` accepted (a JSON object with a draft's repo id and a few of vLLM's keys).
+MAX_SPEC_VALUE_CHARS = 1000
 #: The key holding the number of scenarios.
 COUNT_KEY = "scenarios"
 #: Page-level keys (context range of the concurrency chart, tokens).
@@ -147,6 +155,11 @@ def _parse_field(name: str, text: str) -> object:
         return parse_choice(text, _CHOICES[name])
     if name in _BOOL_FIELDS:
         return parse_flag(text)
+    if name == "speculative_config":
+        try:
+            return parse_speculative_config(text)
+        except InvalidParameterError as exc:
+            raise BadValue(exc.accepted) from None
     if name == "max_model_len":
         try:
             return parse_max_model_len(text)
@@ -228,8 +241,9 @@ def decode(params: Mapping[str, str | Sequence[str]], *, foreign: Collection[str
         if split is not None:
             highest = max(highest, split[0] + 1)
         try:
-            if len(text) > MAX_VALUE_CHARS:
-                raise BadValue(f"at most {MAX_VALUE_CHARS} characters")
+            limit = MAX_SPEC_VALUE_CHARS if split is not None and split[1] == "speculative_config" else MAX_VALUE_CHARS
+            if len(text) > limit:
+                raise BadValue(f"at most {limit} characters")
             if key == COUNT_KEY:
                 count = int(parse_number(text, 1, MAX_SCENARIOS, integer=True))  # type: ignore[arg-type]
             elif key in PAGE_KEYS:
@@ -313,7 +327,10 @@ def encode(
             value = getattr(scenario, name)
             if value != getattr(_DEFAULT, name) and value is not None:
                 auto = name == "max_model_len" and value == MAX_MODEL_LEN_AUTO
-                out[scenario_key(index, name)] = "auto" if auto else format_value(value)
+                if isinstance(value, SpeculativeConfig):
+                    out[scenario_key(index, name)] = value.to_text()
+                else:
+                    out[scenario_key(index, name)] = "auto" if auto else format_value(value)
     if min_context is not None:
         out["min_context"] = str(min_context)
     if max_context is not None:

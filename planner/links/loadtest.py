@@ -105,8 +105,10 @@ NUMBERS: dict[str, tuple[float, float, bool, bool, bool]] = {
 }
 
 
+#: Settings a link never carries: file contents, and where the client runs (Ray workers, the cluster's address).
+_UNLINKED = ("prompts", "trace_rows", "num_workers", "ray_address")
 #: Query key of each setting.
-KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name not in ("prompts", "trace_rows")} | {
+KEYS: dict[str, str] = {f.name: f.name for f in fields(LoadSettings) if f.name not in _UNLINKED} | {
     "endpoints": "ep",
     "duration_s": "duration",
     "timeout_s": "timeout",
@@ -162,7 +164,13 @@ def parse_field(name: str, text: str) -> object:
 def encode(settings: LoadSettings) -> dict[str, str]:
     """Query parameters for ``settings``: only values that differ from the defaults; never a URL or a key."""
     special = {"endpoints": format_endpoint_names, "goodput_ms": format_goodput}
+    special |= {name: _unlinked for name in _UNLINKED}
     return encode_settings(settings, DEFAULT, KEYS, special)
+
+
+def _unlinked(_: object) -> None:
+    """A setting left out of links (:data:`_UNLINKED`)."""
+    return None
 
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedLoad:

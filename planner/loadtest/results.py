@@ -116,6 +116,8 @@ class SavedRun:
             (:attr:`planner.loadtest.runner.LoadResult.reusable_prefix_share`); None when unknown.
         cache_flushed: The server's prefix cache was emptied before the warmups ("flush, prime, measure").
         repeat: Id shared by the repeats of one run (``num_runs`` > 1); None otherwise.
+        num_workers: Ray workers that sent the measured requests; None = one process (or unknown).
+        worker_requests: Measured requests that ended per Ray worker, in worker order; () otherwise.
         spec_decode: The server's speculative-decoding counters over the run (acceptance rate, mean acceptance
             length, per position); None when the server did not speculate or was not read. Files keep them under
             ``vllm bench serve``'s keys (``spec_decode_num_drafts``, ``spec_decode_draft_tokens``,
@@ -148,6 +150,8 @@ class SavedRun:
     reusable_prefix_share: float | None = None
     cache_flushed: bool = False
     repeat: str | None = None
+    num_workers: int | None = None
+    worker_requests: tuple[int, ...] = ()
     spec_decode: SpecDecodeStats | None = None
     batching: str | None = None
 
@@ -209,6 +213,8 @@ def saved_run(
         reusable_prefix_share=result.reusable_prefix_share,
         cache_flushed=result.cache_flushed,
         repeat=repeat,
+        num_workers=result.num_workers,
+        worker_requests=result.worker_requests,
         spec_decode=result.spec_decode,
         batching=spec.batching,
     )
@@ -263,6 +269,8 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     out["planner_reusable_prefix_share"] = run.reusable_prefix_share
     out["planner_cache_flushed"] = run.cache_flushed
     out["planner_repeat"] = run.repeat
+    out["planner_num_workers"] = run.num_workers
+    out["planner_worker_requests"] = list(run.worker_requests)
     out.update(_spec_json(run.spec_decode))
     out["planner_batching"] = run.batching
     if run.metrics.slo_ms:
@@ -438,9 +446,20 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         reusable_prefix_share=_opt_float(data, "planner_reusable_prefix_share"),
         cache_flushed=data.get("planner_cache_flushed") is True,
         repeat=str(data["planner_repeat"])[:80] if data.get("planner_repeat") else None,
+        num_workers=_opt_int(data, "planner_num_workers"),
+        worker_requests=_worker_requests(data.get("planner_worker_requests")),
         spec_decode=_spec_from_json(data),
         batching=data["planner_batching"] if data.get("planner_batching") in ("continuous", "static") else None,
     )
+
+
+def _worker_requests(value: Any) -> tuple[int, ...]:
+    """``planner_worker_requests``: a list of counts ≥ 0, else ()."""
+    if not isinstance(value, list) or len(value) > 1024:
+        return ()
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value):
+        return ()
+    return tuple(value)
 
 
 def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:

@@ -59,6 +59,7 @@ __all__ = [
     "InputCheck",
     "LoadProgress",
     "LoadResult",
+    "SentShare",
     "Workload",
     "arrival_times",
     "build_requests",
@@ -68,6 +69,7 @@ __all__ = [
     "estimate_tokens",
     "prepare_workload",
     "run_load",
+    "send_share",
     "token_range",
 ]
 
@@ -423,6 +425,12 @@ class LoadResult:
         cache_reset: ``flush_cache``: None when the server emptied its prefix cache before the warmups, else one
             line saying why it did not; None too when not asked (see :attr:`cache_flushed`).
         cache_flushed: The server's prefix cache was emptied before the warmups.
+        num_workers: Ray workers that sent the measured requests (``settings.num_workers``, at most
+            ``max_concurrency``); None = this process sent them.
+        worker_requests: Measured requests that ended per Ray worker (ok or failed), in worker order; ().
+        worker_errors: One line per Ray worker that died (its unfinished requests are failed records saying so).
+        worker_cpu_s: CPU seconds each Ray worker's process spent sending (user + system), for the workers that
+            returned their share; () in one process.
         spec_decode: The server's speculative-decoding counters over the measured requests (drafts, draft and
             accepted tokens, accepted per position; :func:`planner.serving.server_metrics.spec_decode_stats`); None
             where the server does not speculate or exports no counters, or ``scrape_metrics`` is off.
@@ -449,6 +457,10 @@ class LoadResult:
     prefix_cache: PrefixCacheStats | None = None
     cache_reset: str | None = None
     cache_flushed: bool = False
+    num_workers: int | None = None
+    worker_requests: tuple[int, ...] = ()
+    worker_errors: tuple[str, ...] = ()
+    worker_cpu_s: tuple[float, ...] = ()
     spec_decode: SpecDecodeStats | None = None
 
     @property
@@ -487,6 +499,7 @@ class LoadResult:
             out.append(self.input_check.warning)
         if self.cache_reset:
             out.append(f"{self.endpoint}: the prefix cache was not flushed: {self.cache_reset}")
+        out += [f"{self.endpoint}: {line}" for line in self.worker_errors]
         return tuple(out)
 
 
@@ -497,7 +510,7 @@ def _completed(records: tuple[RequestRecord, ...] | list[RequestRecord]) -> list
 
 @dataclass
 class _Counters:
-    """A run's live counts, owned by its event loop."""
+    """A sender's live counts, owned by its event loop."""
 
     total: int
     start: float = field(default_factory=time.perf_counter)
@@ -511,6 +524,226 @@ class _Counters:
     def progress(self) -> LoadProgress:
         elapsed = time.perf_counter() - self.start
         return LoadProgress(elapsed, self.total, self.sent, self.completed, self.failed, self.in_flight, self.start)
+
+
+@dataclass(frozen=True)
+class SentShare:
+    """What the sender of a run's measured requests did: this process over the whole schedule
+    (:func:`send_share`), one Ray worker over its share, or the Ray workers merged
+    (:mod:`planner.loadtest.ray_workers`).
+
+    Attributes:
+        finished: ``(request index, record)`` of every measured request that ended (ok or failed), records' times on
+            this process's ``time.perf_counter()`` clock.
+        sent_text: ``(request index, whole prompt)`` of the later turns of conversations (the conversation so far).
+        in_flight: ``(seconds since start_s, requests in flight)`` after every change.
+        sent: Measured requests handed to the client.
+        cancelled: Requests cancelled in flight (duration cap or stop).
+        stopped: ``"duration"``, ``"cancelled"`` or None, as :attr:`LoadResult.stopped`.
+        start_s: ``time.perf_counter()`` of the measured start.
+        duration_s: Seconds from ``start_s`` until every request ended or was cancelled.
+        num_workers: Ray workers that sent the requests; None = this process.
+        worker_requests: Measured requests that ended per worker (ok or failed, a dead worker's unfinished ones
+            counted as failed), in worker order; () in this process.
+        worker_errors: One line per worker that died or could not start.
+        cpu_s: CPU seconds (``time.process_time()``: user + system) the sending process spent from ``start_s`` to
+            the end; per worker in ``worker_cpu_s`` once merged (0.0 there).
+        worker_cpu_s: CPU seconds per Ray worker that returned its share, in worker order; () in this process.
+    """
+
+    finished: tuple[tuple[int, RequestRecord], ...]
+    sent_text: tuple[tuple[int, str], ...]
+    in_flight: tuple[tuple[float, int], ...]
+    sent: int
+    cancelled: int
+    stopped: str | None
+    start_s: float
+    duration_s: float
+    num_workers: int | None = None
+    worker_requests: tuple[int, ...] = ()
+    worker_errors: tuple[str, ...] = ()
+    cpu_s: float = 0.0
+    worker_cpu_s: tuple[float, ...] = ()
+
+
+async def _stream(
+    endpoint: Endpoint,
+    request: ChatRequest,
+    settings: LoadSettings,
+    info: EndpointInfo,
+    client: Any,
+    secrets: Mapping[str, Any] | None,
+) -> RequestRecord:
+    """One request of a run (measured or warmup) through the load backend's reused client: the one request path."""
+    return await stream_request(
+        endpoint,
+        request,
+        backend=LOAD_BACKEND,
+        timeout_s=settings.timeout_s,
+        info=info,
+        secrets=secrets,
+        client=client,
+    )
+
+
+async def send_share(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    settings: LoadSettings,
+    schedule: Schedule,
+    threads: Sequence[Sequence[int]],
+    *,
+    client: Any,
+    max_concurrency: int | None,
+    start_s: float,
+    secrets: Mapping[str, Any] | None = None,
+    stop: asyncio.Event | None = None,
+    on_record: Callable[[int, RequestRecord], None] | None = None,
+    on_progress: Callable[[LoadProgress], None] | None = None,
+    on_in_flight: Callable[[float, int], None] | None = None,
+) -> SentShare:
+    """Send the measured requests of ``threads`` (groups of :meth:`Schedule.threads`, in release order) from
+    ``start_s`` on, each group released at its first request's arrival time and waiting for one of
+    ``max_concurrency`` slots in arrival order (see :func:`run_load`). The one send loop: :func:`run_load` runs it
+    over the whole schedule, each Ray worker (:mod:`planner.loadtest.ray_workers`) over its share.
+
+    Args:
+        endpoint: The endpoint.
+        info: What discovery found (model, context limit).
+        settings: The run's load (``timeout_s``, ``duration_s``, counted from ``start_s``).
+        schedule: The run's schedule.
+        threads: The request groups this sender sends.
+        client: The load backend's client (:func:`planner.serving.backends.make_client`), closed by the caller.
+        max_concurrency: This sender's cap on requests (conversations) in flight; None = no cap.
+        start_s: ``time.perf_counter()`` of the measured start (may lie ahead: the sender waits for it).
+        secrets: Optional mapping holding the API key.
+        stop: When set, the sender stops as at the duration cap.
+        on_record: Called with ``(request index, record)`` of every finished measured request.
+        on_progress: Called after every finished measured request with this sender's counts.
+        on_in_flight: Called with ``(seconds since start_s, requests in flight)`` on every change.
+
+    Returns:
+        The :class:`SentShare`; request failures are records with ``ok=False``, never raised.
+    """
+    stop = stop or asyncio.Event()
+    sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    counts = _Counters(sum(len(t) for t in threads), start=start_s)
+    finished: dict[int, RequestRecord] = {}
+    sent_text: dict[int, str] = {}  # a later turn's whole prompt (the conversation so far), for estimates
+    tasks: list[asyncio.Task[None]] = []
+
+    def sample() -> None:
+        point = (time.perf_counter() - counts.start, counts.in_flight)
+        counts.samples.append(point)
+        if on_in_flight is not None:
+            on_in_flight(*point)
+
+    async def _send(index: int, request: ChatRequest) -> RequestRecord | None:
+        counts.in_flight += 1
+        counts.sent += 1
+        sample()
+        try:
+            record = await _stream(endpoint, request, settings, info, client, secrets)
+        except asyncio.CancelledError:
+            counts.cancelled += 1
+            return None
+        finally:
+            counts.in_flight -= 1
+            sample()
+        if record.ok:
+            counts.completed += 1
+        else:
+            counts.failed += 1
+        finished[index] = record
+        if on_record is not None:
+            on_record(index, record)
+        if on_progress is not None:
+            on_progress(counts.progress())
+        return record
+
+    async def thread(indices: Sequence[int]) -> None:
+        # One request, or one conversation's turns; the dispatcher took its concurrency slot, given back here.
+        history: list[tuple[str, str]] = []
+        try:
+            for i in indices:
+                request = schedule.requests[i]
+                if schedule.turn[i] > 0:
+                    if schedule.think_time_s:
+                        await asyncio.sleep(schedule.think_time_s)
+                    request = replace(request, history=tuple(history))
+                    sent_text[i] = request.text
+                record = await _send(i, request)
+                if record is None:
+                    return
+                if not record.ok:
+                    return  # a conversation cannot go on without its answer
+                history += [("user", schedule.requests[i].prompt), ("assistant", record.text)]
+        finally:
+            if sem is not None:
+                sem.release()
+
+    async def dispatch_static() -> None:
+        # fixed batches: sent together once the batch's last request is due, the next when all have ended
+        groups = list(threads)
+        size = max_concurrency or len(groups) or 1
+        for first in range(0, len(groups), size):
+            batch = groups[first : first + size]
+            due = max((schedule.arrival_s[ix[0]] or 0.0) for ix in batch)
+            delay = counts.start + due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            started = []
+            for indices in batch:
+                if sem is not None:
+                    await sem.acquire()
+                started.append(asyncio.create_task(thread(indices)))
+            tasks.extend(started)
+            await asyncio.gather(*started)
+
+    async def dispatch() -> None:
+        if settings.batching == "static":
+            await dispatch_static()
+            return
+        for indices in threads:
+            t = schedule.arrival_s[indices[0]] or 0.0
+            delay = counts.start + t - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            # Take the slot before creating the task: requests wait for a slot in arrival order, as in vLLM,
+            # but 100,000 queued requests are not 100,000 parked tasks (which slowed the loop and the stop).
+            if sem is not None:
+                await sem.acquire()
+            tasks.append(asyncio.create_task(thread(indices)))
+        await asyncio.gather(*tasks)
+
+    counts.samples.append((0.0, 0))
+    if on_in_flight is not None:
+        on_in_flight(0.0, 0)
+    cpu_start_s = time.process_time()
+    stopped = "cancelled" if stop.is_set() else None
+    if stopped is None:
+        main = asyncio.create_task(dispatch())
+        stopper = asyncio.create_task(stop.wait())
+        cap_s = None if settings.duration_s is None else max(0.0, start_s + settings.duration_s - time.perf_counter())
+        done, _ = await asyncio.wait({main, stopper}, timeout=cap_s, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if main not in done:
+            stopped = "cancelled" if stopper in done else "duration"
+            main.cancel()
+            for task in tasks:
+                task.cancel()
+        await asyncio.gather(main, stopper, *tasks, return_exceptions=True)
+    return SentShare(
+        finished=tuple(sorted(finished.items(), key=lambda item: item[0])),
+        sent_text=tuple(sent_text.items()),
+        in_flight=tuple(counts.samples),
+        sent=counts.sent,
+        cancelled=counts.cancelled,
+        stopped=stopped,
+        start_s=start_s,
+        duration_s=time.perf_counter() - start_s,
+        cpu_s=time.process_time() - cpu_start_s,
+    )
 
 
 async def run_load(
@@ -528,16 +761,20 @@ async def run_load(
     The endpoint is discovered once (model, context limit) and the prompts sized once (:func:`prepare_workload`)
     into the run's :class:`~planner.loadtest.schedule.Schedule` (:func:`build_schedule`). With ``flush_cache`` the
     server's prefix cache is emptied first. Warmups go next (concurrently, capped by ``max_concurrency``); then the
-    measured requests are released at their arrival times, each waiting for a concurrency slot in arrival order.
-    A conversation takes one slot from its first turn's release until its last answer, and sends its turns one
-    after another, each with the conversation so far (the answers as received), ``think_time_s`` after the previous
-    answer; a failed turn ends its conversation (its later turns are not sent). With ``batching="static"`` the
-    requests go in fixed batches of ``max_concurrency`` (all at once without a cap): a batch is released once its
-    last request is due, the next only when every request of the batch has ended (``compare`` runs as continuous
-    here: :func:`planner.loadtest.worker.plan_jobs` splits it into two runs). Duration = wall time from the first
-    measured release until every request has ended. With ``scrape_metrics``, the server's ``/metrics`` is read just
-    before the first measured release and after the last request, for the run's prefix-cache hit rate and
-    speculative-decoding acceptance.
+    measured requests are released at their arrival times, each waiting for a concurrency slot in arrival order
+    (:func:`send_share`). A conversation takes one slot from its first turn's release until its last answer, and
+    sends its turns one after another, each with the conversation so far (the answers as received),
+    ``think_time_s`` after the previous answer; a failed turn ends its conversation (its later turns are not sent).
+    Duration = wall time from the first measured release until every request has ended. With ``scrape_metrics``,
+    the server's ``/metrics`` is read just before the first measured release and after the last request, for the
+    run's prefix-cache hit rate and speculative-decoding acceptance. With ``batching="static"`` the requests go in
+    fixed batches of ``max_concurrency`` (all at once without a cap): a batch is released once its last request is
+    due, the next only when every request of the batch has ended (``compare`` runs as continuous here:
+    :func:`planner.loadtest.worker.plan_jobs` splits it into two runs; with Ray workers each batches its share).
+
+    With ``settings.num_workers`` the measured requests are sent by that many Ray workers instead of this process
+    (:func:`planner.loadtest.ray_workers.send_on_ray`: the same schedule split between them, the same send loop, the
+    records merged here); discovery, sizing, warmups and the metrics stay here, so every figure keeps its definition.
 
     Args:
         endpoint: The endpoint.
@@ -553,6 +790,7 @@ async def run_load(
 
     Raises:
         MissingAPIKeyError: the endpoint's API-key variable is not set.
+        RayUnavailableError: ``num_workers`` is set and Ray is not installed or its cluster cannot be reached.
 
     Example:
         >>> result = asyncio.run(run_load(ep, LoadSettings(num_prompts=10, max_concurrency=2)))  # doctest: +SKIP
@@ -561,81 +799,24 @@ async def run_load(
     info = await discover(endpoint, settings.timeout_s, secrets=secrets)
     client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=settings.timeout_s, secrets=secrets)
     sem = asyncio.Semaphore(settings.max_concurrency) if settings.max_concurrency else None
-    counts = _Counters(settings.num_prompts)
-    workload, stopped = Workload(()), None
+    workload = Workload(())
     schedule = Schedule((), (), (), ())
+    share = SentShare((), (), (), 0, 0, None, time.perf_counter(), 0.0)
     warm: list[RequestRecord | None] = []
-    finished: dict[int, RequestRecord] = {}
-    sent_text: dict[int, str] = {}  # a later turn's whole prompt (the conversation so far), for estimates
-    tasks: list[asyncio.Task[None]] = []
     reset_error: str | None = None
     counters = settings.scrape_metrics and endpoint.kind in METRICS_KINDS
     before = after = None
 
-    def sample() -> None:
-        point = (time.perf_counter() - counts.start, counts.in_flight)
-        counts.samples.append(point)
-        if on_in_flight is not None:
-            on_in_flight(*point)
-
-    async def _send(request: ChatRequest, measured: bool) -> RequestRecord | None:
-        counts.in_flight += 1
-        if measured:
-            counts.sent += 1
-            sample()
-        try:
-            record = await stream_request(
-                endpoint,
-                request,
-                backend=LOAD_BACKEND,
-                timeout_s=settings.timeout_s,
-                info=info,
-                secrets=secrets,
-                client=client,
-            )
-        except asyncio.CancelledError:
-            counts.cancelled += measured
-            return None
-        finally:
-            counts.in_flight -= 1
-            if measured:
-                sample()
-        if measured:
-            if record.ok:
-                counts.completed += 1
-            else:
-                counts.failed += 1
-            if on_record is not None:
-                on_record(record)
-            if on_progress is not None:
-                on_progress(counts.progress())
-        return record
-
     async def warmup(request: ChatRequest) -> RequestRecord | None:
         async with sem if sem is not None else contextlib.nullcontext():
-            return await _send(request, False)
+            try:
+                return await _stream(endpoint, request, settings, info, client, secrets)
+            except asyncio.CancelledError:
+                return None
 
-    async def thread(indices: list[int]) -> None:
-        # One request, or one conversation's turns; the dispatcher took its concurrency slot, given back here.
-        history: list[tuple[str, str]] = []
-        try:
-            for i in indices:
-                request = schedule.requests[i]
-                if schedule.turn[i] > 0:
-                    if schedule.think_time_s:
-                        await asyncio.sleep(schedule.think_time_s)
-                    request = replace(request, history=tuple(history))
-                    sent_text[i] = request.text
-                record = await _send(request, True)
-                if record is None:
-                    return
-                finished[i] = record
-                if not record.ok:
-                    return  # a conversation cannot go on without its answer
-                history += [("user", schedule.requests[i].prompt), ("assistant", record.text)]
-        finally:
-            if sem is not None:
-                sem.release()
+    def recorded(_: int, record: RequestRecord) -> None:
+        if on_record is not None:
+            on_record(record)
 
     try:
         workload = await prepare_workload(endpoint, info, settings, secrets=secrets)
@@ -645,61 +826,27 @@ async def run_load(
         warm = await _until_stopped(asyncio.gather(*(warmup(r) for r in schedule.warmups)), stop)
         if counters:
             before = await fetch_sample(endpoint, start=time.perf_counter(), timeout_s=5.0, secrets=secrets)
-        counts.start = time.perf_counter()
-        counts.samples.clear()
-        sample()
-
-        async def dispatch_static() -> None:
-            # fixed batches: sent together once the batch's last request is due, the next when all have ended
-            threads = list(schedule.threads())
-            size = settings.max_concurrency or len(threads) or 1
-            for first in range(0, len(threads), size):
-                batch = threads[first : first + size]
-                due = max((schedule.arrival_s[ix[0]] or 0.0) for ix in batch)
-                delay = counts.start + due - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                started = []
-                for indices in batch:
-                    if sem is not None:
-                        await sem.acquire()
-                    started.append(asyncio.create_task(thread(indices)))
-                tasks.extend(started)
-                await asyncio.gather(*started)
-
-        async def dispatch() -> None:
-            if settings.batching == "static":
-                await dispatch_static()
-                return
-            for indices in schedule.threads():
-                t = schedule.arrival_s[indices[0]] or 0.0
-                delay = counts.start + t - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                # Take the slot before creating the task: requests wait for a slot in arrival order, as in vLLM,
-                # but 100,000 queued requests are not 100,000 parked tasks (which slowed the loop and the stop).
-                if sem is not None:
-                    await sem.acquire()
-                tasks.append(asyncio.create_task(thread(indices)))
-            await asyncio.gather(*tasks)
-
-        stopped = "cancelled" if stop.is_set() else None
-        if stopped is None:
-            main = asyncio.create_task(dispatch())
-            stopper = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait(
-                {main, stopper}, timeout=settings.duration_s, return_when=asyncio.FIRST_COMPLETED
+        callbacks = {"on_record": recorded, "on_progress": on_progress, "on_in_flight": on_in_flight}
+        if settings.num_workers is None:
+            share = await send_share(
+                endpoint,
+                info,
+                settings,
+                schedule,
+                schedule.threads(),
+                client=client,
+                max_concurrency=settings.max_concurrency,
+                start_s=time.perf_counter(),
+                secrets=secrets,
+                stop=stop,
+                **callbacks,
             )
-            stopper.cancel()
-            if main not in done:
-                stopped = "cancelled" if stopper in done else "duration"
-                main.cancel()
-                for task in tasks:
-                    task.cancel()
-            await asyncio.gather(main, stopper, *tasks, return_exceptions=True)
-        duration = time.perf_counter() - counts.start
+        else:
+            from planner.loadtest.ray_workers import send_on_ray  # Ray is optional: imported only when asked for
+
+            share = await send_on_ray(endpoint, info, settings, schedule, secrets=secrets, stop=stop, **callbacks)
         if counters and before is not None:
-            after = await fetch_sample(endpoint, start=counts.start, timeout_s=5.0, secrets=secrets)
+            after = await fetch_sample(endpoint, start=share.start_s, timeout_s=5.0, secrets=secrets)
     finally:
         await client.close()
     extra = {
@@ -708,7 +855,7 @@ async def run_load(
         "cache_flushed": settings.flush_cache and reset_error is None,
         "spec_decode": spec_decode_stats(before, after),
     }
-    return _result(endpoint, settings, workload, schedule, finished, sent_text, warm, counts, duration, stopped, extra)
+    return _result(endpoint, settings, workload, schedule, share, warm, extra)
 
 
 async def _until_stopped(work: Any, stop: asyncio.Event) -> list[Any]:
@@ -748,14 +895,13 @@ def _result(
     settings: LoadSettings,
     workload: Workload,
     schedule: Schedule,
-    finished: Mapping[int, RequestRecord],
-    sent_text: Mapping[int, str],
+    share: SentShare,
     warm: list[RequestRecord | None],
-    counts: _Counters,
-    duration: float,
-    stopped: str | None,
     extra: Mapping[str, Any],
 ) -> LoadResult:
+    finished = dict(share.finished)
+    sent_text = dict(share.sent_text)
+    duration = share.duration_s
     records: list[RequestRecord] = []
     indices: list[int] = []
     inputs: list[int] = []
@@ -780,17 +926,21 @@ def _result(
         input_tokens=tuple(inputs),
         metrics=metrics,
         duration_s=duration,
-        in_flight=tuple(counts.samples),
+        in_flight=share.in_flight,
         warmup_records=tuple(r for r in warm if r is not None),
-        cancelled=counts.cancelled,
-        not_sent=settings.num_prompts - counts.sent,
-        stopped=stopped,
-        start_s=counts.start,
+        cancelled=share.cancelled,
+        not_sent=settings.num_prompts - share.sent,
+        stopped=share.stopped,
+        start_s=share.start_s,
         input_calibration=workload.calibration,
         input_check=check_inputs(workload, records, indices, endpoint=endpoint.name, sizing=settings.input_sizing),
         not_sent_fields=dropped,
         sizing_note=workload.note,
         turns=tuple(schedule.turn[i] if conversations else None for i in indices),
         reusable_tokens=tuple(_reusable(schedule, workload, i, counted, finished, by_turn) for i in indices),
+        num_workers=share.num_workers,
+        worker_requests=share.worker_requests,
+        worker_errors=share.worker_errors,
+        worker_cpu_s=share.worker_cpu_s,
         **extra,
     )

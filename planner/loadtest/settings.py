@@ -33,6 +33,7 @@ __all__ = [
     "MAX_PROMPTS",
     "MAX_RUNS",
     "MAX_TURNS",
+    "MAX_WORKERS",
     "MODES",
     "SLO_NAMES",
     "TRACE_DATASETS",
@@ -45,6 +46,8 @@ __all__ = [
 MAX_PROMPTS = 10_000
 #: Most repeats of a run (:attr:`LoadSettings.num_runs`).
 MAX_RUNS = 20
+#: Most Ray workers of one run (:attr:`LoadSettings.num_workers`).
+MAX_WORKERS = 256
 #: Most turns of a multi-turn conversation.
 MAX_TURNS = 64
 #: ``run``: one load per endpoint; ``sweep``: concurrency 1, 2, 4, … ``sweep_max``.
@@ -136,6 +139,11 @@ class LoadSettings:
             every level.
         sweep_refine: After a sweep stops, run the level(s) between the last unsaturated level and the first
             saturated one (:func:`planner.loadtest.sweep.refine_levels`).
+        num_workers: Ray workers that send the measured requests between them (1–:data:`MAX_WORKERS`; the
+            concurrency cap and the rate stay the run's, split between them); None = this process sends them
+            (:func:`planner.loadtest.ray_workers.send_on_ray`).
+        ray_address: The Ray cluster of the workers (``ray://HOST:10001`` or ``HOST:6379``); None = N local workers
+            on a Ray started in this process. Never put in a link.
         trace_rows: The rows of a trace dataset (never put in a link).
         batching: One of :data:`BATCHINGS`; ``static`` batches are ``max_concurrency`` requests (all of them
             without a cap); ``compare`` makes a static and a continuous run (:func:`planner.loadtest.worker.plan_jobs`).
@@ -175,6 +183,8 @@ class LoadSettings:
     num_runs: int = 1
     sweep_stop: bool = True
     sweep_refine: bool = False
+    num_workers: int | None = None
+    ray_address: str | None = None
     trace_rows: tuple[Any, ...] = field(default=(), repr=False)
     batching: str = "continuous"
 
@@ -194,6 +204,12 @@ class LoadSettings:
         integer("num_turns", self.num_turns)
         integer("num_runs", self.num_runs)
         integer("trace_chunk_hash_size", self.trace_chunk_hash_size)
+        if self.num_workers is not None:
+            integer("num_workers", self.num_workers)
+            if self.num_workers > MAX_WORKERS:
+                raise InvalidParameterError("num_workers", self.num_workers, f"an integer in [1, {MAX_WORKERS}]")
+        if self.ray_address is not None and not (isinstance(self.ray_address, str) and self.ray_address.strip()):
+            raise InvalidParameterError("ray_address", self.ray_address, "a Ray address, e.g. ray://10.0.0.5:10001")
         if self.num_turns > MAX_TURNS:
             raise InvalidParameterError("num_turns", self.num_turns, f"an integer in [1, {MAX_TURNS}]")
         if self.num_runs > MAX_RUNS:

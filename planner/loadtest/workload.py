@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import InvalidParameterError
+from planner.loadtest.article import ARTICLE_PROMPTS
 from planner.serving.discovery import EndpointInfo, count_prompt_tokens, tokenize_text
 from planner.serving.endpoints import Endpoint
 
@@ -123,28 +124,18 @@ def parse_prompts_jsonl(
 
 
 # --- example prompts -------------------------------------------------------------------------------------------------
-#: Eight short, varied example prompts (name, prompt) written for this project. The issue asked for "the article's
-#: eight example prompts"; that article's prompts were not available in this repository or its reference material,
-#: so these are our own and are labelled as such, not as the article's.
-EXAMPLE_PROMPTS: tuple[tuple[str, str], ...] = (
-    ("chat", "Hi! I'm planning a weekend trip to Lisbon. What are three things I should not miss?"),
-    (
-        "summarize",
-        "Summarize in two sentences: Large language model servers keep a key-value cache for every request in "
-        "flight. The cache grows with the context length, so the memory left after loading the weights decides "
-        "how many requests can run at once and how long each of them may be.",
-    ),
-    ("code", "Write a Python function that returns the n-th Fibonacci number iteratively, with a docstring."),
-    ("explain", "Explain to a new engineer what time to first token means and why it grows under heavy load."),
-    ("extract", 'Extract the names and dates as JSON: "Ada met Alan on 3 May 1951; Grace joined them on 9 June."'),
-    ("translate", "Translate into French and German: The server is busy, please try again in a minute."),
-    ("reason", "A train leaves at 09:40 and arrives at 13:05. How long is the journey? Show the steps."),
-    ("creative", "Write a four-line poem about a GPU that dreams of having more memory."),
+#: The source article's eight prompts (:data:`planner.loadtest.article.ARTICLE_PROMPTS`), each with a short name.
+EXAMPLE_PROMPTS: tuple[tuple[str, str], ...] = tuple(
+    zip(
+        ("python", "haiku", "gravity", "languages", "light", "photosynthesis", "machine-learning", "planets"),
+        ARTICLE_PROMPTS,
+        strict=True,
+    )
 )
 
 
 def example_prompts() -> tuple[str, ...]:
-    """The prompts of :data:`EXAMPLE_PROMPTS`, in order (our own set; the article's were not available)."""
+    """The prompts of :data:`EXAMPLE_PROMPTS`, in order: the article's eight, from its continuous-batching demo."""
     return tuple(prompt for _, prompt in EXAMPLE_PROMPTS)
 
 

@@ -40,7 +40,17 @@ __all__ = [
 ]
 
 #: Values of :attr:`RequestRecord.error_kind`.
-ERROR_KINDS: tuple[str, ...] = ("connect", "timeout", "http", "in_stream", "cut", "context_length", "cancelled")
+#: ``worker``: the Ray load worker that held the request died before it ended (:mod:`planner.loadtest.ray_workers`).
+ERROR_KINDS: tuple[str, ...] = (
+    "connect",
+    "timeout",
+    "http",
+    "in_stream",
+    "cut",
+    "context_length",
+    "cancelled",
+    "worker",
+)
 
 #: Values of :attr:`RequestRecord.output_tokens_source`, most trusted first.
 TOKEN_SOURCES: tuple[str, ...] = (

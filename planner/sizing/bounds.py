@@ -11,14 +11,14 @@ simulator times it (:mod:`planner.predict.simulator`: a chunk of ``n`` tokens af
 step; E2EL = TTFT + the decode steps. More load only adds to these (other requests share every step), so a
 configuration whose floor exceeds an SLO misses it at any request rate: more replicas do not help.
 
-**The fluid bound of the request rate** (Little's law over the engine's steps, treating requests as a fluid): every
-step costs a fixed part ``s`` (the step overhead, the weights read once for all its tokens — for a MoE, the experts
-one token reaches — and the all-reduce latencies) plus a part per token and per sequence; a request brings ``w``
-seconds of the latter over its lifetime (the steps of the request alone, less their fixed parts). A replica that
-serves ``λ`` requests/s spends ``λ·w`` of every second on them plus ``s`` per step, and it takes at least
-``λ·(output_len − 1) / B`` decode steps a second with at most ``B`` sequences in a step (``max_num_seqs``, or what
-the KV cache holds at the requests' mean length ``input_len + output_len / 2``), and at least
-``λ·input_len / max_num_batched_tokens`` steps for the prompts. So::
+**The fluid bound of the request rate** (Little's law over the engine's steps, treating requests as a fluid): every step
+costs a fixed part ``s`` (the step overhead and its per-layer launch costs, the weights read once for all its tokens —
+for a MoE, the experts one token reaches — and the all-reduce latencies) plus a part per token and per sequence; a
+request brings ``w`` seconds of the latter over its lifetime (the steps of the request alone, less their fixed parts). A
+replica that serves ``λ`` requests/s spends ``λ·w`` of every second on them plus ``s`` per step, and it takes at least
+``λ·(output_len − 1) / B`` decode steps a second with at most ``B`` sequences in a step (``max_num_seqs``, or what the
+KV cache holds at the requests' mean length ``input_len + output_len / 2``), and at least ``λ·input_len /
+max_num_batched_tokens`` steps for the prompts. So::
 
     λ ≤ λ_fluid = 1 / (s · max((output_len − 1) / B, input_len / max_num_batched_tokens) + w)
 
@@ -39,11 +39,13 @@ import numpy as np
 from planner.capacity.result import Plan
 from planner.metrics.slo import Slo
 from planner.predict.shape import StepShape
-from planner.predict.step_time import TERMS, StepCoefficients, step_features
+from planner.predict.step_time import TERMS, StepCoefficients, critical_path, step_features
 
 __all__ = ["Bounds", "bounds"]
 
 _COLUMN = {name: i for i, name in enumerate(TERMS)}
+#: The columns no token or sequence adds to (a step's own, its layers' and its weights'), on the critical path.
+_FIXED = [_COLUMN[t] for t in ("step", "layer", "moe_layer", "weights", "eager_layer", "eager_moe_layer")]
 
 
 @dataclass(frozen=True)
@@ -136,24 +138,29 @@ def bounds(
         The figures.
     """
     coef = coefficients.vector()
-    feats, chunks = _alone(shape, input_len, output_len, coefficients.allreduce_latency_s)
+    nominal, chunks = _alone(shape, input_len, output_len, coefficients.allreduce_latency_s)
+    # A prompt chunk past the CUDA-graph sizes runs eagerly: its time is the longer of GPU work and launches, as the
+    # simulator times it, not their sum.
+    feats = critical_path(nominal, coef)
     times = feats @ coef
     ttft = coefficients.request_overhead_s + float(times[:chunks].sum())
     decode = times[chunks:]
     tpot = float(decode.mean()) if decode.size else 0.0
     e2el = ttft + float(decode.sum())
     itl = np.percentile(decode, (50, 90, 99)) if decode.size else np.zeros(3)
-    # The fixed part of a step: its overhead, the weights every step reads (for a MoE, the experts one token
-    # reaches), and the all-reduce calls' latency.
+    # The fixed part of a step: its overhead and per-layer launches, the weights every step reads (for a MoE, the
+    # experts one token reaches), and the all-reduce calls' latency.
     reach = shape.experts_per_token / shape.num_experts if shape.num_experts else 0.0
     weights = (shape.dense_weight_bytes + shape.expert_bytes * reach) / shape.memory_bandwidth_bytes_per_s
-    fixed = coef[_COLUMN["step"]] + coef[_COLUMN["weights"]] * weights
-    fixed += coef[_COLUMN["allreduce"]] * shape.allreduces_per_step * coefficients.allreduce_latency_s
-    per_step_fixed = (
+    allreduce = coef[_COLUMN["allreduce"]] * shape.allreduces_per_step * coefficients.allreduce_latency_s
+    fixed = (
         coef[_COLUMN["step"]]
-        + coef[_COLUMN["weights"]] * feats[:, _COLUMN["weights"]]
-        + coef[_COLUMN["allreduce"]] * shape.allreduces_per_step * coefficients.allreduce_latency_s
+        + coef[_COLUMN["layer"]] * shape.num_layers
+        + coef[_COLUMN["moe_layer"]] * shape.num_moe_layers
+        + coef[_COLUMN["weights"]] * weights
+        + allreduce
     )
+    per_step_fixed = feats[:, _FIXED] @ coef[_FIXED] + allreduce
     work = float(np.maximum(times - per_step_fixed, 0.0).sum())
     pool = plan.pool
     mean_tokens = input_len + max(1, output_len // 2)

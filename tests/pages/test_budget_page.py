@@ -119,3 +119,45 @@ def test_tp16_is_flagged_as_two_nodes() -> None:
     warning = next(w.value for w in at.warning if "need 2 nodes" in w.value)
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in warning
     assert "--nnodes 2" in warning
+
+
+# --- issue 14: speculative decoding and the what-if KV compression --------------------------------------------------
+
+SPEC_LINK = '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}'
+
+
+def test_a_speculative_link_fills_the_inputs_and_launches_with_it() -> None:
+    at = _budget(gpu="h100-sxm-80gb", max_model_len="8192", speculative_config=SPEC_LINK)
+    assert not at.exception and not at.error
+    assert at.selectbox(key="w0.spec_method").value == "draft_model"
+    assert at.text_input(key="w0.spec_model").value == "meta-llama/Llama-3.2-1B-Instruct"
+    assert at.number_input(key="w0.spec_tokens").value == 5
+    assert any(f"--speculative-config '{SPEC_LINK}'" in c.value for c in at.code)
+    assert at.query_params["speculative_config"] == SPEC_LINK
+
+
+def test_choosing_eagle3_plans_the_head_and_writes_the_link() -> None:
+    at = _budget(gpu="h100-sxm-80gb", max_model_len="8192")
+    at.selectbox(key="w0.spec_method").set_value("eagle3").run(timeout=TIMEOUT_S)
+    at.text_input(key="w0.spec_model").input("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B").run(timeout=TIMEOUT_S)
+    at.number_input(key="w0.spec_tokens").set_value(3).run(timeout=TIMEOUT_S)
+    assert not at.exception and not at.error
+    assert at.query_params["speculative_config"] == (
+        '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'
+    )
+    at.selectbox(key="w0.spec_method").set_value("off").run(timeout=TIMEOUT_S)
+    assert "speculative_config" not in at.query_params
+
+
+def test_a_draft_method_without_a_model_says_so_in_one_line() -> None:
+    at = _budget(gpu="h100-sxm-80gb")
+    at.selectbox(key="w0.spec_method").set_value("draft_model").run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert [e.value for e in at.error] and "needs a model" in at.error[0].value
+
+
+def test_kv_compression_is_marked_what_if() -> None:
+    at = _budget(gpu="h100-sxm-80gb", max_model_len="8192", kv_compression_ratio="4")
+    assert not at.exception
+    assert at.number_input(key="w0.kv_compression_ratio").value == 4.0
+    assert any(c.value.startswith("# what-if KV compression ÷4 is not an engine setting") for c in at.code)

@@ -83,6 +83,19 @@ def test_link_restores_the_settings():
 
 
 @pytest.mark.usefixtures("timed_endpoints")
+def test_ray_workers_go_into_the_run_and_stay_out_of_the_link(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "ray://10.0.0.5:10001")
+    at = _app(ep="timed")
+    assert at.number_input(key="lt.num_workers").value == 0
+    assert at.session_state["lt.settings"].num_workers is None  # 0: one process, no Ray
+    at.number_input(key="lt.num_workers").set_value(3).run()
+    assert not at.exception
+    settings = at.session_state["lt.settings"]
+    assert (settings.num_workers, settings.ray_address) == (3, "ray://10.0.0.5:10001")
+    assert "num_workers" not in at.query_params and "ray_address" not in at.query_params
+
+
+@pytest.mark.usefixtures("timed_endpoints")
 def test_hostile_link_warns_by_name_and_keeps_defaults():
     at = _app(num_prompts="1e12", request_rate="nan", ep="http://169.254.169.254", secret_token="sk-x")
     assert not at.exception

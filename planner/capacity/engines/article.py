@@ -206,5 +206,13 @@ def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
             "The article's rule of thumb ignores gpu_memory_utilization, activation memory, CUDA graphs, "
             "tensor parallelism, sliding windows and how checkpoints are really quantized; compare it "
             "with the vLLM engine.",
+            *(
+                (
+                    "speculative decoding and the what-if KV compression are not part of the article's rule: plan them "
+                    "under vLLM",
+                )
+                if scenario.speculative_config is not None or scenario.kv_compression_ratio
+                else ()
+            ),
         ),
     )

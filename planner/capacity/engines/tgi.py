@@ -128,6 +128,8 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None 
         else heads * (spec.head_dim + spec.v_head_dim)
     )
     per_token = spec.num_layers * width * kv_bytes
+    if scenario.kv_compression_ratio:
+        per_token /= scenario.kv_compression_ratio  # a what-if, not an engine setting
     act = DTYPE_BYTES[r.dtype]
     inter = spec.num_experts_per_tok * spec.moe_intermediate_size if spec.is_moe else spec.intermediate_size
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
@@ -238,6 +240,25 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None 
         notes=(
             *spec.assumptions,
             "TGI admits requests by tokens, not sequences: concurrency is max_batch_total_tokens / max_total_tokens",
+            *_tgi_extras(scenario),
         ),
         topology=topology,
     )
+
+
+def _tgi_extras(scenario: Scenario) -> tuple[str, ...]:
+    """Notes on TGI's ``--speculate`` and a what-if KV compression."""
+    notes = []
+    cfg = scenario.speculative_config
+    if cfg is not None:
+        notes.append(
+            f"--speculate {cfg.num_speculative_tokens}: TGI speculates by n-gram (or the checkpoint's Medusa "
+            "heads); no draft model is loaded, so no memory is added"
+            + ("" if cfg.method == "ngram" else f" (TGI cannot run the {cfg.method} draft of this configuration)")
+        )
+    if scenario.kv_compression_ratio:
+        notes.append(
+            f"what-if — not an engine setting: KV bytes divided by {scenario.kv_compression_ratio:g} for a KV-cache "
+            "compression method (DMS, KVTC-style) no engine ships; the launch command cannot carry it"
+        )
+    return tuple(notes)

@@ -40,6 +40,7 @@ from planner.capacity.engines.vllm_memory import (
 from planner.capacity.kv_cache import (
     KVPool,
     build_pool,
+    indexer_bytes_per_token,
     kv_dtype_bytes,
     kv_groups,
     kv_heads_per_rank,
@@ -48,9 +49,11 @@ from planner.capacity.kv_cache import (
 from planner.capacity.kv_layout import build_kv_layout, kv_bytes_per_token_model
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
+from planner.capacity.speculative import DraftMemory, draft_memory, runs_on_v1_runner
 from planner.capacity.topology import Topology, place
 from planner.capacity.weights import pp_layer_ranges, weights_bytes_per_rank
 from planner.catalog.gpus import GPU
+from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.units import DTYPE_BYTES, GIB, ceil_div
@@ -70,6 +73,11 @@ __all__ = [
 
 #: Default block size on CUDA (``vllm/config/cache.py``).
 DEFAULT_BLOCK_SIZE = 16
+#: DeepSeek-V3.2's sparse MLA kernels page by 64 tokens: FlashMLA-sparse supports only 64
+#: (``FlashMLASparseBackend.get_supported_kernel_block_sizes``, ``vllm/v1/attention/backends/mla/flashmla_sparse.py``),
+#: so the default 16 becomes 64 (``AttentionBackend.get_preferred_block_size``, ``vllm/v1/attention/backend.py``,
+#: vLLM 0.24.0).
+SPARSE_MLA_BLOCK_SIZE = 64
 #: Device memory from which vLLM picks its larger scheduler defaults, unless the GPU is an A100
 #: (``EngineArgs.get_batch_defaults``, ``vllm/engine/arg_utils.py``, v0.24.0: ``device_memory >= 70 GiB and "a100"
 #: not in device_name``).
@@ -416,6 +424,9 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
     spec, gpu = r.spec, r.gpu
     profile = profile_for(scenario.engine_version)
     runner = runner_for(profile, spec)
+    spec_cfg = scenario.speculative_config
+    if runner == "v2" and spec_cfg is not None and runs_on_v1_runner(spec_cfg):
+        runner = "v1"
     tp, pp = scenario.tensor_parallel_size, scenario.pipeline_parallel_size
     if pp > spec.num_layers:
         raise InvalidParameterError("pipeline_parallel_size", pp, f"at most the model's {spec.num_layers} layers")
@@ -429,7 +440,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
     )
     max_num_seqs = scenario.max_num_seqs or seqs_default
     mnbt = scenario.max_num_batched_tokens or mnbt_default
-    block = scenario.block_size or DEFAULT_BLOCK_SIZE
+    block = scenario.block_size or (SPARSE_MLA_BLOCK_SIZE if spec.index_head_dim else DEFAULT_BLOCK_SIZE)
     version = NEWEST_VERSION if scenario.engine_version in (None, "", "latest") else scenario.engine_version
     # auto stays auto in the resolved scenario (advice and links keep it); the plan's max_model_len is the number
     resolved = replace(scenario, max_model_len=scenario.max_model_len if auto else max_len, engine_version=version)
@@ -444,6 +455,12 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
     act_bytes = DTYPE_BYTES[r.dtype]
     budget = total * scenario.gpu_memory_utilization
     page = page_bytes_per_layer(spec, tp=tp, block_size=block, dtype_bytes=kv_bytes)
+    draft = _draft(scenario, spec, r.dtype, r.quantization, kv_bytes, tp, block)
+    draft_page = draft.kv_page_bytes if draft else 0
+    ratio = scenario.kv_compression_ratio
+    if ratio:
+        # a what-if, not an engine setting: every cached byte divided by the ratio
+        page, draft_page = int(page / ratio), int(draft_page / ratio)
     nt = non_torch(
         base=profile.non_torch_base,
         tp=tp,
@@ -460,6 +477,8 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         weights = weights_bytes_per_rank(
             spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp, stage=stage
         ).total_bytes
+        if draft is not None and stage == pp - 1:
+            weights += draft.weights_bytes  # the drafter is loaded beside the last stage, where tokens are sampled
         activation = _activation(
             spec,
             profile,
@@ -478,7 +497,12 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         available = budget - weights - activation.peak - nt.total_bytes - graph
         groups = kv_groups(spec, layer_range, hybrid=profile.hybrid_kv)
         pool = build_pool(
-            groups, available_bytes=available, page_bytes=page, block_size=block, max_num_batched_tokens=mnbt
+            groups,
+            available_bytes=available,
+            page_bytes=page,
+            block_size=block,
+            max_num_batched_tokens=mnbt,
+            extra_page_bytes=draft_page,
         )
         stages.append(_Stage(stage, weights, activation, nt, graph, available, pool, layer_range))
     limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
@@ -526,7 +550,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
             "holds less than one token of every KV-cache group"
         )
     elif pool.num_blocks < per_request_blocks:
-        need = per_request_blocks * page * pool.group_size
+        need = per_request_blocks * (page * pool.group_size + draft_page)
         reason = (
             f"one request of max_model_len {max_len:,} tokens needs {fmt_gib(need)} of KV cache, more than "
             f"the {fmt_gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens"
@@ -543,6 +567,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         unused_bytes=max(0.0, total - budget),
     )
     notes += _notes(profile, runner, scenario, spec, gpu, topology, tp)
+    notes += _speculative_notes(scenario, spec, draft, runner, runner_for(profile, spec))
     target = scenario.target_context
     if profile.arch == "v0":
         tokens_rule = "v0_blocks"
@@ -575,6 +600,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         mnbt,
         spec,
         graphs=graphs if subtract_graphs else 0,
+        draft=draft,
     )
     return Plan(
         scenario=resolved,
@@ -589,7 +615,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         kv_bytes_per_token_model=kv_bytes_per_token_model(spec, pool.bytes_per_token, tp=tp, pp=pp),
         block_size=block,
         model_max_position_embeddings=spec.max_position_embeddings,
-        kv_needed_for_max_len_bytes=float(per_request_blocks * page * pool.group_size),
+        kv_needed_for_max_len_bytes=float(per_request_blocks * (page * pool.group_size + draft_page)),
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=mnbt,
         num_gpu_blocks=pool.num_blocks,
@@ -608,6 +634,59 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         model_runner=runner,
         topology=topology,
     )
+
+
+def _draft(
+    scenario: Scenario, spec: ModelSpec, dtype: str, quantization: str, kv_bytes: float, tp: int, block: int
+) -> DraftMemory | None:
+    """The speculative draft's memory on one GPU, ``None`` without speculative decoding."""
+    if scenario.speculative_config is None:
+        return None
+    return draft_memory(
+        scenario.speculative_config,
+        spec,
+        dtype=dtype,
+        target_quantization=quantization,
+        kv_dtype_bytes=kv_bytes,
+        tp=tp,
+        block_size=block,
+        resolve=lambda model_id: resolve_model(model_id).spec,
+    )
+
+
+def _speculative_notes(
+    scenario: Scenario, spec: ModelSpec, draft: DraftMemory | None, runner: str, default_runner: str
+) -> list[str]:
+    """What the plan assumes about speculative decoding, KV compression and DeepSeek-V3.2's indexer."""
+    notes: list[str] = []
+    cfg = scenario.speculative_config
+    if cfg is not None and draft is not None:
+        notes.append(
+            f"speculative decoding ({cfg.describe()}): {draft.description}; its weights "
+            f"({fmt_gib(draft.weights_bytes)} per GPU) are in the weights term and its {draft.num_layers} layer(s) add "
+            f"{draft.kv_bytes_per_token:,.0f} B per token to every KV block (vLLM 0.24.0 puts the draft's KV-cache "
+            "specs in the target's KV-cache groups)"
+        )
+        if runner != default_runner:
+            notes.append(
+                f"vLLM's V2 model runner does not run speculative method {cfg.method!r}: the V1 model runner is used "
+                "(and its CUDA-graph estimate comes out of the budget)"
+            )
+        if cfg.method == "mtp" and spec.index_head_dim:
+            notes.append("DeepSeek-V3.2 with MTP: vLLM 0.24.0 runs it eager (no CUDA graphs; speculative.py FIXME)")
+    if spec.index_head_dim:
+        notes.append(
+            f"DeepSeek-V3.2 sparse attention (DSA, index_topk {spec.index_topk}): every layer also caches the "
+            f"lightning indexer's keys, {spec.index_head_dim} fp8 values + a float32 scale = "
+            f"{spec.index_head_dim + spec.index_head_dim // 128 * 4} B per token, in the KV bytes per token "
+            "(vllm/model_executor/models/deepseek_v2.py DeepseekV32IndexerCache)"
+        )
+    if scenario.kv_compression_ratio:
+        notes.append(
+            f"what-if — not an engine setting: KV bytes divided by {scenario.kv_compression_ratio:g} for a KV-cache "
+            "compression method (DMS, KVTC-style) no engine ships; the launch command cannot carry it"
+        )
+    return notes
 
 
 def _notes(
@@ -712,6 +791,14 @@ def _estimate_max_len(pool: KVPool, profile: VLLMProfile, max_len: int) -> int:
 
 
 def _page_expression(spec: ModelSpec, pool: KVPool, page: int, tp: int) -> str:
+    if spec.is_mla and spec.index_head_dim:
+        indexer = indexer_bytes_per_token(spec)
+        latent = page / pool.block_size - indexer
+        return (
+            f"{pool.block_size} tokens × ({latent:g} B MLA latent"
+            + (" in fp8_ds_mla" if latent < 2 * ((spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)) else "")
+            + f" + {indexer} B indexer keys)"
+        )
     if spec.is_mla:
         width = (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
         return (
@@ -741,6 +828,7 @@ def _formulas(
     spec: ModelSpec,
     *,
     graphs: int,
+    draft: DraftMemory | None = None,
 ) -> tuple[Formula, ...]:
     src = (
         "vllm/v1/worker/gpu_worker.py::determine_available_memory"
@@ -784,6 +872,16 @@ def _formulas(
                 "gpu_model_runner.py::profile_cudagraph_memory (v0.21+)",
             )
         )
+    if draft is not None:
+        lines.append(
+            Formula(
+                "Speculative draft",
+                f"weights {fmt_gib(draft.weights_bytes)} (in the weights term) + {draft.num_layers} layer(s) × KV "
+                f"= {draft.kv_page_bytes:,} B per {pool.block_size}-token block",
+                f"{draft.kv_bytes_per_token:,.0f} B/token",
+                "vllm/v1/spec_decode/draft_model.py, eagle.py; vllm/config/speculative.py (vLLM 0.24.0)",
+            )
+        )
     lines += [
         Formula(
             "KV cache memory",
@@ -800,7 +898,9 @@ def _formulas(
         ),
         Formula(
             "GPU blocks",
-            f"{fmt_gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool)",
+            f"{fmt_gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool"
+            + (f" + {pool.extra_page_bytes:,} B of the draft's layers" if pool.extra_page_bytes else "")
+            + ")",
             f"{pool.num_blocks:,}",
             "vllm/v1/core/kv_cache_utils.py",
         ),

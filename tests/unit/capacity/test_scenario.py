@@ -33,7 +33,14 @@ INT_FIELDS = frozenset(
     }
 )
 FLOAT_FIELDS = frozenset(
-    {"gpu_memory_utilization", "cuda_memory_fraction", "params_b", "gpu_memory_gb", "custom_gpu_memory_gib"}
+    {
+        "gpu_memory_utilization",
+        "cuda_memory_fraction",
+        "params_b",
+        "gpu_memory_gb",
+        "custom_gpu_memory_gib",
+        "kv_compression_ratio",
+    }
 )
 
 

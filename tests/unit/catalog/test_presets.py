@@ -1,8 +1,9 @@
-"""Tests of planner.catalog.presets: the article's scenarios 1 and 4 reproduced exactly.
+"""Tests of planner.catalog.presets: the article's four scenarios reproduced exactly, and its recipes.
 
 Golden values: the article's published results for scenario 1 (RTX 4090 24 GB, Llama 3.1 8B, int4
 weights, fp16 KV, 8,192 tokens: 131,072 B/token, 153,802 tokens, 18 requests) and scenario 4 (H100
-80 GB, Llama 3.1 70B, int4 weights, fp8 KV, 8,192 tokens: 163,840 B/token, 300,834 tokens, 36 requests).
+80 GB, Llama 3.1 70B, int4 weights, fp8 KV, 8,192 tokens: 163,840 B/token, 300,834 tokens, 36 requests);
+scenarios 2 and 3 worked by hand with the article's function (below).
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from planner.links.budget import MAX_SCENARIOS
     ("index", "bytes_per_token", "tokens", "requests"),
     [
         (0, 131_072, 153_802, 18),
+        # 2: A100 80 GB, 8B fp16, fp8 KV, 16,384: weights 8e9 × 2 B; KV 2 × 32 × 8 × 128 × 1 = 65,536 B/token;
+        # tokens = int((80 − 1.5) GiB / 65,536 − 16e9 / 65,536) = int(1,286,144 − 244,140.625) = 1,042,003;
+        # requests 1,042,003 // 16,384 = 63
+        (1, 65_536, 1_042_003, 63),
+        # 3: A100 80 GB, 8B int4, fp8 KV, 65,536: int(1,286,144 − 4e9 / 65,536) = int(1,286,144 − 61,035.16) =
+        # 1,225,108; requests // 65,536 = 18
+        (2, 65_536, 1_225_108, 18),
         (3, 163_840, 300_834, 36),
     ],
 )
@@ -31,10 +39,14 @@ def test_article_engine_reproduces_published_scenarios(index, bytes_per_token, t
     assert result.fits
 
 
-def test_reconstructed_scenarios_are_labelled():
-    assert [c.reconstructed for c in ARTICLE_CASES] == [False, True, True, False]
-    assert ARTICLE_CASES[1].title == "Article 2 (reconstructed)"
-    assert all("reconstructed" in p.description for p in presets() if p.key in ("article-article", "article-vllm"))
+def test_scenarios_carry_the_articles_names():
+    assert [c.title for c in ARTICLE_CASES] == [
+        "Article 1: Personal Server",
+        "Article 2: Production",
+        "Article 3: Long Context Agent",
+        "Article 4: Large Model",
+    ]
+    assert not any("reconstructed" in p.description for p in presets())
 
 
 def test_vllm_mapping_of_article_scenarios():
@@ -46,8 +58,12 @@ def test_vllm_mapping_of_article_scenarios():
         "auto",
         8192,
     )
-    assert (s2.quantization, s2.kv_cache_dtype, s2.max_model_len) == (None, "auto", 32768)
-    assert (s3.quantization, s3.kv_cache_dtype) == ("int8", "fp8")
+    assert (s2.gpu, s2.quantization, s2.kv_cache_dtype, s2.max_model_len) == ("a100-sxm4-80gb", None, "fp8", 16384)
+    assert (s3.model, s3.kv_cache_dtype, s3.max_model_len) == (
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        "fp8",
+        65536,
+    )
     assert (s4.gpu, s4.quantization, s4.kv_cache_dtype) == ("h100-sxm-80gb", "awq", "fp8")
 
 
@@ -64,12 +80,29 @@ def test_every_preset_is_valid_and_plans(preset):
         plan(validate(s))
 
 
-def test_recipes():
-    personal, production, agent = (r.scenarios[0] for r in recipes())
-    assert (personal.gpu, personal.max_model_len, personal.max_num_seqs) == ("rtx-4090", 8192, 16)
-    assert (production.tensor_parallel_size, production.max_model_len) == (2, 16384)
-    assert (agent.gpu, agent.max_model_len, agent.kv_cache_dtype) == ("h200-sxm-141gb", 131072, "fp8")
-    assert all(plan(s).fits for s in (personal, production, agent))
+def test_recipes_are_the_articles():
+    personal, production, agent = recipes()
+    (qwen,) = personal.scenarios
+    assert (qwen.model, qwen.kv_cache_dtype) == ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "auto")
+    # Qwen2.5-7B: 28 layers × 4 KV heads × 128 × 2 (K, V) × 2 B (fp16 KV) = 57,344 B per token
+    assert plan(qwen).kv_bytes_per_token == 57_344
+    small, large = production.scenarios
+    assert small.model == "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4" and large.tensor_parallel_size == 4
+    for s in (small, large):
+        assert s.kv_cache_dtype == "fp8"
+        assert s.speculative_config.to_json() == {
+            "method": "draft_model",
+            "model": "meta-llama/Llama-3.2-1B-Instruct",
+            "num_speculative_tokens": 5,
+        }
+    # 70B at TP 4, fp8: 80 layers × 2 KV heads × 128 × 2 × 1 B = 40,960, + the 1B draft's 16 × 2 × 64 × 2 × 1 = 4,096
+    assert plan(large).kv_bytes_per_token == 45_056
+    v32, dms = agent.scenarios
+    # DeepSeek-V3.2, fp8: 61 × (656 fp8_ds_mla + 132 indexer) = 48,068 B per token on each GPU
+    assert (v32.model, v32.kv_cache_dtype, plan(v32).kv_bytes_per_token) == ("deepseek-ai/DeepSeek-V3.2", "fp8", 48_068)
+    # Llama 3.1 8B fp8 KV (65,536 B) under a what-if ratio of 8: 8,192 B
+    assert (dms.kv_compression_ratio, plan(dms).kv_bytes_per_token) == (8.0, 8_192)
+    assert all(plan(s).fits for r in recipes() for s in r.scenarios)
 
 
 def test_scenario_from_advice_applies_only_the_change():

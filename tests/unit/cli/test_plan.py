@@ -207,3 +207,36 @@ def test_entry_point_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and json.loads(out)["max_num_batched_tokens"] == 16384  # vllm.LLM's default on an H100
     code, _, err = run([*argv, "--entry-point", "python"], capsys)
     assert code == 2 and "--entry-point: invalid choice: 'python'" in err
+
+
+# --- issue 14: speculative decoding on the command line -------------------------------------------------------------
+
+LLAMA = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--max-model-len", "8192"]
+ARTICLE_DRAFT = {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}
+
+
+def test_the_articles_old_flags_plan_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B's 131,072 B per token + Llama-3.2-1B's 16 × 8 × 64 × 2 × 2 = 32,768 (bf16)
+    argv = [*LLAMA, "--speculative-model", "meta-llama/Llama-3.2-1B-Instruct", "--num-speculative-tokens", "5"]
+    code, out, _ = run([*argv, "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["kv_bytes_per_token"] == 163_840
+    assert data["speculative_config"] == ARTICLE_DRAFT
+
+
+def test_speculative_config_json_is_the_same(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*LLAMA, "--speculative-config", json.dumps(ARTICLE_DRAFT), "--json"], capsys)
+    assert code == 0 and json.loads(out)["kv_bytes_per_token"] == 163_840
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--speculative-config", "{oops"],
+        ["--speculative-model", "meta-llama/Llama-3.2-1B-Instruct"],
+        ["--speculate", "3", "--speculative-config", json.dumps(ARTICLE_DRAFT)],
+    ],
+)
+def test_bad_speculative_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
+    code, _, err = run([*LLAMA, *extra], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1

@@ -281,3 +281,26 @@ def test_entry_point_round_trips_and_a_bad_one_warns():
     decoded = decode({"entry_point": "python"})
     assert decoded.scenarios[0].entry_point == "serve"
     assert len(decoded.warnings) == 1 and decoded.warnings[0].startswith("entry_point=")
+
+
+def test_speculative_config_and_kv_compression_round_trip() -> None:
+    from planner.capacity.speculative import parse_speculative_config
+
+    cfg = parse_speculative_config(
+        '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'
+    )
+    scenario = Scenario(speculative_config=cfg, kv_compression_ratio=4.0)
+    params = encode([scenario])
+    assert params["speculative_config"] == (
+        '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'
+    )
+    assert params["kv_compression_ratio"] == "4"
+    state = decode(params)
+    assert state.scenarios == (scenario,) and state.warnings == ()
+
+
+def test_a_bad_speculative_config_warns_once_and_keeps_the_default() -> None:
+    state = decode({"speculative_config": '{"model": "x/y"}'})
+    assert state.scenarios[0].speculative_config is None
+    (warning,) = state.warnings
+    assert warning.startswith("speculative_config=") and "num_speculative_tokens" in warning

@@ -104,3 +104,10 @@ def test_bad_value_warns_by_name_and_keeps_the_default(key, value):
     assert len(decoded.warnings) == 1
     assert decoded.warnings[0].startswith(f"{key}=")
     assert "the default is used" in decoded.warnings[0]
+
+
+def test_a_link_never_carries_the_ray_workers_or_the_clusters_address():
+    settings = LoadSettings(num_workers=4, ray_address="ray://10.0.0.5:10001")
+    assert encode(settings) == {}
+    assert "num_workers" not in KEYS and "ray_address" not in KEYS
+    assert decode({"num_workers": "4", "ray_address": "10.0.0.5:6379"}).settings == DEFAULT

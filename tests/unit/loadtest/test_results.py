@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from datetime import datetime
@@ -95,6 +96,18 @@ def test_a_run_without_request_rows_round_trips_with_its_distributions():
     (back,) = import_runs(json.dumps(written), "again.json")
     assert back.metrics.tpot.median_s == pytest.approx(0.1) and back.metrics.itl.median_s == pytest.approx(0.1)
     assert back.metrics.ttft.median_s == pytest.approx(0.1)
+
+
+def test_the_ray_workers_and_their_request_counts_round_trip():
+    (run,) = import_runs(json.dumps(VLLM_RESULT), "bench.json")
+    assert (run.num_workers, run.worker_requests) == (None, ())  # vLLM's own file: one process, unknown
+    written = to_vllm_file(dataclasses.replace(run, num_workers=2, worker_requests=(6, 5)))
+    assert (written["planner_num_workers"], written["planner_worker_requests"]) == (2, [6, 5])
+    (back,) = import_runs(json.dumps(written), "again.json")
+    assert (back.num_workers, back.worker_requests) == (2, (6, 5))
+    written["planner_worker_requests"] = [6, "five"]  # a hand-edited file: not counts, so none
+    (odd,) = import_runs(json.dumps(written), "odd.json")
+    assert odd.worker_requests == ()
 
 
 def test_import_json_lines_and_lists():
