@@ -33,6 +33,7 @@ from planner.loadtest.charts import (
 from planner.loadtest.confidence import repeat_summary
 from planner.loadtest.datasets import read_sharegpt, read_trace
 from planner.loadtest.results import (
+    batching_frame,
     failure_summary,
     group_sweeps,
     import_runs,
@@ -40,6 +41,7 @@ from planner.loadtest.results import (
     requests_frame,
     runs_frame,
     same_model,
+    spec_decode_frame,
     to_vllm_file,
     ttft_by_turn,
 )
@@ -287,7 +289,7 @@ with st.expander("Load", expanded=True):
         help="Empty the server's prefix cache first (vLLM POST /reset_prefix_cache, which needs "
         "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
     )
-    c = st.columns([1, 2, 2, 2])
+    c = st.columns([1, 2, 2, 2, 2])
     num_runs = c[0].number_input(
         "repeats",
         1,
@@ -321,6 +323,14 @@ with st.expander("Load", expanded=True):
         help="Send the measured requests from N Ray workers, the concurrency cap and the rate split between them "
         f"(0 = one process on this machine); on {'the cluster at ' + ray_address if ray_address else 'this machine'}"
         " (set RAY_ADDRESS for a cluster). Needs requirements-ray.txt.",
+    )
+    batching = c[4].selectbox(
+        "batching",
+        load_settings.BATCHINGS,
+        key=W["batching"],
+        help="continuous: each request as a slot frees (the server batches them). static: fixed batches of "
+        "max_concurrency, the next only when the slowest has ended. compare: a static run, then a continuous one "
+        "at the same concurrency, and the throughput ratio (the source article claims 2–5×).",
     )
 goodput_error = None
 try:
@@ -362,6 +372,7 @@ try:
         sweep_refine=bool(sweep_refine),
         num_workers=int(num_workers or 0) or None,
         ray_address=ray_address,
+        batching=batching,
     )
 except PlannerError as exc:  # e.g. fewer prompts than prefixes: the widgets keep what was typed
     st.error(f"Cannot run: {exc}")
@@ -590,6 +601,34 @@ if len(cache):
         "`prefix_cache_queries`/`prefix_cache_hits`, SGLang `cached_tokens`/`prompt_tokens`); n/a where the server "
         "exports none (llama.cpp, TGI). Reusable prefix = tokens at the start of each prompt that repeat an earlier "
         "prompt's start (a later turn: the conversation so far), over all prompt tokens."
+    )
+spec = spec_decode_frame(shown)
+if len(spec):
+    st.subheader("Speculative decoding")
+    shown_spec = spec.astype(object).where(spec.notna(), None)
+    shown_spec["acceptance_rate"] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_spec["acceptance_rate"]]
+    for col, fmt in (("mean_acceptance_length", "{:.2f}"), ("median_tpot_ms", "{:.2f}"), ("num_drafts", "{:,.0f}")):
+        shown_spec[col] = [fmt.format(v) if v is not None else "n/a" for v in shown_spec[col]]
+    shown_spec["output_throughput"] = [f"{v:,.1f}" if v is not None else "n/a" for v in shown_spec["output_throughput"]]
+    st.dataframe(shown_spec.fillna("n/a"), hide_index=True, key="lt.spec.table")
+    st.caption(
+        "From the server's vLLM `spec_decode_*` counters over the measured requests: acceptance rate = accepted / "
+        "draft tokens; mean acceptance length = 1 + accepted / drafts (tokens per target step, the bonus token "
+        "included); per position = accepted at position i / drafts (vLLM's own definitions)."
+    )
+pairs = batching_frame(shown)
+if len(pairs):
+    st.subheader("Static vs continuous batching")
+    shown_pairs = pairs.astype(object).where(pairs.notna(), None)
+    shown_pairs["throughput_ratio"] = [f"{v:.2f}×" if v is not None else "n/a" for v in shown_pairs["throughput_ratio"]]
+    for col in pairs.columns[2:]:
+        if col != "throughput_ratio":
+            shown_pairs[col] = [f"{v:,.1f}" if v is not None else "n/a" for v in shown_pairs[col]]
+    st.dataframe(shown_pairs.fillna("n/a"), hide_index=True, key="lt.batching.table")
+    st.caption(
+        "The same load sent in fixed batches (the next only when the slowest ends) and continuously at the same "
+        "concurrency; ratio = continuous / static output throughput (the source article claims 2–5×). The static run "
+        "goes first: give warm-up requests so a cold server's first request does not count against it."
     )
 turns = ttft_by_turn(shown)
 if len(turns):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from planner.cli import max_rate
 from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
-from planner.loadtest.settings import DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
+from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
     from planner.loadtest.runner import LoadResult
@@ -124,6 +124,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="flush, prime, measure: empty the server's prefix cache (vLLM /reset_prefix_cache with "
         "VLLM_SERVER_DEV_MODE=1, SGLang /flush_cache), then the warmups prime it, then the measured run",
     )
+    b.add_argument(
+        "--batching",
+        choices=BATCHINGS,
+        default="continuous",
+        help="continuous (default); static: fixed batches of --concurrency, the next when the slowest ends; "
+        "compare: static then continuous on the same endpoint, with the throughput ratio",
+    )
     b.add_argument("--num-runs", type=int, default=1, help="repeat the run K times: mean and 95%% CI (default: 1)")
     b.add_argument("--sweep", type=int, metavar="N", help="concurrency sweep 1, 2, 4, ... N; prints a row per level")
     b.add_argument(
@@ -175,6 +182,26 @@ _BENCH_FLAGS = {
 }
 
 
+def _batching_text(frame: object) -> str:
+    """The static-vs-continuous lines of a ``--batching compare`` run (from
+    :func:`planner.loadtest.results.batching_frame`)."""
+    lines = ["{s:{c}^{n}}".format(s=" Static vs continuous batching ", n=50, c="=")]
+    for row in frame.to_dict(orient="records"):  # type: ignore[attr-defined]
+
+        def num(value: object, fmt: str) -> str:
+            return "n/a" if value is None or value != value else fmt.format(value)
+
+        lines.append(f"{'Concurrency / batch size:':<40} {row['max_concurrency']}")
+        lines.append(f"{'Static output throughput (tok/s):':<40} {num(row['static_output_throughput'], '{:.2f}')}")
+        lines.append(
+            f"{'Continuous output throughput (tok/s):':<40} {num(row['continuous_output_throughput'], '{:.2f}')}"
+        )
+        lines.append(f"{'Continuous / static:':<40} {num(row['throughput_ratio'], '{:.2f}x')}")
+    if len(lines) == 1:
+        lines.append("n/a: a run failed")
+    return "\n".join(lines)
+
+
 def _bench_text(result: LoadResult) -> str:
     """The vLLM-style summary table (``vllm bench serve`` console output, plus P90 and sample counts)."""
     m = result.metrics
@@ -194,6 +221,7 @@ def _bench_text(result: LoadResult) -> str:
         row("Successful requests:", m.completed),
         row("Failed requests:", m.failed),
         row("Maximum request concurrency:", spec.max_concurrency),
+        *([row("Batching (client):", "static batches")] if spec.batching == "static" else []),
         row("Request rate configured (RPS):", spec.request_rate),
         row("Benchmark duration (s):", rate(m.duration_s)),
         row("Total input tokens:", m.total_input_tokens),
@@ -232,6 +260,14 @@ def _bench_text(result: LoadResult) -> str:
         lines.append(
             row("Prefix cache hit rate:", f"{rate_text} ({cache.hits_tokens:,.0f} of {cache.queries_tokens:,.0f})")
         )
+    spec = result.spec_decode
+    if spec is not None:
+        rate, length = spec.acceptance_rate, spec.mean_acceptance_length
+        lines.append(row("Spec decode acceptance rate:", "n/a" if rate is None else f"{rate:.1%}"))
+        lines.append(row("Spec decode mean accept length:", "n/a" if length is None else f"{length:.2f}"))
+        per_pos = ", ".join(f"{a:.2f}" for a in spec.per_position_acceptance) or "n/a"
+        lines.append(row("Spec decode accepted per position:", per_pos))
+        lines.append(row("Spec decode drafts:", f"{spec.num_drafts:,.0f}"))
     share = result.reusable_prefix_share
     if share is not None and result.settings.dataset_name != "random":
         lines.append(row("Reusable prefix (workload):", f"{share:.1%}"))
@@ -419,6 +455,7 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
         sweep_refine=args.sweep_refine,
         num_workers=args.workers if args.workers is not None or args.ray_address is None else 1,
         ray_address=args.ray_address,
+        batching=args.batching,
     )
     return settings, prompts, rows
 
@@ -429,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from planner.loadtest.confidence import repeat_summary
-    from planner.loadtest.results import saved_run, to_vllm_file, ttft_by_turn
+    from planner.loadtest.results import batching_frame, saved_run, to_vllm_file, ttft_by_turn
     from planner.loadtest.sweep import SweepPoint, find_knee
     from planner.loadtest.worker import JobQueue, plan_jobs
     from planner.serving.endpoints import parse_endpoint_flag
@@ -489,8 +526,13 @@ def run(args: argparse.Namespace) -> int:
         if o.result
     ]
     if settings.mode == "sweep":
+        # with --batching compare the table is the continuous sweep's; the static one goes into the ratios below
         points = sorted(
-            (SweepPoint.of(o.job.level or 0, o.result) for o in outcomes if o.result is not None),
+            (
+                SweepPoint.of(o.job.level or 0, o.result)
+                for o in outcomes
+                if o.result is not None and o.result.settings.batching != "static"
+            ),
             key=lambda p: p.concurrency,
         )
         knee = find_knee([(p.concurrency, p.output_throughput) for p in points])
@@ -502,7 +544,20 @@ def run(args: argparse.Namespace) -> int:
         levels = [to_vllm_file(r, per_request=False) for r in runs]
         summary = {"endpoint": endpoint.name, "knee_concurrency": knee, "stopped_at_saturation": saturated}
         summary["levels"] = levels
+        if settings.batching == "compare":
+            summary["comparison"] = batching_frame(runs).to_dict(orient="records")
         shown = json.dumps(summary, indent=2) if args.json else _sweep_text(points, knee, stopped)
+        if settings.batching == "compare" and not args.json:
+            shown += "\n\n" + _batching_text(batching_frame(runs))
+    elif settings.batching == "compare":  # static, then continuous: both tables and the ratio
+        document = [to_vllm_file(r) for r in runs]
+        frame = batching_frame(runs)
+        if args.json:
+            pair = {"runs": [to_vllm_file(r, per_request=False) for r in runs]}
+            pair["comparison"] = frame.to_dict(orient="records")
+            shown = json.dumps(pair, indent=2)
+        else:
+            shown = "\n\n".join([*(_bench_text(r) for r in results), _batching_text(frame)])
     elif len(runs) > 1:  # repeats: every run, then the mean and 95% interval of each headline metric
         document = [to_vllm_file(r) for r in runs]
         table = repeat_summary(runs)

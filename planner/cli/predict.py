@@ -5,11 +5,17 @@ spelling); ``--json`` prints the keys a ``vllm bench serve --save-result`` file 
 ``median_tpot_ms``, ``median_itl_ms``, ``p99_ttft_ms``, ``request_throughput``, ``output_throughput``, …) plus the
 simulation's own (``planner_preemptions``, ``planner_peak_kv_blocks``, …). ``--sweep N`` predicts concurrency
 1, 2, 4, … N instead, one row per level.
+
+Speculative decoding (``--spec-method``, ``--num-speculative-tokens``, ``--spec-acceptance-rates`` conditional per
+position, or ``--spec-acceptance-from`` a Load Test / ``vllm bench serve`` result file with measured acceptance)
+adds predicted TPOT and output throughput with and without it, and the batch size at which it stops paying
+(:func:`planner.predict.api.predict_speculative`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -22,9 +28,11 @@ from planner.links.rules import BadValue
 from planner.loadtest.results import to_vllm_file
 from planner.loadtest.settings import LoadSettings, parse_goodput
 from planner.loadtest.sweep import sweep_levels
-from planner.predict.api import Prediction, predict, predicted_run
+from planner.predict.api import Prediction, SpeculativePrediction, predict, predict_speculative, predicted_run
 from planner.predict.calibration import CalibrationProfile, load_profile
 from planner.predict.curves import PredictedCurve, predict_curve
+from planner.predict.speculative import SPEC_METHODS, rates_from_measured
+from planner.units import GIB
 
 __all__ = ["MAX_REQUESTS", "add_parser", "run"]
 
@@ -70,6 +78,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="share (0-1) of each prompt served from the prefix cache, not prefilled (default: 0; e.g. a Load Test "
         "run's measured hit rate)",
     )
+    s = p.add_argument_group("speculative decoding (vLLM speculative_config)")
+    s.add_argument("--spec-method", choices=SPEC_METHODS, help="speculative_config.method: predict with and without it")
+    # the scenario's flags (plan's) may define these two already: they are the same setting, read once
+    with contextlib.suppress(argparse.ArgumentError):
+        s.add_argument("--num-speculative-tokens", type=int, help="draft tokens per step k")
+    s.add_argument(
+        "--spec-acceptance-rates",
+        metavar="A1,A2,...",
+        help="acceptance rate of each draft position given the ones before were accepted (default: the method's "
+        "published figure; fewer than k repeat the last)",
+    )
+    s.add_argument(
+        "--spec-acceptance-from",
+        metavar="RESULT.json",
+        help="take the rates from a measured run (a Load Test or vllm bench serve result file with spec_decode_*)",
+    )
+    with contextlib.suppress(argparse.ArgumentError):
+        s.add_argument("--speculative-model", metavar="MODEL", help="the draft model (--spec-method draft_model)")
+    s.add_argument("--spec-head-gib", type=float, help="an EAGLE/MTP head's weights, GiB (default: one target layer)")
     p.add_argument("--save-result", metavar="FILE", help="write the prediction as a vllm bench serve result file")
     p.add_argument("--json", action="store_true", help="print one JSON object (vllm bench serve's keys)")
 
@@ -205,6 +232,102 @@ def _curve_json(curve: PredictedCurve) -> dict[str, Any]:
     }
 
 
+def _rates(args: argparse.Namespace) -> tuple[float, ...]:
+    """The conditional rates of ``--spec-acceptance-rates`` or ``--spec-acceptance-from`` (empty: the default)."""
+    if args.spec_acceptance_rates and args.spec_acceptance_from:
+        raise InvalidParameterError("spec_acceptance_from", args.spec_acceptance_from, "no --spec-acceptance-rates too")
+    if args.spec_acceptance_rates:
+        try:
+            return tuple(float(x) for x in args.spec_acceptance_rates.split(",") if x.strip())
+        except ValueError as exc:
+            raise InvalidParameterError(
+                "spec_acceptance_rates", args.spec_acceptance_rates, "A1,A2,... in [0, 1]"
+            ) from exc
+    if not args.spec_acceptance_from:
+        return ()
+    from planner.loadtest.results import import_runs
+
+    try:
+        raw = Path(args.spec_acceptance_from).read_bytes()
+    except OSError as exc:
+        raise InvalidParameterError(
+            "spec_acceptance_from", args.spec_acceptance_from, f"a readable file ({exc.strerror})"
+        ) from exc
+    measured = [r.spec_decode for r in import_runs(raw, args.spec_acceptance_from) if r.spec_decode is not None]
+    if not measured or measured[-1].mean_acceptance_length is None:
+        raise InvalidParameterError(
+            "spec_acceptance_from", args.spec_acceptance_from, "a result with spec_decode_* counts"
+        )
+    stats = measured[-1]
+    k = round(stats.num_draft_tokens / stats.num_drafts)
+    return rates_from_measured(
+        stats.per_position_acceptance, mean_acceptance_length=stats.mean_acceptance_length, num_speculative_tokens=k
+    )
+
+
+def _speculative(args: argparse.Namespace, scenario: object, settings: LoadSettings) -> SpeculativePrediction | None:
+    # a scenario that carries vLLM's speculative_config (plan's flags) gives the method, k and draft by default
+    config = getattr(scenario, "speculative_config", None)
+    given = {"method": args.spec_method, "num_speculative_tokens": args.num_speculative_tokens}
+    given["model"] = args.speculative_model
+    method, tokens, draft = (v if v is not None else getattr(config, k, None) for k, v in given.items())
+    if method is None and tokens is None:
+        return None
+    if method is None or tokens is None:
+        raise InvalidParameterError("spec_method", method, "both --spec-method and --num-speculative-tokens")
+    head = None if args.spec_head_gib is None else args.spec_head_gib * GIB
+    try:
+        return predict_speculative(
+            scenario,  # type: ignore[arg-type]
+            settings,
+            method=method,
+            num_speculative_tokens=tokens,
+            acceptance_rates=_rates(args),
+            draft_model=draft,
+            draft_weight_bytes=head,
+            profile=read_profile(args.calibration),
+        )
+    except InvalidParameterError as exc:  # the config's field names -> this command's flags
+        flag = {"acceptance_rates": "spec_acceptance_rates", "method": "spec_method"}.get(exc.name)
+        if flag is None:
+            raise
+        raise InvalidParameterError(flag, exc.value, exc.accepted) from exc
+
+
+def _spec_text(p: SpeculativePrediction) -> str:
+    e, c = p.estimate, p.config
+    rates = ", ".join(f"{a:.2f}" for a in c.rates)
+    even = "never within max_num_seqs" if p.break_even_batch is None else f"batch {p.break_even_batch}"
+    m = p.run.metrics
+    lines = [
+        f"  with speculative decoding, simulated: TPOT median {_ms(m.tpot.median_s if m.tpot else None)}   "
+        f"ITL median {_ms(m.itl.median_s if m.itl else None)}   output {m.output_throughput:,.0f} tok/s",
+        f"  speculative decoding ({c.method}, k={c.num_speculative_tokens}, rates {rates}), steady decode:",
+        f"    tokens per step {e.tokens_per_step:.2f}   step {_ms(e.step_s)} (verify {_ms(e.verify_s)}, "
+        f"draft {_ms(e.draft_s)})",
+        f"    TPOT {_ms(e.tpot_s)} with, {_ms(e.tpot_without_s)} without ({e.speedup:.2f}x)",
+        f"    output {e.output_throughput:,.0f} tok/s with, {e.output_throughput_without:,.0f} without",
+        f"    stops paying at {even}",
+    ]
+    return "\n".join(lines + [f"    note: {n}" for n in p.notes])
+
+
+def _spec_json(p: SpeculativePrediction) -> dict[str, Any]:
+    e, c = p.estimate, p.config
+    return {
+        "planner_spec_method": c.method,
+        "planner_num_speculative_tokens": c.num_speculative_tokens,
+        "planner_spec_acceptance_rates": list(c.rates),
+        "planner_spec_tokens_per_step": e.tokens_per_step,
+        "planner_spec_tpot_ms": e.tpot_s * 1e3,
+        "planner_spec_tpot_without_ms": e.tpot_without_s * 1e3,
+        "planner_spec_output_throughput": e.output_throughput,
+        "planner_spec_output_throughput_without": e.output_throughput_without,
+        "planner_spec_break_even_batch": p.break_even_batch,
+        "planner_spec_simulated": p.run.metrics.to_vllm_json(),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``predict``; returns the exit code (0, or 2 for bad input or a deployment that does not fit)."""
     try:
@@ -224,16 +347,20 @@ def run(args: argparse.Namespace) -> int:
             prediction = predict(
                 scenario, settings, profile=profile, static=args.static, prefix_cache_hit_rate=hit_rate
             )
+            speculative = _speculative(args, scenario, settings)
     except PlannerError as exc:
         return usage_error(args.command, exc, flags=args)
     if args.sweep is not None:
         print(json.dumps(_curve_json(curve), indent=2) if args.json else _curve_text(curve))
         return 0
     payload = _payload(prediction)
+    if speculative is not None:
+        payload.update(_spec_json(speculative))
     if args.save_result:
         try:
             Path(args.save_result).write_text(json.dumps(payload, indent=1))
         except OSError as exc:
             return error(f"python -m planner {args.command}", f"--save-result {args.save_result}: {exc.strerror}")
-    print(json.dumps(payload, indent=2) if args.json else _text(prediction))
+    text = _text(prediction) + ("\n" + _spec_text(speculative) if speculative is not None else "")
+    print(json.dumps(payload, indent=2) if args.json else text)
     return 0

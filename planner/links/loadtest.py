@@ -22,7 +22,9 @@ only values that differ from :data:`~planner.loadtest.settings.DEFAULT` are writ
   (1–1000), ``num_turns`` (1–64), ``think_time_s`` (0–600 s), ``time_scale`` (0.0001–1000),
   ``trace_chunk_hash_size`` (1–65536);
 * ``flush_cache`` (true/false: flush, prime, measure), ``num_runs`` (1–20 repeats), ``sweep_stop`` and
-  ``sweep_refine`` (true/false).
+  ``sweep_refine`` (true/false);
+* ``batching``: ``continuous`` (the default), ``static`` (fixed batches of ``max_concurrency``, the next when the
+  slowest ends) or ``compare`` (a static and a continuous run).
 
 Every run the page can start is bounded: at most :data:`~planner.loadtest.settings.MAX_PROMPTS` requests per run,
 at most 11 sweep levels, a duration cap of at most an hour per run. :func:`decode` never raises (see
@@ -53,6 +55,7 @@ from planner.links.rules import (
     parse_number,
 )
 from planner.loadtest.settings import (
+    BATCHINGS,
     DATASETS,
     DEFAULT,
     INPUT_SIZINGS,
@@ -146,6 +149,8 @@ def parse_field(name: str, text: str) -> object:
         return parse_choice(text, DATASETS)
     if name == "input_sizing":
         return parse_choice(text, INPUT_SIZINGS)
+    if name == "batching":
+        return parse_choice(text, BATCHINGS)
     if name in ("ignore_eos", "scrape_metrics", "flush_cache", "sweep_stop", "sweep_refine"):
         return parse_flag(text)
     if name == "goodput_ms":

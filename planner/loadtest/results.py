@@ -29,12 +29,13 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.runner import LoadResult
 from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
 from planner.metrics.latency import compute_metrics
-from planner.serving.server_metrics import PrefixCacheStats
+from planner.serving.server_metrics import PrefixCacheStats, SpecDecodeStats
 
 __all__ = [
     "MAX_IMPORT_BYTES",
     "RequestRow",
     "SavedRun",
+    "batching_frame",
     "failure_summary",
     "group_sweeps",
     "import_runs",
@@ -43,6 +44,7 @@ __all__ = [
     "runs_frame",
     "same_model",
     "saved_run",
+    "spec_decode_frame",
     "to_vllm_file",
     "ttft_by_turn",
 ]
@@ -116,6 +118,12 @@ class SavedRun:
         repeat: Id shared by the repeats of one run (``num_runs`` > 1); None otherwise.
         num_workers: Ray workers that sent the measured requests; None = one process (or unknown).
         worker_requests: Measured requests that ended per Ray worker, in worker order; () otherwise.
+        spec_decode: The server's speculative-decoding counters over the run (acceptance rate, mean acceptance
+            length, per position); None when the server did not speculate or was not read. Files keep them under
+            ``vllm bench serve``'s keys (``spec_decode_num_drafts``, ``spec_decode_draft_tokens``,
+            ``spec_decode_accepted_tokens``) plus ``planner_spec_decode_accepted_per_pos``.
+        batching: ``continuous`` or ``static`` (:data:`planner.loadtest.settings.BATCHINGS`); None when unknown
+            (a file from elsewhere).
     """
 
     label: str
@@ -144,6 +152,8 @@ class SavedRun:
     repeat: str | None = None
     num_workers: int | None = None
     worker_requests: tuple[int, ...] = ()
+    spec_decode: SpecDecodeStats | None = None
+    batching: str | None = None
 
     @property
     def prefix_cache_hit_rate(self) -> float | None:
@@ -205,6 +215,8 @@ def saved_run(
         repeat=repeat,
         num_workers=result.num_workers,
         worker_requests=result.worker_requests,
+        spec_decode=result.spec_decode,
+        batching=spec.batching,
     )
 
 
@@ -259,6 +271,8 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     out["planner_repeat"] = run.repeat
     out["planner_num_workers"] = run.num_workers
     out["planner_worker_requests"] = list(run.worker_requests)
+    out.update(_spec_json(run.spec_decode))
+    out["planner_batching"] = run.batching
     if run.metrics.slo_ms:
         out["goodput"] = dict(run.metrics.slo_ms)
     out.update(
@@ -351,6 +365,35 @@ def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
     return tuple(rows)
 
 
+def _spec_json(spec: SpecDecodeStats | None) -> dict[str, Any]:
+    """``vllm bench serve``'s spec-decode keys (``vllm/benchmarks/serve.py``: the rate in percent) and ours."""
+    if spec is None:
+        return {}
+    rate = spec.acceptance_rate
+    return {
+        "spec_decode_acceptance_rate": None if rate is None else rate * 100,
+        "spec_decode_acceptance_length": spec.mean_acceptance_length,
+        "spec_decode_num_drafts": spec.num_drafts,
+        "spec_decode_draft_tokens": spec.num_draft_tokens,
+        "spec_decode_accepted_tokens": spec.num_accepted_tokens,
+        "planner_spec_decode_accepted_per_pos": list(spec.accepted_per_pos),
+    }
+
+
+def _spec_from_json(data: dict[str, Any]) -> SpecDecodeStats | None:
+    """The counters of a file (ours or ``vllm bench serve``'s); None when it has none or they are not numbers."""
+    keys = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
+    counts = [_opt_float(data, k) for k in keys]
+    if any(c is None or not math.isfinite(c) or c < 0 for c in counts):
+        return None
+    raw = data.get("planner_spec_decode_accepted_per_pos")
+    per_pos: tuple[float, ...] = ()
+    if isinstance(raw, list) and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw):
+        per_pos = tuple(float(v) for v in raw)
+    drafts, draft_tokens, accepted = counts
+    return SpecDecodeStats(drafts, draft_tokens, accepted, per_pos, source="file")  # type: ignore[arg-type]
+
+
 def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
     where = f"{name} result {index + 1}"
     if not isinstance(data, dict):
@@ -405,6 +448,8 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         repeat=str(data["planner_repeat"])[:80] if data.get("planner_repeat") else None,
         num_workers=_opt_int(data, "planner_num_workers"),
         worker_requests=_worker_requests(data.get("planner_worker_requests")),
+        spec_decode=_spec_from_json(data),
+        batching=data["planner_batching"] if data.get("planner_batching") in ("continuous", "static") else None,
     )
 
 
@@ -648,3 +693,82 @@ def prefix_cache_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
         "median_ttft_ms",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def spec_decode_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """One row per run that read the server's speculative-decoding counters: ``run``, ``acceptance_rate`` (0–1,
+    accepted / draft tokens), ``mean_acceptance_length`` (1 + accepted / drafts), ``per_position_acceptance`` (text,
+    e.g. ``"0.79, 0.59, 0.46"``), ``num_drafts``, ``median_tpot_ms``, ``output_throughput`` (tok/s); None where
+    unknown. Formulas: :class:`planner.serving.server_metrics.SpecDecodeStats`. Empty when no run has them."""
+    rows = []
+    for run in runs:
+        spec = run.spec_decode
+        if spec is None:
+            continue
+        tpot = run.metrics.tpot
+        rows.append(
+            {
+                "run": run.label,
+                "acceptance_rate": spec.acceptance_rate,
+                "mean_acceptance_length": spec.mean_acceptance_length,
+                "per_position_acceptance": ", ".join(f"{a:.2f}" for a in spec.per_position_acceptance) or None,
+                "num_drafts": spec.num_drafts,
+                "median_tpot_ms": None if tpot is None or tpot.median_s is None else tpot.median_s * _MS,
+                "output_throughput": run.metrics.output_throughput,
+            }
+        )
+    columns = [
+        "run",
+        "acceptance_rate",
+        "mean_acceptance_length",
+        "per_position_acceptance",
+        "num_drafts",
+        "median_tpot_ms",
+        "output_throughput",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def batching_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
+    """Static against continuous batching: one row per (endpoint, concurrency) that has both a ``static`` and a
+    ``continuous`` run (the last of each): ``endpoint``, ``max_concurrency``, ``static_output_throughput`` and
+    ``continuous_output_throughput`` (tok/s), ``throughput_ratio`` (continuous / static; the source article claims
+    2–5×), ``static_median_e2el_ms``, ``continuous_median_e2el_ms``. None where a figure is unknown. Empty when no
+    pair exists."""
+    latest: dict[tuple[str, int | None, str], SavedRun] = {}
+    for run in runs:
+        if run.batching in ("static", "continuous"):
+            latest[(run.endpoint, run.max_concurrency, run.batching)] = run
+    rows = []
+    for (endpoint, cap, kind), static in latest.items():
+        continuous = latest.get((endpoint, cap, "continuous"))
+        if kind != "static" or continuous is None:
+            continue
+        s_tp, c_tp = static.metrics.output_throughput, continuous.metrics.output_throughput
+        rows.append(
+            {
+                "endpoint": endpoint,
+                "max_concurrency": cap,
+                "static_output_throughput": s_tp if static.metrics.completed else None,
+                "continuous_output_throughput": c_tp if continuous.metrics.completed else None,
+                "throughput_ratio": c_tp / s_tp
+                if static.metrics.completed and continuous.metrics.completed and s_tp
+                else None,
+                "static_median_e2el_ms": _median_ms(static.metrics.e2el),
+                "continuous_median_e2el_ms": _median_ms(continuous.metrics.e2el),
+            }
+        )
+    columns = [
+        "endpoint",
+        "max_concurrency",
+        "static_output_throughput",
+        "continuous_output_throughput",
+        "throughput_ratio",
+        "static_median_e2el_ms",
+        "continuous_median_e2el_ms",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _median_ms(d: Distribution | None) -> float | None:
+    return None if d is None or d.median_s is None else d.median_s * _MS

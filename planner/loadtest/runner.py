@@ -45,9 +45,11 @@ from planner.serving.requests import TOKEN_ID_KINDS, ChatRequest, build_request
 from planner.serving.server_metrics import (
     METRICS_KINDS,
     PrefixCacheStats,
+    SpecDecodeStats,
     fetch_sample,
     prefix_cache_stats,
     reset_prefix_cache,
+    spec_decode_stats,
 )
 from planner.serving.streaming import RequestRecord
 
@@ -429,6 +431,9 @@ class LoadResult:
         worker_errors: One line per Ray worker that died (its unfinished requests are failed records saying so).
         worker_cpu_s: CPU seconds each Ray worker's process spent sending (user + system), for the workers that
             returned their share; () in one process.
+        spec_decode: The server's speculative-decoding counters over the measured requests (drafts, draft and
+            accepted tokens, accepted per position; :func:`planner.serving.server_metrics.spec_decode_stats`); None
+            where the server does not speculate or exports no counters, or ``scrape_metrics`` is off.
     """
 
     endpoint: str
@@ -456,6 +461,7 @@ class LoadResult:
     worker_requests: tuple[int, ...] = ()
     worker_errors: tuple[str, ...] = ()
     worker_cpu_s: tuple[float, ...] = ()
+    spec_decode: SpecDecodeStats | None = None
 
     @property
     def reusable_prefix_share(self) -> float | None:
@@ -676,7 +682,28 @@ async def send_share(
             if sem is not None:
                 sem.release()
 
+    async def dispatch_static() -> None:
+        # fixed batches: sent together once the batch's last request is due, the next when all have ended
+        groups = list(threads)
+        size = max_concurrency or len(groups) or 1
+        for first in range(0, len(groups), size):
+            batch = groups[first : first + size]
+            due = max((schedule.arrival_s[ix[0]] or 0.0) for ix in batch)
+            delay = counts.start + due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            started = []
+            for indices in batch:
+                if sem is not None:
+                    await sem.acquire()
+                started.append(asyncio.create_task(thread(indices)))
+            tasks.extend(started)
+            await asyncio.gather(*started)
+
     async def dispatch() -> None:
+        if settings.batching == "static":
+            await dispatch_static()
+            return
         for indices in threads:
             t = schedule.arrival_s[indices[0]] or 0.0
             delay = counts.start + t - time.perf_counter()
@@ -740,7 +767,10 @@ async def run_load(
     ``think_time_s`` after the previous answer; a failed turn ends its conversation (its later turns are not sent).
     Duration = wall time from the first measured release until every request has ended. With ``scrape_metrics``,
     the server's ``/metrics`` is read just before the first measured release and after the last request, for the
-    run's prefix-cache hit rate.
+    run's prefix-cache hit rate and speculative-decoding acceptance. With ``batching="static"`` the requests go in
+    fixed batches of ``max_concurrency`` (all at once without a cap): a batch is released once its last request is
+    due, the next only when every request of the batch has ended (``compare`` runs as continuous here:
+    :func:`planner.loadtest.worker.plan_jobs` splits it into two runs; with Ray workers each batches its share).
 
     With ``settings.num_workers`` the measured requests are sent by that many Ray workers instead of this process
     (:func:`planner.loadtest.ray_workers.send_on_ray`: the same schedule split between them, the same send loop, the
@@ -823,6 +853,7 @@ async def run_load(
         "prefix_cache": prefix_cache_stats(before, after, endpoint.kind),
         "cache_reset": reset_error,
         "cache_flushed": settings.flush_cache and reset_error is None,
+        "spec_decode": spec_decode_stats(before, after),
     }
     return _result(endpoint, settings, workload, schedule, share, warm, extra)
 

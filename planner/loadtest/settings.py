@@ -25,6 +25,7 @@ from planner.errors import InvalidParameterError
 from planner.links.rules import BadValue, format_value, parse_number
 
 __all__ = [
+    "BATCHINGS",
     "DATASETS",
     "DEFAULT",
     "FILE_DATASETS",
@@ -51,6 +52,11 @@ MAX_WORKERS = 256
 MAX_TURNS = 64
 #: ``run``: one load per endpoint; ``sweep``: concurrency 1, 2, 4, … ``sweep_max``.
 MODES = ("run", "sweep")
+#: How requests are released: ``continuous`` (each as a concurrency slot frees, the server batches them as it likes);
+#: ``static`` (fixed batches of ``max_concurrency``: a batch is sent together once its last request is due, the next
+#: only when its slowest request has ended, as a server without iteration-level scheduling runs them; Orca, Yu et al.
+#: OSDI 2022, §2); ``compare``: a static run, then a continuous one at the same concurrency, on each endpoint.
+BATCHINGS = ("continuous", "static", "compare")
 #: ``random``: synthetic prompts of ``input_len`` tokens; ``examples``: the built-in example prompts; ``custom``: an
 #: uploaded JSONL file; ``prefix_repetition``: ``num_prefixes`` shared prefixes of ``prefix_len`` tokens, each with
 #: distinct suffixes of ``suffix_len`` tokens (vLLM's dataset of that name); ``multi_turn``: conversations of
@@ -139,6 +145,8 @@ class LoadSettings:
         ray_address: The Ray cluster of the workers (``ray://HOST:10001`` or ``HOST:6379``); None = N local workers
             on a Ray started in this process. Never put in a link.
         trace_rows: The rows of a trace dataset (never put in a link).
+        batching: One of :data:`BATCHINGS`; ``static`` batches are ``max_concurrency`` requests (all of them
+            without a cap); ``compare`` makes a static and a continuous run (:func:`planner.loadtest.worker.plan_jobs`).
 
     Raises:
         InvalidParameterError: a value is outside what is accepted.
@@ -178,6 +186,7 @@ class LoadSettings:
     num_workers: int | None = None
     ray_address: str | None = None
     trace_rows: tuple[Any, ...] = field(default=(), repr=False)
+    batching: str = "continuous"
 
     def __post_init__(self) -> None:
         def integer(name: str, value: Any, low: int = 1) -> None:
@@ -215,6 +224,8 @@ class LoadSettings:
             raise InvalidParameterError("time_scale", self.time_scale, "a factor > 0 (1 = as recorded)")
         if self.max_concurrency is not None:
             integer("max_concurrency", self.max_concurrency)
+        if self.batching not in BATCHINGS:
+            raise InvalidParameterError("batching", self.batching, " or ".join(BATCHINGS))
         if self.mode not in MODES:
             raise InvalidParameterError("mode", self.mode, " or ".join(MODES))
         if self.dataset_name not in DATASETS:

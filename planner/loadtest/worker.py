@@ -120,27 +120,32 @@ def plan_jobs(
     if name in TRACE_DATASETS:
         base = replace(base, num_prompts=min(base.num_prompts, len(trace_rows) - base.num_warmups))
     jobs: list[Job] = []
+    # batching="compare": the same runs twice, static then continuous (BATCHINGS), each named after its batching
+    kinds = ("static", "continuous") if base.batching == "compare" else (base.batching,)
     for endpoint in endpoints:
-        if settings.mode == "sweep":
-            sweep = SweepSpec.doubling(
-                base,
-                settings.sweep_max,
-                prompts_per_level=prompts_per_level,
-                level_duration_s=settings.duration_s or 120.0,
-            )
-            sweep_id = f"{endpoint.name} sweep{suffix}"
-            jobs += [
-                Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{suffix}", sweep_id, c, sweep_spec=sweep)
-                for c in sweep.levels
-            ]
-        else:
-            cap = "∞" if base.max_concurrency is None else base.max_concurrency
-            label = f"{endpoint.name} · c={cap}{suffix}"
-            k = base.num_runs
+        for kind in kinds:
+            spec = replace(base, batching=kind)
+            tail = (f" · {kind}" if len(kinds) > 1 else "") + suffix
+            if settings.mode == "sweep":
+                sweep = SweepSpec.doubling(
+                    spec,
+                    settings.sweep_max,
+                    prompts_per_level=prompts_per_level,
+                    level_duration_s=settings.duration_s or 120.0,
+                )
+                sweep_id = f"{endpoint.name} sweep{tail}"
+                jobs += [
+                    Job(endpoint, sweep.level_spec(c), f"{endpoint.name} · c={c}{tail}", sweep_id, c, sweep_spec=sweep)
+                    for c in sweep.levels
+                ]
+                continue
+            cap = "∞" if spec.max_concurrency is None else spec.max_concurrency
+            label = f"{endpoint.name} · c={cap}{tail}"
+            k = spec.num_runs
             if k == 1:
-                jobs.append(Job(endpoint, base, label))
+                jobs.append(Job(endpoint, spec, label))
             else:
-                jobs += [Job(endpoint, base, f"{label} · run {i}/{k}", repeat=label) for i in range(1, k + 1)]
+                jobs += [Job(endpoint, spec, f"{label} · run {i}/{k}", repeat=label) for i in range(1, k + 1)]
     return tuple(jobs)
 
 

@@ -6,6 +6,8 @@
   over a catalog rate times a coefficient (:class:`~planner.predict.step_time.StepCoefficients`).
 * :mod:`planner.predict.simulator`: vLLM V1's scheduler (chunked prefill, ``max_num_seqs``, KV-block admission,
   preemption) driven by the step model, over the load test's own schedule; static batching for comparison.
+* :mod:`planner.predict.speculative`: speculative decoding: tokens per target step from per-position acceptance, the
+  draft's and the verification's cost, TPOT and throughput with and without it, where it stops paying.
 * :mod:`planner.predict.calibration`: least-squares fit of the coefficients to measured runs; profiles as JSON.
 * :mod:`planner.predict.curves`: predicted sweeps, their knee and the load at which the KV cache saturates.
 * :mod:`planner.predict.api`: :func:`~planner.predict.api.predict`, the one call pages and the CLI make.

@@ -26,6 +26,13 @@ from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import CalibrationProfile
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.simulator import SimulatedRun, simulate
+from planner.predict.speculative import (
+    SpecDecodeConfig,
+    SpecDecodeEstimate,
+    break_even_batch,
+    layer_head_shape,
+    speculative_estimate,
+)
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
 
 __all__ = [
@@ -34,9 +41,11 @@ __all__ = [
     "OUTLOOK_OUTPUT_LEN",
     "Outlook",
     "Prediction",
+    "SpeculativePrediction",
     "outlook",
     "planned_shape",
     "predict",
+    "predict_speculative",
     "predicted_run",
 ]
 
@@ -279,3 +288,90 @@ def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:
     except InvalidParameterError:
         return None
     return Outlook(input_len, output_len, full, single, loaded)
+
+
+def _bare(scenario: Scenario) -> Scenario:
+    """``scenario`` without a speculative configuration, where the scenario carries one (its draft's weights would
+    otherwise be read in the target's step as well as in the drafter's forwards)."""
+    if getattr(scenario, "speculative_config", None) is None:
+        return scenario
+    return replace(scenario, speculative_config=None)  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True)
+class SpeculativePrediction:
+    """Decode with and without speculative decoding on a planned deployment (:func:`predict_speculative`).
+
+    Attributes:
+        config: the speculative decoding modelled (its rates, drafter shape and host overhead).
+        estimate: TPOT and output throughput with and without it at the workload's batch size.
+        break_even_batch: the smallest batch at which it no longer shortens TPOT; None when it still pays at
+            ``max_num_seqs``.
+        run: the workload simulated with speculative decoding (continuous batching, prefill steps included), to
+            set beside :func:`predict`'s run without it.
+        notes: what the caller must know (the drafter's planning, the batch and context assumed).
+    """
+
+    config: SpecDecodeConfig
+    estimate: SpecDecodeEstimate
+    break_even_batch: int | None
+    run: SimulatedRun
+    notes: tuple[str, ...] = ()
+
+
+def predict_speculative(
+    scenario: Scenario,
+    settings: LoadSettings,
+    *,
+    method: str,
+    num_speculative_tokens: int,
+    acceptance_rates: tuple[float, ...] = (),
+    draft_model: str | None = None,
+    draft_weight_bytes: float | None = None,
+    profile: CalibrationProfile | None = None,
+) -> SpeculativePrediction:
+    """Predicted TPOT and output throughput with and without speculative decoding, and where it stops paying.
+
+    The target is ``scenario`` planned (:func:`planned_shape`). The drafter: ``draft_model`` planned on the same GPU
+    and flags (method ``draft_model``); one decoder layer of the target with its LM head for ``eagle``, ``eagle3``
+    and ``mtp`` (:func:`planner.predict.speculative.layer_head_shape`, ``draft_weight_bytes`` when known); none for
+    ``ngram``. The batch is ``max_concurrency`` (else ``num_prompts``, at most ``max_num_seqs``) and the context
+    ``input_len + output_len / 2`` (mean over a request's decode) for the steady-decode estimate; the whole workload
+    is also simulated with it (:func:`planner.predict.simulator.simulate`). Formulas:
+    :mod:`planner.predict.speculative`.
+
+    Args:
+        scenario: the target deployment (vLLM).
+        settings: the workload (``max_concurrency``, ``num_prompts``, ``input_len``, ``output_len``).
+        method / num_speculative_tokens / acceptance_rates: as ``speculative_config`` (rates conditional per
+            position; empty = the method's published default).
+        draft_model: catalog id of the draft model (method ``draft_model``).
+        draft_weight_bytes: bytes of an EAGLE/MTP head, when known.
+        profile: calibrated coefficients; None = the defaults.
+
+    Raises:
+        InvalidParameterError: a bad speculative setting, ``draft_model`` missing for that method, or a target or
+            drafter that does not fit.
+        PlannerError: from planning.
+    """
+    # the target and the draft planned bare: the drafter's cost is modelled here, not as part of the target's step
+    scenario = _bare(scenario)
+    _, target = planned_shape(scenario)
+    notes: list[str] = []
+    draft = None
+    if method == "draft_model":
+        if not draft_model:
+            raise InvalidParameterError("speculative_model", draft_model, "the draft model's id for draft_model")
+        _, draft = planned_shape(replace(scenario, model=draft_model))
+        notes.append(f"draft {draft_model} timed by the step model as planned on {target.gpu_id}")
+    elif method != "ngram":
+        draft = layer_head_shape(target, weight_bytes=draft_weight_bytes)
+    config = SpecDecodeConfig(method, num_speculative_tokens, tuple(acceptance_rates), draft)
+    coefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
+    batch = min(settings.max_concurrency or settings.num_prompts, target.max_num_seqs)
+    context = settings.input_len + settings.output_len / 2
+    notes.append(f"steady decode at batch {batch}, {context:,.0f} tokens of context (no prefill in the steps)")
+    estimate = speculative_estimate(target, config, batch_size=batch, context_tokens=context, coefficients=coefficients)
+    even = break_even_batch(target, config, context_tokens=context, coefficients=coefficients)
+    run = simulate(target, _workload(settings), coefficients, speculative=config)
+    return SpeculativePrediction(config, estimate, even, run, tuple(notes))

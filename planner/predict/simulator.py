@@ -37,6 +37,13 @@ order; a batch starts when its last request has arrived and the previous batch i
 in one step, then decodes every sequence until the longest is done (finished ones keep their slot), as a
 server without iteration-level scheduling does (Orca, Yu et al. OSDI 2022, §2).
 
+Speculative decoding (``speculative=``, continuous mode; :mod:`planner.predict.speculative` for the formulas): a
+request's decode takes ``1 + ⌈(output − 1) / t⌉`` steps for ``t = 1 + E[accepted]`` tokens per step (its first token
+from the prefill, as in vLLM), each decode step verifies ``k + 1`` tokens per sequence (the weight and KV reads shared,
+the FLOPs, LM head and KV writes ``(k + 1)``-fold) and adds the drafter's ``k`` forwards over the step's decoding
+sequences. The KV context and blocks grow one token per step (short of the ``t`` accepted: a slight under-count of
+the KV reads), and each step's tokens arrive as one chunk, so ITL is the step time, as ``vllm bench serve`` measures it.
+
 Decode-only stretches (no prompt in flight, no admission possible before the next finish or arrival) are advanced
 many steps at once with numpy, so 10,000 requests take well under a second (``bench/simulator_speed.py``).
 """
@@ -55,6 +62,7 @@ from planner.loadtest.schedule import arrival_times, draw_lengths
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
 from planner.predict.shape import StepShape
+from planner.predict.speculative import SpecDecodeConfig, expected_accepted
 from planner.predict.step_time import (
     DEFAULT_COEFFICIENTS,
     TERMS,
@@ -205,6 +213,8 @@ class _Engine:
         self.track_emitted = False
         self.next_send = 0
         self.done = 0
+        #: speculative decoding: (k, drafter shape or None, host seconds per draft forward); None without
+        self.spec: tuple[int, StepShape | None, float] | None = None
         for _ in range(min(self.cap, n)):
             self._send(self.due[self.next_send])
 
@@ -273,8 +283,8 @@ class _Engine:
             self._send(self.now)
 
     # steps -----------------------------------------------------------------------------------------------------
-    def _record(self, features: np.ndarray, running: float) -> np.ndarray:
-        ends = self.now + np.cumsum(features @ self.coef)
+    def _record(self, features: np.ndarray, running: float, extra_s: np.ndarray | float = 0.0) -> np.ndarray:
+        ends = self.now + np.cumsum(features @ self.coef + extra_s)
         self.step_end.extend(ends.tolist())
         self.features.append(features)
         self.running_sum += running
@@ -388,19 +398,23 @@ class _Engine:
             pre_attn = [sum(n * min(x + (n + 1) / 2, w) for x, n in zip(cp, nn, strict=True)) for w in windows]
             pre_ctx = [sum(min(x, w) for x in cp) for w in windows]
         n_dec = int(decode.sum())
+        width = 1 if self.spec is None else self.spec[0] + 1  # tokens verified per decoding sequence
         features = step_row(
             self.shape,
-            n_decode=n_dec,
+            n_decode=n_dec * width,
             decode_ctx=dec_ctx,
             prefill_tokens=pre_tok,
             prefill_attn=pre_attn,
             prefill_ctx=pre_ctx,
-            n_sampled=n_dec + int((completes & chunk).sum()),
+            n_sampled=n_dec * width + int((completes & chunk).sum()),
             n_seqs=int(idx.size),
             allreduce_latency_s=self.ar_latency_s,
             coef=self.coef,
         )[None, :]
-        self.now = now = float(self._record(features, idx.size)[-1])
+        extra = 0.0
+        if self.spec is not None and n_dec:
+            extra = float(self._draft_s(np.array([float(n_dec)]), np.array([float((c[decode] + 1).sum())]))[0])
+        self.now = now = float(self._record(features, idx.size, extra)[-1])
         step = len(self.step_end) - 1
         computed[idx] += new
         emit = idx[completes]
@@ -453,21 +467,31 @@ class _Engine:
         else:
             total = float(comp.sum()) + n * steps[:k].astype(float)
             dec_ctx = np.repeat(total[:, None], self.groups, axis=1)
+        width = 1.0 if self.spec is None else float(self.spec[0] + 1)
         features = step_features(
-            self.shape, n_decode=np.full(k, float(n)), decode_ctx=dec_ctx, allreduce_latency_s=self.ar_latency_s
+            self.shape,
+            n_decode=np.full(k, n * width),
+            decode_ctx=dec_ctx,
+            n_sampled=np.full(k, n * width),
+            n_seqs=np.full(k, float(n)),
+            allreduce_latency_s=self.ar_latency_s,
         )
         features = critical_path(features, self.coef)
+        extra = 0.0
+        if self.spec is not None:
+            extra = self._draft_s(np.full(k, float(n)), float(comp.sum()) + n * steps[:k].astype(float))
         can_admit = n < self.max_seqs
         if self.pending and can_admit:
-            ends = self.now + np.cumsum(features @ self.coef)
+            ends = self.now + np.cumsum(features @ self.coef + extra)
             cut = int(np.searchsorted(ends, self.arrival[self.pending[0]] - 1e-12))
             if cut + 1 < k:
                 k = cut + 1
                 features = features[:k]
+                extra = extra[:k] if isinstance(extra, np.ndarray) else extra
                 grow_last = None
         if grow_last is None:
             grow_last = self.blocks.of_array(comp + k) - held
-        self.now = float(self._record(features, float(n) * k)[-1])
+        self.now = float(self._record(features, float(n) * k, extra)[-1])
         step = len(self.step_end) - 1
         self.computed[run] += k
         self.generated[run] += k
@@ -481,6 +505,25 @@ class _Engine:
             for j in finished:
                 self._finished(j, step)
         return True
+
+    def _draft_s(self, n_dec: np.ndarray, ctx_total: np.ndarray) -> np.ndarray:
+        """Seconds of the drafter's ``k`` forwards in steps decoding ``n_dec`` sequences that attend ``ctx_total``
+        tokens in all (every drafter layer alike): the first over ``n_dec·(k + 1)`` positions, then ``k − 1`` of one
+        token per sequence, plus the host time per forward (:mod:`planner.predict.speculative`)."""
+        assert self.spec is not None
+        k, draft, overhead_s = self.spec
+        total = np.full(n_dec.shape, k * overhead_s)
+        if draft is not None:
+            ctx = np.repeat(np.asarray(ctx_total, dtype=float).reshape(-1, 1), len(draft.groups), axis=1)
+            ar = self.ar_latency_s
+            first = step_features(
+                draft, n_decode=n_dec * (k + 1), decode_ctx=ctx, n_sampled=n_dec, n_seqs=n_dec, allreduce_latency_s=ar
+            )
+            rest = step_features(draft, n_decode=n_dec, decode_ctx=ctx, allreduce_latency_s=ar)
+            total += critical_path(first, self.coef) @ self.coef + (k - 1) * (
+                critical_path(rest, self.coef) @ self.coef
+            )
+        return total
 
     def run(self) -> None:
         while self.done < self.n:
@@ -631,6 +674,7 @@ def simulate(
     request_overhead_s: float | None = None,
     lengths: Sequence[tuple[int, int]] | None = None,
     cached_tokens: Sequence[int] | None = None,
+    speculative: SpecDecodeConfig | None = None,
 ) -> SimulatedRun:
     """Simulate ``settings``' workload on the deployment ``shape``.
 
@@ -647,6 +691,7 @@ def simulate(
         cached_tokens: prompt tokens of each request the prefix cache already holds when it is admitted
             (continuous mode; at most its prompt − 1, as vLLM always computes the last token): they start
             computed, so the prefill term counts only the uncached tokens; their blocks are still held.
+        speculative: speculative decoding (continuous mode; module docstring), or None.
 
     Returns:
         The run.
@@ -657,6 +702,8 @@ def simulate(
     """
     if mode not in MODES:
         raise InvalidParameterError("mode", mode, " or ".join(MODES))
+    if speculative is not None and mode != "continuous":
+        raise InvalidParameterError("speculative", speculative.method, "continuous mode (static has no drafter)")
     if isinstance(coefficients, StepCoefficients):
         coef = coefficients.vector()
         overhead = coefficients.request_overhead_s if request_overhead_s is None else request_overhead_s
@@ -686,8 +733,16 @@ def simulate(
         )
     if mode == "static":
         _static(engine)
-    else:
+    elif speculative is None:
         engine.run()
+    else:
+        # decode steps per request: the first token from the prefill, then 1 + E[accepted] tokens a step
+        per_step = 1.0 + expected_accepted(speculative.rates)
+        tokens = engine.out_len[: engine.n].copy()
+        engine.out_len[: engine.n] = 1 + np.ceil((tokens - 1) / per_step).astype(np.int64)
+        engine.spec = (speculative.num_speculative_tokens, speculative.draft_shape, speculative.forward_overhead_s)
+        engine.run()
+        engine.out_len[: engine.n] = tokens
     return _result(engine, settings, mode)
 
 

@@ -75,6 +75,11 @@ the prompt tokens and the hits, as vLLM's do, and ``POST /reset_prefix_cache`` e
 serves it with ``VLLM_SERVER_DEV_MODE=1``). ``--prefill-ms-per-token x`` adds ``x`` ms to the first token for each
 prompt token NOT served from the cache, so a cached prefix shows in TTFT as on a real server.
 
+Speculative decoding (``--num-speculative-tokens k --spec-accepted-per-draft a``, off by default): the counters of
+vLLM 0.24.0 (``vllm:spec_decode_num_drafts``, ``_num_draft_tokens``, ``_num_accepted_tokens`` and
+``_num_accepted_tokens_per_pos`` by ``position``) as if every draft of ``k`` tokens had its first ``a`` accepted:
+an answer of ``n`` tokens counts ``ceil((n − 1) / (a + 1))`` drafts (:func:`count_drafts`); the timing is unchanged.
+
 ``python -m tests.servers.timed_sse --legacy-metrics`` (``TimedServer(legacy_metrics=True)``) serves the names of
 vLLM releases before 0.9 instead: ``vllm:gpu_cache_usage_perc`` in place of ``vllm:kv_cache_usage_perc``, and the
 older ``cache_config_info`` label set (``swap_space_bytes``, ``cpu_offload_gb``, no ``kv_cache_size_tokens``).
@@ -107,6 +112,7 @@ __all__ = [
     "chat_chunk",
     "chat_template",
     "chunk_sizes",
+    "count_drafts",
     "serve",
     "token_text",
     "usage_of",
@@ -176,6 +182,11 @@ class _State:
         self.blocks: OrderedDict[int, None] = OrderedDict()
         self.prefix_queries = 0
         self.prefix_hits = 0
+        #: speculative decoding played in the counters: draft length and tokens accepted per draft (0 = off)
+        self.num_speculative_tokens = 0
+        self.spec_accepted_per_draft = 0
+        self.spec_drafts = 0
+        self.spec_accepted = 0
 
 
 _STATE = _State()
@@ -243,6 +254,17 @@ def _prefill_s(body: dict[str, Any]) -> float:
     if not _STATE.prefill_ms_per_token:
         return 0.0
     return _STATE.prefill_ms_per_token / 1000 * max(0, len(_prompt_units(body)) - hits)
+
+
+def count_drafts(n_tokens: int) -> None:
+    """Count an answer of ``n_tokens`` in the speculative-decoding counters (``--num-speculative-tokens k
+    --spec-accepted-per-draft a``): the first token comes from the prefill, then every draft of ``k`` tokens has its
+    first ``a`` accepted plus the bonus token, so ``ceil((n − 1) / (a + 1))`` drafts (not cut at ``max_tokens``)."""
+    k, a = _STATE.num_speculative_tokens, _STATE.spec_accepted_per_draft
+    if k and n_tokens > 1:
+        drafts = -(-(n_tokens - 1) // (a + 1))
+        _STATE.spec_drafts += drafts
+        _STATE.spec_accepted += drafts * a
 
 
 def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None) -> tuple[int, str]:
@@ -337,6 +359,8 @@ def _metrics_text() -> bytes:
             _STATE.prefix_queries,
         )
         counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", _STATE.prefix_hits)
+    if _STATE.num_speculative_tokens:
+        _spec_counters(registry, labels)
     info = dict(_LEGACY_CACHE_CONFIG_LABELS if _STATE.legacy_metrics else _CACHE_CONFIG_LABELS, engine="0")
     info.update(_STATE.cache_labels)
     config = Gauge(
@@ -344,6 +368,27 @@ def _metrics_text() -> bytes:
     )
     config.labels(**info).set(1)
     return generate_latest(registry)
+
+
+def _spec_counters(registry: CollectorRegistry, labels: dict[str, str]) -> None:
+    """vLLM 0.24.0's speculative-decoding counters (``vllm/v1/metrics/loggers.py``): drafts, draft tokens, accepted
+    tokens and accepted tokens per position (label ``position``), as :func:`count_drafts` counted them."""
+    k, a, drafts = _STATE.num_speculative_tokens, _STATE.spec_accepted_per_draft, _STATE.spec_drafts
+    names = list(labels)
+    for name, doc, value in (
+        ("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", drafts),
+        ("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", drafts * k),
+        ("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", _STATE.spec_accepted),
+    ):
+        Counter(name, doc, labelnames=names, registry=registry).labels(**labels).inc(value)
+    per_pos = Counter(
+        "vllm:spec_decode_num_accepted_tokens_per_pos",
+        "Accepted tokens per draft position.",
+        labelnames=[*names, "position"],
+        registry=registry,
+    )
+    for pos in range(k):
+        per_pos.labels(**labels, position=str(pos)).inc(drafts if pos < a else 0)
 
 
 def chunk_sizes(n_tokens: int) -> list[int]:
@@ -462,6 +507,7 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         msg = "stream_options.continuous_usage_stats is not supported"
         await conn.json(400, {"error": {"message": msg, "type": "BadRequestError", "code": 400}})
         return
+    count_drafts(n)
     if not body.get("stream"):
         await _sleep_until(t0 + ttft + itl * (n - 1))
         _STATE.generation_tokens += n
@@ -750,6 +796,8 @@ async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> No
     _STATE.slots = asyncio.Semaphore(args.max_num_seqs) if args.max_num_seqs else None
     _STATE.ttft_ms, _STATE.itl_ms, _STATE.itl_per_running_ms = args.ttft_ms, args.itl_ms, args.itl_per_running_ms
     _STATE.prefix_caching, _STATE.prefill_ms_per_token = args.enable_prefix_caching, args.prefill_ms_per_token
+    _STATE.num_speculative_tokens = args.num_speculative_tokens
+    _STATE.spec_accepted_per_draft = min(args.spec_accepted_per_draft, args.num_speculative_tokens)
     server = await asyncio.start_server(_handle, args.host, args.port)
     print(announce(server.sockets[0].getsockname()[1]), flush=True)
     async with server:
@@ -819,6 +867,18 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
         default=defaults["prefill_ms_per_token"],
         help="more time to the first token per prompt token not cached, ms "
         f"(default: {defaults['prefill_ms_per_token']:g})",
+    )
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=int,
+        default=0,
+        help="export vLLM's spec-decode counters as if drafting this many tokens per step (default: 0, off)",
+    )
+    parser.add_argument(
+        "--spec-accepted-per-draft",
+        type=int,
+        default=0,
+        help="draft tokens accepted per draft, the first ones (with --num-speculative-tokens; default: 0)",
     )
     parser.add_argument(
         "--legacy-metrics", action="store_true", help="serve /metrics with vLLM's pre-0.9 names (gpu_cache_usage_perc)"

@@ -69,6 +69,7 @@ __all__ = [
     "MetricsParseError",
     "PrefixCacheStats",
     "ServerSample",
+    "SpecDecodeStats",
     "compare_kv",
     "fetch_measured_kv",
     "fetch_sample",
@@ -77,6 +78,7 @@ __all__ = [
     "prefix_cache_stats",
     "reset_prefix_cache",
     "scrape_metrics",
+    "spec_decode_stats",
 ]
 
 #: Server kinds whose ``/metrics`` names are known here.
@@ -95,6 +97,9 @@ _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
         "generation_tokens_total": ("vllm:generation_tokens_total",),
         "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
         "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+        "spec_decode_num_drafts_total": ("vllm:spec_decode_num_drafts_total",),
+        "spec_decode_num_draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
+        "spec_decode_num_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
     },
     "sglang": {
         "running": ("sglang:num_running_reqs",),
@@ -114,6 +119,8 @@ _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
         "batch_max_tokens": ("tgi_batch_current_max_tokens",),
     },
 }
+# the per-position counter, one series per draft position (label ``position``, from 0)
+_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 # fractions are averaged over engines (equal pools); everything else is summed
 _AVERAGED = frozenset({"kv_cache_usage_perc"})
 _INTS = frozenset({"running", "waiting", "batch_size", "queue_size", "batch_max_tokens", "num_preemptions_total"})
@@ -147,6 +154,15 @@ class ServerSample:
         prefix_cache_hits_total: Cumulative prefix-cache hits, in tokens: vLLM ``prefix_cache_hits``, SGLang
             ``cached_tokens_total``. Hit rate over an interval = Δhits / Δqueries between two samples (vLLM
             docs/design/metrics.md, "Prefix Cache metrics"; :func:`prefix_cache_stats`).
+        spec_decode_num_drafts_total: vLLM cumulative speculative-decoding drafts (``vllm:spec_decode_num_drafts``:
+            one per request per step that proposed draft tokens), summed over engines.
+        spec_decode_num_draft_tokens_total: vLLM cumulative draft tokens proposed (``spec_decode_num_draft_tokens``).
+        spec_decode_num_accepted_tokens_total: vLLM cumulative draft tokens accepted
+            (``spec_decode_num_accepted_tokens``; the bonus token is not counted).
+        spec_decode_accepted_per_pos_total: vLLM cumulative accepted tokens per draft position 0, 1, ...
+            (``spec_decode_num_accepted_tokens_per_pos``, label ``position``), summed over engines. The counters are
+            registered in ``vllm/v1/metrics/loggers.py`` when a ``speculative_config`` is set (vLLM 0.24.0);
+            :func:`spec_decode_stats` differences two samples.
     """
 
     t_s: float
@@ -161,6 +177,10 @@ class ServerSample:
     generation_tokens_total: float | None = None
     prefix_cache_queries_total: float | None = None
     prefix_cache_hits_total: float | None = None
+    spec_decode_num_drafts_total: float | None = None
+    spec_decode_num_draft_tokens_total: float | None = None
+    spec_decode_num_accepted_tokens_total: float | None = None
+    spec_decode_accepted_per_pos_total: tuple[float, ...] | None = None
 
     @property
     def has_data(self) -> bool:
@@ -296,7 +316,25 @@ def parse_metrics(text: str, kind: str, t_s: float, *, model: str | None = None)
             continue
         value = sum(values) / len(values) if field in _AVERAGED else sum(values)
         fields[field] = round(value) if field in _INTS else value
+    if kind == "vllm":
+        fields["spec_decode_accepted_per_pos_total"] = _per_position(samples, chosen)
     return ServerSample(t_s=t_s, **fields)
+
+
+def _per_position(samples: _Samples, model: str | None) -> tuple[float, ...] | None:
+    """``vllm:spec_decode_num_accepted_tokens_per_pos`` by position 0..k−1, summed over engines; None when absent or
+    the positions are not 0..k−1 (a body that cannot be read as one draft length)."""
+    by_pos: dict[int, float] = {}
+    for labels, value in samples.get(_PER_POS, []):
+        if model is not None and labels.get("model_name", model) != model:
+            continue
+        pos = _label_int(labels.get("position"))
+        if pos is None or pos < 0:
+            return None
+        by_pos[pos] = by_pos.get(pos, 0.0) + value
+    if not by_pos or sorted(by_pos) != list(range(len(by_pos))):
+        return None
+    return tuple(by_pos[i] for i in range(len(by_pos)))
 
 
 def _label_int(value: str | None) -> int | None:
@@ -453,6 +491,86 @@ def prefix_cache_stats(before: ServerSample | None, after: ServerSample | None, 
         return None
     (q0, q1), (h0, h1) = pairs
     return PrefixCacheStats(q1 - q0, h1 - h0, _COUNTER_SOURCES.get(kind, kind))  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class SpecDecodeStats:
+    """A run's speculative decoding, from vLLM's counters before and after it (all counts are differences).
+
+    Formulas as vLLM's own log line computes them (``SpecDecodingLogging.log`` in ``vllm/v1/spec_decode/metrics.py``,
+    vLLM 0.24.0) and ``vllm bench serve`` stores them (``spec_decode_acceptance_rate`` in percent,
+    ``spec_decode_acceptance_length``, ``vllm/benchmarks/serve.py``).
+
+    Attributes:
+        num_drafts: Drafts proposed during the run (one per request per decode step that speculated).
+        num_draft_tokens: Draft tokens proposed (``num_drafts × num_speculative_tokens``).
+        num_accepted_tokens: Draft tokens the target accepted (the bonus token is not counted).
+        accepted_per_pos: Accepted tokens at draft position 0, 1, ... (``()`` when the server did not export them).
+        source: The counters read, e.g. ``"vllm:spec_decode_*"`` or ``"file"``.
+    """
+
+    num_drafts: float
+    num_draft_tokens: float
+    num_accepted_tokens: float
+    accepted_per_pos: tuple[float, ...] = ()
+    source: str = "vllm:spec_decode_*"
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """``accepted / draft tokens`` (0–1; vLLM prints it ×100 as "Draft acceptance rate"); None without drafts."""
+        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens > 0 else None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """``1 + accepted / drafts``: tokens emitted per target step per request, the bonus token included (vLLM's
+        "Mean acceptance length"); None without drafts."""
+        return 1.0 + self.num_accepted_tokens / self.num_drafts if self.num_drafts > 0 else None
+
+    @property
+    def per_position_acceptance(self) -> tuple[float, ...]:
+        """``accepted_per_pos[i] / drafts``: the share of drafts whose position i was accepted (vLLM's "Per-position
+        acceptance rate"; position i is accepted only when 0..i−1 were, so the figures do not rise). ``()`` without
+        drafts or per-position counters."""
+        if self.num_drafts <= 0:
+            return ()
+        return tuple(n / self.num_drafts for n in self.accepted_per_pos)
+
+
+def spec_decode_stats(before: ServerSample | None, after: ServerSample | None) -> SpecDecodeStats | None:
+    """The speculative-decoding counters between two scrapes (differenced, as :func:`prefix_cache_stats` does).
+
+    Args:
+        before: The scrape just before the run's measured requests.
+        after: The scrape once they ended.
+
+    Returns:
+        The :class:`SpecDecodeStats`; None when either scrape lacks the drafts/draft-tokens/accepted counters (the
+        server does not speculate), or a counter went down (a restart in between). Per-position counts are kept
+        only when both scrapes have the same number of positions.
+
+    Example:
+        >>> a = ServerSample(0, spec_decode_num_drafts_total=0.0, spec_decode_num_draft_tokens_total=0.0,
+        ...                  spec_decode_num_accepted_tokens_total=0.0)
+        >>> b = ServerSample(1, spec_decode_num_drafts_total=181.0, spec_decode_num_draft_tokens_total=543.0,
+        ...                  spec_decode_num_accepted_tokens_total=333.0)
+        >>> round(spec_decode_stats(a, b).mean_acceptance_length, 4)
+        2.8398
+    """
+    if before is None or after is None:
+        return None
+    names = ("drafts", "draft_tokens", "accepted_tokens")
+    pairs = [
+        (getattr(before, f"spec_decode_num_{n}_total"), getattr(after, f"spec_decode_num_{n}_total")) for n in names
+    ]
+    if any(a is None or b is None or b < a for a, b in pairs):
+        return None
+    (d0, d1), (t0, t1), (a0, a1) = pairs
+    pos0, pos1 = before.spec_decode_accepted_per_pos_total, after.spec_decode_accepted_per_pos_total
+    per_pos: tuple[float, ...] = ()
+    if pos0 is not None and pos1 is not None and len(pos0) == len(pos1):
+        deltas = tuple(y - x for x, y in zip(pos0, pos1, strict=True))
+        per_pos = deltas if min(deltas) >= 0 else ()
+    return SpecDecodeStats(d1 - d0, t1 - t0, a1 - a0, per_pos)  # type: ignore[operator]
 
 
 # --- network ------------------------------------------------------------------------------------------------------

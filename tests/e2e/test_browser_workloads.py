@@ -28,3 +28,19 @@ def test_multi_turn_run_from_a_link_shows_ttft_by_turn(open_page, llama_url):
     assert cache["reusable_prefix_share"].endswith("%")
     st.assert_no_exception()
     st.screenshot("loadtest-multiturn-llama")
+
+
+def test_batching_compare_from_a_link_shows_the_ratio(open_page, llama_url):
+    st = open_page(
+        "loadtest",
+        "ep=llama&batching=compare&num_prompts=4&max_concurrency=2&input_len=16&output_len=4&ignore_eos=true"
+        "&num_warmups=0",
+    )
+    st.act(st.keyed("lt.run").locator("button").click)
+    st.page.get_by_text("Done.", exact=True).wait_for(timeout=LIVE_TIMEOUT_S * 1000)
+    st.settle()
+    st.page.get_by_text("Static vs continuous batching", exact=True).first.wait_for(timeout=30_000)
+    (pair,) = st.table("throughput_ratio")
+    assert pair["endpoint"] == "llama" and pair["max_concurrency"] == "2" and pair["throughput_ratio"].endswith("×")
+    st.assert_no_exception()
+    st.screenshot("loadtest-batching-compare-llama")

@@ -279,3 +279,40 @@ def test_a_malformed_trace_upload_is_refused_by_line():
     at = _app(dataset_name="timed_trace")
     assert not at.exception
     assert any("Upload a trace: Mooncake JSONL" in i.value for i in at.info)
+
+
+def test_imported_eagle3_run_shows_its_acceptance():
+    # vLLM's own result file of the H200 EAGLE-3 run at c=1 (bench/data/h200_sweeps/README.md): 333 of 543 draft
+    # tokens accepted over 181 drafts -> 61.3%, mean acceptance length 1 + 333/181 = 2.84
+    raw = (ROOT / "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c1.json").read_bytes()
+    at = _with_history(list(import_runs(raw, "in512_c1.json")))
+    assert not at.exception
+    (row,) = _table(at, "mean_acceptance_length").to_dict(orient="records")
+    assert (row["acceptance_rate"], row["mean_acceptance_length"], row["median_tpot_ms"]) == ("61.3%", "2.84", "2.28")
+    assert row["per_position_acceptance"] == "n/a"  # vLLM's file has no per-position counts
+
+
+@pytest.fixture
+def spec_endpoint(tmp_path, monkeypatch):
+    from tests.servers.timed_sse import TimedServer
+
+    flags = ("--ttft-ms", "5", "--itl-ms", "1", "--num-speculative-tokens", "3", "--spec-accepted-per-draft", "2")
+    with TimedServer(flags=flags) as server:
+        path = tmp_path / "endpoints.toml"
+        path.write_text(f'[[endpoint]]\nname = "spec"\nkind = "vllm"\nbase_url = "{server.url}"\n', encoding="utf-8")
+        monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+        yield server
+
+
+def test_compare_run_shows_the_batching_ratio_and_the_spec_counters(spec_endpoint):
+    at = _app(ep="spec", batching="compare", num_prompts="4", max_concurrency="2", output_len="10", ignore_eos="true")
+    assert at.session_state["lt.batching"] == "compare"
+    at = _run_to_end(at)
+    assert not at.exception
+    (pair,) = _table(at, "throughput_ratio").to_dict(orient="records")
+    assert pair["max_concurrency"] == 2 and pair["throughput_ratio"].endswith("×")
+    spec = _table(at, "mean_acceptance_length")
+    # 10-token answers: ceil(9 / 3) = 3 drafts each, 2 of 3 accepted (demo server's count_drafts)
+    assert list(spec["mean_acceptance_length"]) == ["3.00", "3.00"]
+    assert list(spec["per_position_acceptance"]) == ["1.00, 1.00, 0.00"] * 2
+    assert list(spec["acceptance_rate"]) == ["66.7%", "66.7%"]

@@ -96,3 +96,62 @@ def test_calibrate_names_the_file_not_a_flag(tmp_path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert f"error: {path} result 1" in err
     assert "--" + str(path) not in err
+
+
+EAGLE3_C16 = "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c16.json"
+LOAD = ["--input-len", "512", "--output-len", "128", "--max-concurrency", "16", "--num-prompts", "16"]
+# vLLM's older spelling of the EAGLE-3 head (the scenario's flags read it too); the head as vLLM loaded it: 0.58 GiB
+EAGLE3 = [
+    "--spec-method",
+    "eagle3",
+    "--speculative-model",
+    "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "--spec-head-gib",
+    "0.58",
+]
+
+
+def test_predict_with_speculative_decoding(capsys: pytest.CaptureFixture[str]) -> None:
+    rates = ["--spec-acceptance-rates", "0.8,0.75,0.75"]
+    out = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, "--num-speculative-tokens", "3", *rates, "--json")
+    assert out["planner_spec_acceptance_rates"] == [0.8, 0.75, 0.75]
+    assert out["planner_spec_tokens_per_step"] == pytest.approx(2.85)  # 1 + 0.8 + 0.6 + 0.45
+    # the H200 EAGLE-3 run at c=16 measured 2.84 ms TPOT against 5.30 ms without (bench/spec_prediction.py: -8%)
+    assert out["planner_spec_tpot_ms"] == pytest.approx(2.84, rel=0.15)
+    assert out["planner_spec_tpot_without_ms"] == pytest.approx(5.30, rel=0.1)
+    assert out["planner_spec_break_even_batch"] > 16
+    # the workload simulated with it, prefill steps included (measured at c=16: 2.84 ms, simulator -7%)
+    assert out["planner_spec_simulated"]["median_tpot_ms"] == pytest.approx(2.84, rel=0.15)
+
+
+def test_predict_takes_the_rates_of_a_measured_run(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM's result file has the acceptance length only, 2.865035 (1 + 2667 / 1430 drafts at k = 3):
+    # one rate a with a + a² + a³ = 1.865035 -> a = 0.78047 (a² = 0.60914, a³ = 0.47542)
+    measured = ["--spec-acceptance-from", EAGLE3_C16]
+    out = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, "--num-speculative-tokens", "3", *measured, "--json")
+    assert out["planner_spec_acceptance_rates"] == pytest.approx([0.78047] * 3, abs=1e-5)
+    assert out["planner_spec_tokens_per_step"] == pytest.approx(2.865035, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--spec-method", "eagle3"], "--spec-method 'eagle3' is not valid: expected both --spec-method and"),
+        (
+            [*EAGLE3, "--num-speculative-tokens", "2", "--spec-acceptance-rates", "0.8,x"],
+            "--spec-acceptance-rates '0.8,x' is not valid",
+        ),
+        (
+            [*EAGLE3, "--num-speculative-tokens", "2", "--spec-acceptance-rates", "1.5"],
+            "--spec-acceptance-rates (1.5,) is not valid",
+        ),
+        (
+            [*EAGLE3, "--num-speculative-tokens", "2", "--spec-acceptance-from", "/nope.json"],
+            "--spec-acceptance-from '/nope.json' is not valid",
+        ),
+    ],
+)
+def test_predict_bad_speculative_input_is_one_line(capsys, argv: list[str], expected: str) -> None:
+    assert main(["predict", *DEPLOYMENT, *LOAD, *argv]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1

@@ -137,3 +137,26 @@ def test_cached_prompt_tokens_are_not_prefilled(cached, ttft_s, e2e_s) -> None:
     assert run.e2e_s.tolist() == pytest.approx([e2e_s], abs=1e-9)
     with pytest.raises(InvalidParameterError, match="cached_tokens"):
         simulate(tiny_shape(), _settings(1, None), TEN_MS, lengths=[(16, 2)], cached_tokens=[1, 2])
+
+
+def test_speculative_decoding_in_the_simulator() -> None:
+    # k = 2, rate 0.5: 1 + 0.5 + 0.25 = 1.75 tokens a step. An 8-token answer: its first token from the prefill step,
+    # then ceil(7 / 1.75) = 4 decode steps. Every step (and every draft forward) takes 10 ms.
+    from planner.predict.speculative import SpecDecodeConfig
+
+    plain = simulate(tiny_shape(), _settings(1, 1), TEN_MS, lengths=[(10, 8)])
+    assert plain.e2e_s[0] == pytest.approx(0.080) and plain.metrics.tpot.median_s == pytest.approx(0.010)
+    ngram = SpecDecodeConfig("ngram", 2, (0.5,))  # drafts on the CPU: no GPU forward
+    run = simulate(tiny_shape(), _settings(1, 1), TEN_MS, lengths=[(10, 8)], speculative=ngram)
+    assert run.num_steps == 5 and run.e2e_s[0] == pytest.approx(0.050)
+    assert run.output_tokens.tolist() == [8]
+    assert run.metrics.tpot.median_s == pytest.approx(0.040 / 7)  # (50 − 10) ms over 7 tokens
+    # a GPU drafter: 2 forwards of 10 ms more per decode step -> 30 ms steps, 10 + 4 × 30 = 130 ms
+    eagle = SpecDecodeConfig("eagle", 2, (0.5,), tiny_shape())
+    run = simulate(tiny_shape(), _settings(1, 1), TEN_MS, lengths=[(10, 8)], speculative=eagle)
+    assert run.e2e_s[0] == pytest.approx(0.130) and run.metrics.itl.median_s == pytest.approx(0.030)
+    # two requests decoding together share each step (the 3-request stretch path and the general path agree)
+    run = simulate(tiny_shape(), _settings(2, 2), TEN_MS, lengths=[(10, 8), (10, 8)], speculative=ngram)
+    assert (run.sent_s + run.e2e_s).tolist() == pytest.approx([0.050, 0.050])
+    with pytest.raises(InvalidParameterError):
+        simulate(tiny_shape(), _settings(1, 1), TEN_MS, lengths=[(10, 8)], mode="static", speculative=ngram)
