@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from planner.capacity.scenario import Scenario
 from planner.cli.messages import error
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
@@ -265,9 +266,9 @@ def _rates(args: argparse.Namespace) -> tuple[float, ...]:
     )
 
 
-def _speculative(args: argparse.Namespace, scenario: object, settings: LoadSettings) -> SpeculativePrediction | None:
+def _speculative(args: argparse.Namespace, scenario: Scenario, settings: LoadSettings) -> SpeculativePrediction | None:
     # a scenario that carries vLLM's speculative_config (plan's flags) gives the method, k and draft by default
-    config = getattr(scenario, "speculative_config", None)
+    config = scenario.speculative_config
     given = {"method": args.spec_method, "num_speculative_tokens": args.num_speculative_tokens}
     given["model"] = args.speculative_model
     method, tokens, draft = (v if v is not None else getattr(config, k, None) for k, v in given.items())
@@ -278,7 +279,7 @@ def _speculative(args: argparse.Namespace, scenario: object, settings: LoadSetti
     head = None if args.spec_head_gib is None else args.spec_head_gib * GIB
     try:
         return predict_speculative(
-            scenario,  # type: ignore[arg-type]
+            scenario,
             settings,
             method=method,
             num_speculative_tokens=tokens,

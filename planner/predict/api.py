@@ -293,9 +293,9 @@ def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:
 def _bare(scenario: Scenario) -> Scenario:
     """``scenario`` without a speculative configuration, where the scenario carries one (its draft's weights would
     otherwise be read in the target's step as well as in the drafter's forwards)."""
-    if getattr(scenario, "speculative_config", None) is None:
+    if scenario.speculative_config is None:
         return scenario
-    return replace(scenario, speculative_config=None)  # type: ignore[call-arg]
+    return replace(scenario, speculative_config=None)
 
 
 @dataclass(frozen=True)
