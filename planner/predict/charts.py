@@ -128,11 +128,18 @@ def _ms(value_s: float | None) -> str:
     return "n/a" if value_s is None else f"{value_s * _MS:,.1f} ms"
 
 
+#: A rate level is kept up with when the run's request throughput is at least this share of the offered rate (a run
+#: of a finite number of requests ends a little after its last arrival, so throughput is a little under the rate even
+#: when nothing queues).
+KEPT_UP = 0.95
+
+
 def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
     """The answer of a curve, as ``(label, value, help)`` for five metrics.
 
     The point reported is the knee (concurrency sweeps; Kneedle, :func:`planner.loadtest.sweep.find_knee`) or, when
-    the curve does not bend (or for a rate sweep), its highest level. Values are text: tokens/s with thousands
+    the curve does not bend, its highest level; for a rate sweep, the highest rate kept up with (:data:`KEPT_UP`),
+    else the lowest. Values are text: tokens/s with thousands
     separators, latencies in ms, "n/a" where missing.
 
     Raises:
@@ -143,9 +150,21 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
     at_knee = curve.knee is not None
     point = next(p for p in curve.points if p.level == curve.knee) if at_knee else curve.points[-1]
     where = f"at the knee, {_level(curve, point.level)}" if at_knee else f"at the top, {_level(curve, point.level)}"
-    m = point.metrics
     if curve.axis == "rate":
-        first = ("Highest rate", _level(curve, point.level), "The highest request rate of the sweep.")
+        kept = [p for p in curve.points if p.metrics.request_throughput >= KEPT_UP * p.level]
+        point = kept[-1] if kept else curve.points[0]
+        served = max(p.metrics.request_throughput for p in curve.points)
+        where = (
+            f"at {_level(curve, point.level)}, the highest rate served as it arrives"
+            if kept
+            else (f"at the lowest rate, {_level(curve, point.level)}, which is already more than it serves")
+        )
+        first = (
+            "Sustained rate",
+            _level(curve, point.level) if kept else f"< {_level(curve, point.level)}",
+            f"The highest rate of the sweep whose requests were served as fast as they came (request throughput at "
+            f"least {KEPT_UP:.0%} of the rate); past it the queue grows. At most {served:,.2f} req/s were served.",
+        )
     elif at_knee:
         first = (
             "Knee",
@@ -158,6 +177,7 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
             "none",
             f"The curve does not bend up to {_level(curve, point.level)}: figures at the top level.",
         )
+    m = point.metrics
     top = _level(curve, curve.points[-1].level)
     full = "never" if curve.saturation_level is None else _level(curve, curve.saturation_level)
     bound = "n/a" if curve.kv_max_concurrency is None else f"{curve.kv_max_concurrency:,.1f}"

@@ -76,7 +76,7 @@ def test_widgets_write_the_link():
         "axis": "rate",
         "request_rate": "1,2",
     }
-    assert _metrics(at)["Highest rate"] == "2 req/s"
+    assert _metrics(at)["Sustained rate"] == "2 req/s"
     assert at.dataframe[0].value["request rate (req/s)"].tolist() == ["1", "2"]
 
 
