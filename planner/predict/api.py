@@ -27,6 +27,7 @@ from planner.predict.calibration import CalibrationProfile
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.simulator import SimulatedRun, simulate
 from planner.predict.speculative import (
+    DEFAULT_ACCEPTANCE,
     SpecDecodeConfig,
     SpecDecodeEstimate,
     break_even_batch,
@@ -137,6 +138,11 @@ def predict(
             tokens); those tokens are not prefilled (:func:`planner.predict.simulator.simulate`'s
             ``cached_tokens``). A measured run's hit rate (Load Test, ``vllm:prefix_cache_hits / queries``) fits here.
 
+    A scenario with ``speculative_config`` is simulated with it (continuous batching; static batching has no
+    drafter): the target as planned without the draft, its KV blocks as planned with it, the drafter as
+    :func:`predict_speculative` builds it, at the method's published acceptance rate
+    (:data:`planner.predict.speculative.DEFAULT_ACCEPTANCE`; ``ngram`` has none and is left out, with a note).
+
     Returns:
         The prediction.
 
@@ -147,7 +153,7 @@ def predict(
     """
     result, shape = planned_shape(scenario, plan=plan, spec=spec)
     coefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
-    notes: list[str] = []
+    shape, speculative, notes = _speculative_shape(scenario, shape, spec)
     if profile is None:
         source = DEFAULT_SOURCE
         if shape.gpu_id != "h200-sxm-141gb":
@@ -172,7 +178,7 @@ def predict(
         notes.append(
             f"{prefix_cache_hit_rate:.0%} of each prompt served from the prefix cache (whole blocks): not prefilled"
         )
-    run = simulate(shape, work, coefficients, cached_tokens=cached)
+    run = simulate(shape, work, coefficients, cached_tokens=cached, speculative=speculative)
     if run.kv_saturated:
         notes.append(
             f"the KV cache filled up ({run.peak_kv_blocks:,} of {run.num_gpu_blocks:,} blocks; "
@@ -290,6 +296,66 @@ def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:
     return Outlook(input_len, output_len, full, single, loaded)
 
 
+def _drafting(
+    scenario: Scenario,
+    target: StepShape,
+    *,
+    method: str,
+    num_speculative_tokens: int,
+    acceptance_rates: tuple[float, ...] = (),
+    draft_model: str | None = None,
+    draft_weight_bytes: float | None = None,
+) -> tuple[SpecDecodeConfig, list[str]]:
+    """The drafter of ``method`` beside ``target`` (planned bare), and what to say of it."""
+    notes: list[str] = []
+    draft = None
+    if method == "draft_model":
+        if not draft_model:
+            raise InvalidParameterError("speculative_model", draft_model, "the draft model's id for draft_model")
+        _, draft = planned_shape(replace(_bare(scenario), model=draft_model))
+        notes.append(f"draft {draft_model} timed by the step model as planned on {target.gpu_id}")
+    elif method != "ngram":
+        draft = layer_head_shape(target, weight_bytes=draft_weight_bytes)
+    return SpecDecodeConfig(method, num_speculative_tokens, acceptance_rates, draft), notes
+
+
+def _speculative_shape(
+    scenario: Scenario, shape: StepShape, spec: ModelSpec | None
+) -> tuple[StepShape, SpecDecodeConfig | None, list[str]]:
+    """The target's step shape and drafter of a scenario that carries ``speculative_config``: the target timed as
+    planned without the draft (the drafter's forwards are timed apart), holding the KV blocks of the plan with it
+    (the draft's layers share every block); the method's published acceptance rates. ``ngram`` has no default rates:
+    it is left out, and a note says so."""
+    config = scenario.speculative_config
+    if config is None:
+        return shape, None, []
+    if config.method not in DEFAULT_ACCEPTANCE:
+        return (
+            shape,
+            None,
+            [
+                f"speculative decoding ({config.method}) not simulated: it needs acceptance rates per position "
+                "(python -m planner predict --spec-acceptance-rates)"
+            ],
+        )
+    _, bare = planned_shape(_bare(scenario), spec=spec)
+    target = replace(bare, num_gpu_blocks=shape.num_gpu_blocks)
+    drafter, notes = _drafting(
+        scenario,
+        target,
+        method=config.method,
+        num_speculative_tokens=config.num_speculative_tokens,
+        draft_model=config.model,
+    )
+    rate = DEFAULT_ACCEPTANCE[config.method]
+    notes.append(
+        f"speculative decoding ({config.describe()}) simulated at "
+        f"the method's published acceptance rate {rate:.0%} per position (measure yours: Load Test's spec-decode "
+        "table; predict with it: python -m planner predict --spec-acceptance-from RESULT.json)"
+    )
+    return target, drafter, notes
+
+
 def _bare(scenario: Scenario) -> Scenario:
     """``scenario`` without a speculative configuration, where the scenario carries one (its draft's weights would
     otherwise be read in the target's step as well as in the drafter's forwards)."""
@@ -357,16 +423,15 @@ def predict_speculative(
     # the target and the draft planned bare: the drafter's cost is modelled here, not as part of the target's step
     scenario = _bare(scenario)
     _, target = planned_shape(scenario)
-    notes: list[str] = []
-    draft = None
-    if method == "draft_model":
-        if not draft_model:
-            raise InvalidParameterError("speculative_model", draft_model, "the draft model's id for draft_model")
-        _, draft = planned_shape(replace(scenario, model=draft_model))
-        notes.append(f"draft {draft_model} timed by the step model as planned on {target.gpu_id}")
-    elif method != "ngram":
-        draft = layer_head_shape(target, weight_bytes=draft_weight_bytes)
-    config = SpecDecodeConfig(method, num_speculative_tokens, tuple(acceptance_rates), draft)
+    config, notes = _drafting(
+        scenario,
+        target,
+        method=method,
+        num_speculative_tokens=num_speculative_tokens,
+        acceptance_rates=tuple(acceptance_rates),
+        draft_model=draft_model,
+        draft_weight_bytes=draft_weight_bytes,
+    )
     coefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
     batch = min(settings.max_concurrency or settings.num_prompts, target.max_num_seqs)
     context = settings.input_len + settings.output_len / 2
