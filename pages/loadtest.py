@@ -454,9 +454,11 @@ def render_live(snap: BenchmarkSnapshot) -> None:
     c[1].metric("completed", "n/a" if p is None else p.completed)
     c[2].metric("failed", "n/a" if p is None else p.failed)
     c[3].metric("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}")
-    last = snap.server[-1] if snap.server and not snap.done else None
-    kv = None if last is None or last.kv_cache_usage_perc is None else f"{last.kv_cache_usage_perc:.0%}"
-    c[4].metric("KV cache usage (server)", kv or "n/a", help=snap.scrape_note or "From the server's /metrics.")
+    # while running, the latest scrape; once done, the run's peak (the last scrape, after the run, reads idle)
+    usages = [u.kv_cache_usage_perc for u in snap.server if u.kv_cache_usage_perc is not None]
+    kv = None if not usages else f"{(max(usages) if snap.done else usages[-1]):.0%}"
+    kv_label = "KV cache usage (server, peak)" if snap.done else "KV cache usage (server)"
+    c[4].metric(kv_label, kv or "n/a", help=snap.scrape_note or "From the server's /metrics.")
     if not snap.records and len(snap.in_flight) <= 1:
         if not snap.done and snap.current is not None:
             st.caption(f"{snap.current.label}: discovery, prompt sizing and warm-up before the first measured request…")
