@@ -12,7 +12,7 @@ from planner.capacity.engines.tgi import plan_tgi
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.result import Advice, Plan
 from planner.capacity.scenario import Scenario, validate
-from planner.capacity.version_range import version_range
+from planner.capacity.version_range import version_range, versions_in_use
 from planner.catalog.gpus import GPU, get_gpu, list_gpus
 from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
@@ -78,12 +78,23 @@ def plan(
     )
     if spec is None and not (scenario.engine == "article" and article_inputs):
         spec = resolve_model(scenario.model).spec
-    result = _plan_once(scenario, spec, gpu)
+    result = _beyond_model(_plan_once(scenario, spec, gpu))
     if with_range and spec is not None and scenario.engine == "vllm" and scenario.engine_version is None:
         result = replace(result, version_range=version_range(scenario, spec, gpu))
-    if result.fits or not advise:
+    some_refuse = result.version_range is not None and not all(v.fits for v in result.version_range.versions)
+    if (result.fits and not some_refuse) or not advise:
         return result
     return replace(result, advice=_advice(scenario, result, spec))
+
+
+def _beyond_model(result: Plan) -> Plan:
+    """A target context beyond the model's own limit has no concurrency: ``None`` with a note naming the limit
+    (vLLM refuses a ``--max-model-len`` above ``max_position_embeddings`` unless told to override it)."""
+    target, limit = result.scenario.target_context, result.model_max_position_embeddings
+    if not target or limit is None or target <= limit:
+        return result
+    note = f"target context {target:,} tokens is beyond the model's limit of {limit:,} tokens: concurrency n/a"
+    return replace(result, max_concurrency_at_target=None, notes=(*result.notes, note))
 
 
 def plan_many(scenarios: list[Scenario]) -> list[Plan | PlannerError]:
@@ -162,13 +173,26 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
 
 
 def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
-    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec."""
+    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec.
+
+    vLLM without ``engine_version``: the candidate is planned in every version of
+    :func:`~planner.capacity.version_range.versions_in_use` and judged by the worst (a version where it does not
+    fit, the shortest longest-that-fits first; else the least concurrency), so a suggested fix starts whatever the
+    version; the plan returned keeps the newest version's scenario, as the plan it fixes does.
+    """
     try:
         if candidate.model != base.model:
             spec = resolve_model(candidate.model).spec
-        return _plan_once(validate(candidate), spec)
+        newest = _plan_once(validate(candidate), spec)
+        if candidate.engine != "vllm" or candidate.engine_version not in (None, "", "latest"):
+            return newest
+        plans = [_plan_once(validate(replace(candidate, engine_version=v)), spec) for v in versions_in_use()]
     except PlannerError:
         return None
+    # a version that refuses the configuration outright refuses it whatever the memory: not the range's question
+    judged = [p for p in plans if not p.refused] or [newest]
+    worst = min(judged, key=lambda p: (p.fits, p.estimated_max_model_len or 0, p.max_concurrency))
+    return replace(worst, scenario=newest.scenario)
 
 
 def advised_max_model_len(longest_tokens: int) -> int | None:
