@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.capacity.engines.article import plan_article
-from planner.capacity.engines.tgi import plan_tgi
+from planner.capacity.engines.tgi import TGI_KV_CACHE_DTYPE, TGI_QUANTIZE, plan_tgi
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.result import Advice, Plan
 from planner.capacity.scenario import Scenario, validate
@@ -117,15 +117,17 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
         if s.kv_quant not in ("fp8", "int8", "int4"):
             out.append(("kv", "fp8 KV cache", replace(s, kv_quant="fp8")))
     else:
+        tgi = s.engine == "tgi"
         if s.kv_cache_dtype not in ("fp8", "fp8_e4m3", "fp8_e5m2"):
-            out.append(("kv", "--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
+            kv_flag = f"--kv-cache-dtype {TGI_KV_CACHE_DTYPE['fp8'] if tgi else 'fp8'}"
+            out.append(("kv", kv_flag, replace(s, kv_cache_dtype="fp8")))
         tp = s.tensor_parallel_size
         # a TP the heads do not divide is refused outright: the nearest smaller valid TPs are candidates too
         smaller = (1, 2, 4) if spec.num_attention_heads % tp else ()
         for bigger in (*smaller, 2, 4, 8):
             fits_node = bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
             if bigger != tp and (bigger > tp or smaller) and spec.num_attention_heads % bigger == 0 and fits_node:
-                flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
+                flag = "--num-shard" if tgi else "--tensor-parallel-size"
                 out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
         if s.engine == "vllm" and s.gpu_memory_utilization < _HIGH_UTILIZATION:
             out.append(
@@ -142,7 +144,8 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
                 fp8 = False
             exports = quantized_exports(s.model)
             if fp8:
-                out.append(("quant", "--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
+                flag = f"--quantize {TGI_QUANTIZE['fp8']}" if tgi else "--quantization fp8"
+                out.append(("quant", f"{flag} (FP8 weights)", replace(s, quantization="fp8")))
             for export in exports:
                 out.append(
                     (
@@ -195,6 +198,18 @@ def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
     return replace(worst, scenario=newest.scenario)
 
 
+def _runs_on_its_gpu(candidate: Scenario) -> bool:
+    """FP8 weights need a GPU with an FP8 path (``fp8_support``; TGI's launcher: its fp8 "works on H100 and above"):
+    a pair of changes must not put them on, say, a V100. An FP8 KV cache is storage only and runs on Volta and
+    Ampere too (vLLM PR #2279), so it is not checked. A custom GPU is taken at its word."""
+    if candidate.quantization != "fp8" or candidate.gpu == "custom":
+        return True
+    try:
+        return get_gpu(candidate.gpu).fp8_support
+    except PlannerError:
+        return False
+
+
 def advised_max_model_len(longest_tokens: int) -> int | None:
     """The ``--max-model-len`` the advice offers when only ``longest_tokens`` fit: rounded down to a multiple of
     :data:`ADVICE_MAX_LEN_STEP_TOKENS` (a round number, a little headroom), or None below one step.
@@ -225,6 +240,8 @@ def _advice(s: Scenario, result: Plan, spec: ModelSpec | None) -> tuple[Advice, 
     found: dict[str, Advice] = {}
 
     def consider(changes: list[str], candidate: Scenario) -> None:
+        if not _runs_on_its_gpu(candidate):
+            return
         alt = _try(candidate, s, model_spec)
         if alt is None:
             return

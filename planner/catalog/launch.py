@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from planner.capacity.engines.tgi import TGI_KV_CACHE_DTYPE, TGI_QUANTIZE
 from planner.capacity.engines.vllm import accepts_max_model_len_auto
 from planner.capacity.result import Plan
 from planner.catalog.models import get_model
@@ -14,11 +15,6 @@ __all__ = ["UPLOADED_PREFIX", "Launch", "launch", "launch_command", "tgi_command
 
 #: Model ids the pages give pasted or uploaded configs (``uploaded-config/<name>-<hash>``).
 UPLOADED_PREFIX = "uploaded-config/"
-
-#: TGI's ``--quantize`` spelling of our quantization names (launcher ``Quantization`` enum).
-_TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bitsandbytes-nf4", "int8": "eetq"}
-#: TGI's ``--kv-cache-dtype`` values.
-_TGI_KV = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
 
 
 #: Schemes vLLM applies to an unquantized checkpoint while loading (``--quantization fp8``,
@@ -125,10 +121,10 @@ def tgi_command(plan: Plan) -> str:
     ]
     if s.tensor_parallel_size > 1:
         args += ["--num-shard", str(s.tensor_parallel_size)]
-    if s.quantization in _TGI_QUANTIZE:
-        args += ["--quantize", _TGI_QUANTIZE[s.quantization]]
-    if s.kv_cache_dtype in _TGI_KV:
-        args += ["--kv-cache-dtype", _TGI_KV[s.kv_cache_dtype]]
+    if s.quantization in TGI_QUANTIZE:
+        args += ["--quantize", TGI_QUANTIZE[s.quantization]]
+    if s.kv_cache_dtype in TGI_KV_CACHE_DTYPE:
+        args += ["--kv-cache-dtype", TGI_KV_CACHE_DTYPE[s.kv_cache_dtype]]
     if s.dtype in ("bfloat16", "float16"):
         args += ["--dtype", s.dtype]
     max_total = s.max_total_tokens or plan.max_model_len
@@ -194,4 +190,9 @@ def launch(plan: Plan) -> Launch:
         fixed = replan(advice.scenario, advise=False)
     except PlannerError:
         return Launch(command, warning)
-    return Launch(command, warning, launch_command(fixed), advice.change) if fixed.fits else Launch(command, warning)
+    if not fixed.fits:
+        return Launch(command, warning)
+    corrected = launch_command(fixed)
+    if fixed.gpu_name != plan.gpu_name:  # no flag picks the GPU: without this line the two commands read the same
+        corrected = f"# on {fixed.num_gpus}× {fixed.gpu_name}: this command does not choose the GPU\n{corrected}"
+    return Launch(command, warning, corrected, advice.change)

@@ -106,3 +106,16 @@ def test_target_beyond_the_models_limit_has_no_concurrency(engine: str) -> None:
     assert said.level == "warning" and "not at the target context 1,000,000" in said.text
     at_limit = plan(base.with_changes(target_context=131_072))
     assert at_limit.max_concurrency_at_target is not None and verdict(at_limit).level == "fits"
+
+
+def test_tgi_advice_speaks_the_launchers_flags_and_skips_fp8_where_it_cannot_run() -> None:
+    from planner.catalog.gpus import get_gpu
+
+    # text-generation-launcher (launcher/src/main.rs): --kv-cache-dtype fp8_e4m3fn|fp8_e5m2, --quantize fp8
+    result = plan(Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="l4"))
+    changes = [a.change for a in result.advice]
+    assert changes and not [c for c in changes if "--quantization" in c or "--kv-cache-dtype fp8 " in c + " "]
+    assert "--kv-cache-dtype fp8_e4m3fn + a bigger GPU: NVIDIA A100 40GB SXM4" in changes
+    for advice in result.advice:
+        if advice.scenario.quantization == "fp8":
+            assert get_gpu(advice.scenario.gpu).fp8_support, advice.change  # never FP8 weights on a V100

@@ -260,3 +260,12 @@ def test_no_version_fix_fits_every_version(capsys: pytest.CaptureFixture[str]) -
     payload = json.loads(out)
     assert code == 0 and payload["advice"][0]["change"] == "--max-model-len 27648"
     assert payload["launch_command_that_fits"].endswith("--max-model-len 27648")
+
+
+def test_tgi_fix_on_a_bigger_gpu_names_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*LLAMA_8B, "--engine", "tgi", "--gpu", "l4", "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["advice"][0]["change"] == "a bigger GPU: NVIDIA A100 40GB SXM4"
+    fixed = payload["launch_command_that_fits"]
+    assert fixed != payload["launch_command"]
+    assert fixed.startswith("# on 1× NVIDIA A100 40GB SXM4: this command does not choose the GPU\ndocker run ")
