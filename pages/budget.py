@@ -14,7 +14,6 @@ from planner.capacity.explain import (
     Explanation,
     explain,
     layout_rows,
-    max_model_len_text,
     version_changes,
     version_range_text,
 )
@@ -109,8 +108,7 @@ with answer:
                     with st.expander("Model details"):
                         editor.model_details(models[index])
                 continue
-            at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
-            said = verdict(result, at)
+            said = verdict(result)
             {"fits": st.success, "warning": st.warning}.get(said.level, st.error)(said.text)
             if result.topology is not None and result.topology.warning:
                 needs = " or ".join(result.topology.needs)

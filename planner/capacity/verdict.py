@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from planner.capacity.explain import max_model_len_text
 from planner.capacity.result import Plan
 
 __all__ = ["Verdict", "verdict"]
@@ -32,17 +33,18 @@ class Verdict:
     detail: str | None = None
 
 
-def verdict(plan: Plan, at: str = "") -> Verdict:
-    """The verdict of ``plan``.
+def verdict(plan: Plan) -> Verdict:
+    """The verdict of ``plan``; a ``--max-model-len auto`` plan names the length it resolved to ("Fits — vLLM 0.28
+    (V1) at max_model_len 35,360 (auto)").
 
     Args:
         plan: a plan.
-        at: words after the verdict naming the resolved ``--max-model-len auto`` (" at max_model_len 35,360"), or "".
 
     Returns:
         The verdict; a warning names the vLLM versions that would not start it, or the model's limit the target
         context passes.
     """
+    at = f" at max_model_len {max_model_len_text(plan)}" if plan.max_model_len_auto else ""
     if plan.refused:
         return Verdict("refused", f"Refused: {plan.reason}", plan.reason)
     if not plan.fits:

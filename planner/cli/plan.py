@@ -270,7 +270,7 @@ def _text(result: Plan) -> str:
             f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
         )
     at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
-    said = verdict(result, at)
+    said = verdict(result)
     if said.level == "warning":
         lines.append(f"  fits: IN PART{at} - {said.detail}")
     else:
@@ -414,6 +414,8 @@ def run(args: argparse.Namespace) -> int:
         payload["launch_command"] = command.command
         payload["launch_warning"] = command.warning
         payload["launch_command_that_fits"] = command.corrected
+        said = verdict(result)
+        payload["verdict"] = {"level": said.level, "text": said.text}
         payload["explanation"] = None if explanation is None else explanation.to_json()
         payload["version_change"] = None if change is None else change.to_json()
         print(json.dumps(payload, indent=2))

@@ -251,7 +251,8 @@ def test_target_beyond_the_models_limit_is_not_a_fit(capsys: pytest.CaptureFixtu
     assert "concurrency at 1,000,000" not in out
     assert "fits: IN PART - not at the target context 1,000,000: beyond the model's limit of 131,072 tokens" in out
     code, out, _ = run([*argv, "--json"], capsys)
-    assert json.loads(out)["max_concurrency_at_target"] is None
+    payload = json.loads(out)
+    assert payload["max_concurrency_at_target"] is None and payload["verdict"]["level"] == "warning"
 
 
 def test_no_version_fix_fits_every_version(capsys: pytest.CaptureFixture[str]) -> None:
