@@ -81,7 +81,7 @@ def plan(
     result = _beyond_model(_plan_once(scenario, spec, gpu))
     if with_range and spec is not None and scenario.engine == "vllm" and scenario.engine_version is None:
         result = replace(result, version_range=version_range(scenario, spec, gpu))
-    some_refuse = result.version_range is not None and not all(v.fits for v in result.version_range.versions)
+    some_refuse = result.version_range is not None and bool(result.version_range.refused_by)
     if (result.fits and not some_refuse) or not advise:
         return result
     return replace(result, advice=_advice(scenario, result, spec))

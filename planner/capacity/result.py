@@ -119,6 +119,16 @@ class VersionRange:
     high_pool: KVPool | None = field(default=None, compare=False)
 
     @property
+    def starts_in(self) -> tuple[str, ...]:
+        """The versions that start the scenario and serve one full-length request, oldest first."""
+        return tuple(v.version for v in self.versions if v.fits)
+
+    @property
+    def refused_by(self) -> tuple[str, ...]:
+        """The versions that would not start it (or not serve one full-length request), oldest first."""
+        return tuple(v.version for v in self.versions if not v.fits)
+
+    @property
     def fits_in_some(self) -> bool:
         """Some versions fit and others do not."""
         return any(v.fits for v in self.versions) and not all(v.fits for v in self.versions)

@@ -51,9 +51,8 @@ def verdict(plan: Plan) -> Verdict:
         return Verdict("no_fit", f"Does not fit{at}: {plan.reason}", plan.reason)
     warnings = []
     vr = plan.version_range
-    if vr is not None and not all(v.fits for v in vr.versions):
-        refuse = ", ".join(v.version for v in vr.versions if not v.fits)
-        starts = ", ".join(v.version for v in vr.versions if v.fits)
+    if vr is not None and vr.refused_by:
+        refuse, starts = ", ".join(vr.refused_by), ", ".join(vr.starts_in)
         warnings.append(f"vLLM {refuse} would not start it (it starts in {starts}); set the version you run")
     target, limit = plan.scenario.target_context, plan.model_max_position_embeddings
     if target and limit is not None and target > limit:

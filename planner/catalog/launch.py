@@ -171,16 +171,23 @@ class Launch:
 
 
 def launch(plan: Plan) -> Launch:
-    """The plan's launch command, with a warning and the corrected command when the plan does not fit.
+    """The plan's launch command, with a warning and the corrected command when the plan does not fit, or (vLLM with
+    no version set) fits only in some of the versions in use.
 
     The corrected command is the first (cheapest) :attr:`~planner.capacity.result.Plan.advice` entry, planned again
     without advice so its command is built from a plan that fits.
     """
     command = launch_command(plan)
-    if plan.fits:
+    vr = plan.version_range
+    if plan.fits and (vr is None or not vr.refused_by):
         return Launch(command)
-    what = "vLLM refuses this configuration" if plan.refused else "this command will not start"
-    warning = f"{what}: {plan.reason}"
+    if plan.fits and vr is not None:  # the command pins no version: it starts only where the installed one fits
+        warning = (
+            f"this command starts only in vLLM {', '.join(vr.starts_in)}: {', '.join(vr.refused_by)} would not start it"
+        )
+    else:
+        what = "vLLM refuses this configuration" if plan.refused else "this command will not start"
+        warning = f"{what}: {plan.reason}"
     if not plan.advice:
         return Launch(command, warning)
     from planner.capacity.plan import plan as replan  # the planner imports this module's catalog peers

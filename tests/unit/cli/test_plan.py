@@ -270,3 +270,17 @@ def test_tgi_fix_on_a_bigger_gpu_names_the_gpu(capsys: pytest.CaptureFixture[str
     fixed = payload["launch_command_that_fits"]
     assert fixed != payload["launch_command"]
     assert fixed.startswith("# on 1× NVIDIA A100 40GB SXM4: this command does not choose the GPU\ndocker run ")
+
+
+def test_a_command_that_starts_only_in_newer_versions_warns_and_offers_one_that_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 34,816 tokens on an A10: v0.24+ hold 35,360 tokens, v0.10–v0.21 fewer (tests/unit/capacity/test_plan.py)
+    code, out, _ = run([*LLAMA_8B, "--gpu", "a10", "--max-model-len", "34816", "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["fits"] and payload["verdict"]["level"] == "warning"
+    assert payload["launch_warning"] == (
+        "this command starts only in vLLM 0.24.0, 0.27.0, 0.28.0: 0.10.0, 0.11.0, 0.14.0, 0.17.0, 0.18.0, 0.21.0 "
+        "would not start it"
+    )
+    assert payload["launch_command_that_fits"].endswith("--max-model-len 27648")
