@@ -171,7 +171,8 @@ class Plan:
         max_model_len: context limit per request, tokens (``--max-model-len auto`` resolved to its number; the
             scenario keeps :data:`~planner.capacity.scenario.MAX_MODEL_LEN_AUTO`).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
-        max_concurrency_at_target: the same at ``scenario.target_context``, if set.
+        max_concurrency_at_target: the same at ``scenario.target_context``, if set; ``None`` ("n/a") when the target
+            is beyond the model's own limit (``model_max_position_embeddings``), with a note saying so.
         estimated_max_model_len: the longest context one request could have (vLLM's estimate).
         fits: whether the engine would start and serve one full-length request.
         reason: why not, in plain words (``None`` when it fits).
