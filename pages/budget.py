@@ -14,11 +14,11 @@ from planner.capacity.explain import (
     Explanation,
     explain,
     layout_rows,
-    max_model_len_text,
     version_changes,
     version_range_text,
 )
 from planner.capacity.result import Plan
+from planner.capacity.verdict import verdict
 from planner.catalog.launch import launch
 from planner.catalog.presets import presets, scenario_from_advice
 from planner.errors import PlannerError
@@ -108,13 +108,8 @@ with answer:
                     with st.expander("Model details"):
                         editor.model_details(models[index])
                 continue
-            at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
-            if result.fits:
-                st.success(f"Fits — {result.engine_label}{at}")
-            elif result.refused:
-                st.error(f"Refused: {result.reason}")
-            else:
-                st.error(f"Does not fit{at}: {result.reason}")
+            said = verdict(result)
+            {"fits": st.success, "warning": st.warning}.get(said.level, st.error)(said.text)
             if result.topology is not None and result.topology.warning:
                 needs = " or ".join(result.topology.needs)
                 st.warning(f"{result.topology.warning}." + (f" vLLM launches it with {needs}." if needs else ""))

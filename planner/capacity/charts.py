@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
+from planner.capacity.verdict import verdict
 from planner.errors import InvalidParameterError
 from planner.units import GIB
 
@@ -370,7 +371,9 @@ def _add_version_band(fig: go.Figure, plan: Plan, label: str, points: Sequence[i
         return
     lows = [_positive(p[0]) for p in pairs if p is not None]
     highs = [_positive(p[1]) for p in pairs if p is not None]
-    name = f"{label}: vLLM {band.low.version} … {band.high.version}"
+    # the legend names the two ends' versions older first; which one sets the low end is in the hover text
+    ends = sorted({band.low.version, band.high.version}, key=lambda v: tuple(int(n) for n in v.split(".")))
+    name = f"{label}: vLLM {' … '.join(ends)}"
     edge = {"x": list(points), "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": label}
     fig.add_trace(go.Scatter(y=lows, showlegend=False, hoverinfo="skip", **edge))
     fig.add_trace(
@@ -483,7 +486,7 @@ def key_figures_table(plans: Sequence[Plan], labels: Sequence[str]) -> pd.DataFr
             name += "′"
         target = plan.scenario.target_context
         data[name] = [
-            "fits" if plan.fits else "does not fit",
+            {"fits": "fits", "warning": "fits in part"}.get(verdict(plan).level, "does not fit"),
             f"{plan.per_gpu.kv_cache_bytes / GIB:,.2f} GiB",
             f"{plan.kv_cache_tokens:,}",
             "n/a" if plan.num_gpu_blocks is None else f"{plan.num_gpu_blocks:,}",

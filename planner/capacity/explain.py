@@ -446,6 +446,8 @@ def version_range_text(plan: Plan) -> str | None:
         return None
     low, high = vr.low, vr.high
     newest = plan.scenario.engine_version
+    if not vr.starts_in and high.kv_cache_tokens == 0:
+        return f"it does not fit in any vLLM version from {vr.versions[0].version} on (no room for one KV block)"
     if low.kv_cache_bytes == high.kv_cache_bytes:
         return f"the same {low.kv_cache_tokens:,} tokens in every vLLM version from {vr.versions[0].version} on"
     text = (
@@ -455,8 +457,7 @@ def version_range_text(plan: Plan) -> str | None:
         f"version: {low.version} sets the low end, {high.version} the high end; the figures above are {newest}'s"
     )
     if vr.fits_in_some:
-        starts = ", ".join(v.version for v in vr.versions if v.fits)
-        text += f". It starts only in {starts}"
+        text += f". It starts only in {', '.join(vr.starts_in)}"
     return text
 
 

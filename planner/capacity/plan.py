@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.capacity.engines.article import plan_article
-from planner.capacity.engines.tgi import plan_tgi
+from planner.capacity.engines.tgi import TGI_KV_CACHE_DTYPE, TGI_QUANTIZE, plan_tgi
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.result import Advice, Plan
 from planner.capacity.scenario import Scenario, validate
-from planner.capacity.version_range import version_range
+from planner.capacity.version_range import version_range, versions_in_use
 from planner.catalog.gpus import GPU, get_gpu, list_gpus
 from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
@@ -78,12 +78,23 @@ def plan(
     )
     if spec is None and not (scenario.engine == "article" and article_inputs):
         spec = resolve_model(scenario.model).spec
-    result = _plan_once(scenario, spec, gpu)
+    result = _beyond_model(_plan_once(scenario, spec, gpu))
     if with_range and spec is not None and scenario.engine == "vllm" and scenario.engine_version is None:
         result = replace(result, version_range=version_range(scenario, spec, gpu))
-    if result.fits or not advise:
+    some_refuse = result.version_range is not None and bool(result.version_range.refused_by)
+    if (result.fits and not some_refuse) or not advise:
         return result
     return replace(result, advice=_advice(scenario, result, spec))
+
+
+def _beyond_model(result: Plan) -> Plan:
+    """A target context beyond the model's own limit has no concurrency: ``None`` with a note naming the limit
+    (vLLM refuses a ``--max-model-len`` above ``max_position_embeddings`` unless told to override it)."""
+    target, limit = result.scenario.target_context, result.model_max_position_embeddings
+    if not target or limit is None or target <= limit:
+        return result
+    note = f"target context {target:,} tokens is beyond the model's limit of {limit:,} tokens: concurrency n/a"
+    return replace(result, max_concurrency_at_target=None, notes=(*result.notes, note))
 
 
 def plan_many(scenarios: list[Scenario]) -> list[Plan | PlannerError]:
@@ -106,15 +117,17 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
         if s.kv_quant not in ("fp8", "int8", "int4"):
             out.append(("kv", "fp8 KV cache", replace(s, kv_quant="fp8")))
     else:
+        tgi = s.engine == "tgi"
         if s.kv_cache_dtype not in ("fp8", "fp8_e4m3", "fp8_e5m2"):
-            out.append(("kv", "--kv-cache-dtype fp8", replace(s, kv_cache_dtype="fp8")))
+            kv_flag = f"--kv-cache-dtype {TGI_KV_CACHE_DTYPE['fp8'] if tgi else 'fp8'}"
+            out.append(("kv", kv_flag, replace(s, kv_cache_dtype="fp8")))
         tp = s.tensor_parallel_size
         # a TP the heads do not divide is refused outright: the nearest smaller valid TPs are candidates too
         smaller = (1, 2, 4) if spec.num_attention_heads % tp else ()
         for bigger in (*smaller, 2, 4, 8):
             fits_node = bigger * s.pipeline_parallel_size <= _MAX_ADVICE_GPUS
             if bigger != tp and (bigger > tp or smaller) and spec.num_attention_heads % bigger == 0 and fits_node:
-                flag = "--num-shard" if s.engine == "tgi" else "--tensor-parallel-size"
+                flag = "--num-shard" if tgi else "--tensor-parallel-size"
                 out.append(("tp", f"{flag} {bigger}", replace(s, tensor_parallel_size=bigger)))
         if s.engine == "vllm" and s.gpu_memory_utilization < _HIGH_UTILIZATION:
             out.append(
@@ -131,7 +144,8 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
                 fp8 = False
             exports = quantized_exports(s.model)
             if fp8:
-                out.append(("quant", "--quantization fp8 (FP8 weights)", replace(s, quantization="fp8")))
+                flag = f"--quantize {TGI_QUANTIZE['fp8']}" if tgi else "--quantization fp8"
+                out.append(("quant", f"{flag} (FP8 weights)", replace(s, quantization="fp8")))
             for export in exports:
                 out.append(
                     (
@@ -162,13 +176,38 @@ def _candidates(s: Scenario, result: Plan, spec: ModelSpec) -> list[tuple[str, s
 
 
 def _try(candidate: Scenario, base: Scenario, spec: ModelSpec) -> Plan | None:
-    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec."""
+    """Plan ``candidate`` quietly; a candidate that swaps the checkpoint gets that checkpoint's spec.
+
+    vLLM without ``engine_version``: the candidate is planned in every version of
+    :func:`~planner.capacity.version_range.versions_in_use` and judged by the worst (a version where it does not
+    fit, the shortest longest-that-fits first; else the least concurrency), so a suggested fix starts whatever the
+    version; the plan returned keeps the newest version's scenario, as the plan it fixes does.
+    """
     try:
         if candidate.model != base.model:
             spec = resolve_model(candidate.model).spec
-        return _plan_once(validate(candidate), spec)
+        newest = _plan_once(validate(candidate), spec)
+        if candidate.engine != "vllm" or candidate.engine_version not in (None, "", "latest"):
+            return newest
+        plans = [_plan_once(validate(replace(candidate, engine_version=v)), spec) for v in versions_in_use()]
     except PlannerError:
         return None
+    # a version that refuses the configuration outright refuses it whatever the memory: not the range's question
+    judged = [p for p in plans if not p.refused] or [newest]
+    worst = min(judged, key=lambda p: (p.fits, p.estimated_max_model_len or 0, p.max_concurrency))
+    return replace(worst, scenario=newest.scenario)
+
+
+def _runs_on_its_gpu(candidate: Scenario) -> bool:
+    """FP8 weights need a GPU with an FP8 path (``fp8_support``; TGI's launcher: its fp8 "works on H100 and above"):
+    a pair of changes must not put them on, say, a V100. An FP8 KV cache is storage only and runs on Volta and
+    Ampere too (vLLM PR #2279), so it is not checked. A custom GPU is taken at its word."""
+    if candidate.quantization != "fp8" or candidate.gpu == "custom":
+        return True
+    try:
+        return get_gpu(candidate.gpu).fp8_support
+    except PlannerError:
+        return False
 
 
 def advised_max_model_len(longest_tokens: int) -> int | None:
@@ -201,6 +240,8 @@ def _advice(s: Scenario, result: Plan, spec: ModelSpec | None) -> tuple[Advice, 
     found: dict[str, Advice] = {}
 
     def consider(changes: list[str], candidate: Scenario) -> None:
+        if not _runs_on_its_gpu(candidate):
+            return
         alt = _try(candidate, s, model_spec)
         if alt is None:
             return

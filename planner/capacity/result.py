@@ -119,6 +119,16 @@ class VersionRange:
     high_pool: KVPool | None = field(default=None, compare=False)
 
     @property
+    def starts_in(self) -> tuple[str, ...]:
+        """The versions that start the scenario and serve one full-length request, oldest first."""
+        return tuple(v.version for v in self.versions if v.fits)
+
+    @property
+    def refused_by(self) -> tuple[str, ...]:
+        """The versions that would not start it (or not serve one full-length request), oldest first."""
+        return tuple(v.version for v in self.versions if not v.fits)
+
+    @property
     def fits_in_some(self) -> bool:
         """Some versions fit and others do not."""
         return any(v.fits for v in self.versions) and not all(v.fits for v in self.versions)
@@ -161,7 +171,8 @@ class Plan:
         max_model_len: context limit per request, tokens (``--max-model-len auto`` resolved to its number; the
             scenario keeps :data:`~planner.capacity.scenario.MAX_MODEL_LEN_AUTO`).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
-        max_concurrency_at_target: the same at ``scenario.target_context``, if set.
+        max_concurrency_at_target: the same at ``scenario.target_context``, if set; ``None`` ("n/a") when the target
+            is beyond the model's own limit (``model_max_position_embeddings``), with a note saying so.
         estimated_max_model_len: the longest context one request could have (vLLM's estimate).
         fits: whether the engine would start and serve one full-length request.
         reason: why not, in plain words (``None`` when it fits).

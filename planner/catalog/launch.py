@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from planner.capacity.engines.tgi import TGI_KV_CACHE_DTYPE, TGI_QUANTIZE
 from planner.capacity.engines.vllm import accepts_max_model_len_auto
 from planner.capacity.result import Plan
 from planner.catalog.models import get_model
@@ -14,11 +15,6 @@ __all__ = ["UPLOADED_PREFIX", "Launch", "launch", "launch_command", "tgi_command
 
 #: Model ids the pages give pasted or uploaded configs (``uploaded-config/<name>-<hash>``).
 UPLOADED_PREFIX = "uploaded-config/"
-
-#: TGI's ``--quantize`` spelling of our quantization names (launcher ``Quantization`` enum).
-_TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bitsandbytes-nf4", "int8": "eetq"}
-#: TGI's ``--kv-cache-dtype`` values.
-_TGI_KV = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
 
 
 #: Schemes vLLM applies to an unquantized checkpoint while loading (``--quantization fp8``,
@@ -125,10 +121,10 @@ def tgi_command(plan: Plan) -> str:
     ]
     if s.tensor_parallel_size > 1:
         args += ["--num-shard", str(s.tensor_parallel_size)]
-    if s.quantization in _TGI_QUANTIZE:
-        args += ["--quantize", _TGI_QUANTIZE[s.quantization]]
-    if s.kv_cache_dtype in _TGI_KV:
-        args += ["--kv-cache-dtype", _TGI_KV[s.kv_cache_dtype]]
+    if s.quantization in TGI_QUANTIZE:
+        args += ["--quantize", TGI_QUANTIZE[s.quantization]]
+    if s.kv_cache_dtype in TGI_KV_CACHE_DTYPE:
+        args += ["--kv-cache-dtype", TGI_KV_CACHE_DTYPE[s.kv_cache_dtype]]
     if s.dtype in ("bfloat16", "float16"):
         args += ["--dtype", s.dtype]
     max_total = s.max_total_tokens or plan.max_model_len
@@ -175,16 +171,23 @@ class Launch:
 
 
 def launch(plan: Plan) -> Launch:
-    """The plan's launch command, with a warning and the corrected command when the plan does not fit.
+    """The plan's launch command, with a warning and the corrected command when the plan does not fit, or (vLLM with
+    no version set) fits only in some of the versions in use.
 
     The corrected command is the first (cheapest) :attr:`~planner.capacity.result.Plan.advice` entry, planned again
     without advice so its command is built from a plan that fits.
     """
     command = launch_command(plan)
-    if plan.fits:
+    vr = plan.version_range
+    if plan.fits and (vr is None or not vr.refused_by):
         return Launch(command)
-    what = "vLLM refuses this configuration" if plan.refused else "this command will not start"
-    warning = f"{what}: {plan.reason}"
+    if plan.fits and vr is not None:  # the command pins no version: it starts only where the installed one fits
+        warning = (
+            f"this command starts only in vLLM {', '.join(vr.starts_in)}: {', '.join(vr.refused_by)} would not start it"
+        )
+    else:
+        what = "vLLM refuses this configuration" if plan.refused else "this command will not start"
+        warning = f"{what}: {plan.reason}"
     if not plan.advice:
         return Launch(command, warning)
     from planner.capacity.plan import plan as replan  # the planner imports this module's catalog peers
@@ -194,4 +197,9 @@ def launch(plan: Plan) -> Launch:
         fixed = replan(advice.scenario, advise=False)
     except PlannerError:
         return Launch(command, warning)
-    return Launch(command, warning, launch_command(fixed), advice.change) if fixed.fits else Launch(command, warning)
+    if not fixed.fits:
+        return Launch(command, warning)
+    corrected = launch_command(fixed)
+    if fixed.gpu_name != plan.gpu_name:  # no flag picks the GPU: without this line the two commands read the same
+        corrected = f"# on {fixed.num_gpus}× {fixed.gpu_name}: this command does not choose the GPU\n{corrected}"
+    return Launch(command, warning, corrected, advice.change)

@@ -38,6 +38,7 @@ from planner.capacity.speculative import (
     from_tgi_speculate,
     parse_speculative_config,
 )
+from planner.capacity.verdict import verdict
 from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, PlannerError
@@ -269,7 +270,11 @@ def _text(result: Plan) -> str:
             f"  concurrency at {result.scenario.target_context:,} tokens: {result.max_concurrency_at_target:.2f}x"
         )
     at = f" at max_model_len {max_model_len_text(result)}" if result.max_model_len_auto else ""
-    lines.append(f"  fits: yes{at}" if result.fits else f"  fits: NO{at} - {result.reason}")
+    said = verdict(result)
+    if said.level == "warning":
+        lines.append(f"  fits: IN PART{at} - {said.detail}")
+    else:
+        lines.append(f"  fits: yes{at}" if result.fits else f"  fits: NO{at} - {result.reason}")
     for advice in result.advice:
         lines.append(f"  fix: {advice.change} -> {advice.max_concurrency:.2f}x on {advice.num_gpus} GPU(s)")
     if result.version_range is not None:
@@ -409,6 +414,8 @@ def run(args: argparse.Namespace) -> int:
         payload["launch_command"] = command.command
         payload["launch_warning"] = command.warning
         payload["launch_command_that_fits"] = command.corrected
+        said = verdict(result)
+        payload["verdict"] = {"level": said.level, "text": said.text}
         payload["explanation"] = None if explanation is None else explanation.to_json()
         payload["version_change"] = None if change is None else change.to_json()
         print(json.dumps(payload, indent=2))

@@ -161,3 +161,23 @@ def test_kv_compression_is_marked_what_if() -> None:
     assert not at.exception
     assert at.number_input(key="w0.kv_compression_ratio").value == 4.0
     assert any(c.value.startswith("# what-if KV compression ÷4 is not an engine setting") for c in at.code)
+
+
+# --- the new-user trial: a verdict that holds in every vLLM version in use, and a target past the model's limit -----
+
+
+def test_fits_only_in_newer_versions_is_a_warning() -> None:
+    # Llama-3.1-8B on an A10 at 34,816 tokens: v0.24+ hold 35,360 tokens, v0.10–v0.21 fewer (v0.14: 28,352)
+    at = _budget(gpu="a10", max_model_len="34816")
+    assert not at.exception
+    assert not [s for s in at.success if s.value.startswith("Fits")]
+    warning = next(w.value for w in at.warning if w.value.startswith("Fits only in part"))
+    assert "0.21.0 would not start it (it starts in 0.24.0, 0.27.0, 0.28.0)" in warning
+    assert any(m.value.startswith("--max-model-len 27648 → ") for m in at.markdown)  # the fix v0.14 starts too
+
+
+def test_target_past_the_models_limit_is_na() -> None:
+    at = _budget(max_model_len="8192", target_context="2000000", engine_version="0.28.0")
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "Concurrency @ 2,000,000"] == ["n/a"]
+    assert any("beyond the model's limit of 131,072 tokens" in w.value for w in at.warning)

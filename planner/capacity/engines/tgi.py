@@ -38,9 +38,15 @@ from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.units import DTYPE_BYTES, GIB
 
-__all__ = ["NEWEST_TGI_VERSION", "plan_tgi", "wiggle_room"]
+__all__ = ["NEWEST_TGI_VERSION", "TGI_KV_CACHE_DTYPE", "TGI_QUANTIZE", "plan_tgi", "wiggle_room"]
 
 NEWEST_TGI_VERSION = "3.3.7"
+#: TGI's ``--quantize`` spelling of the planner's quantization names (``text-generation-launcher``'s ``Quantization``
+#: enum, ``launcher/src/main.rs``; its ``fp8`` "works on H100 and above").
+TGI_QUANTIZE = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bitsandbytes-nf4", "int8": "eetq"}
+#: TGI's ``--kv-cache-dtype`` values for the planner's (vLLM's) names: the launcher takes only ``fp8_e4m3fn`` and
+#: ``fp8_e5m2`` (``KVCacheDtype`` enum, ``launcher/src/main.rs``).
+TGI_KV_CACHE_DTYPE = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
 #: CUDA context outside torch's allocator, per GPU.
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 #: TGI 3.x defaults to flashinfer attention with one-token pages; 2.x used 16-token paged blocks.

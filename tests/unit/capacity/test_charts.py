@@ -207,3 +207,11 @@ def test_version_range_is_a_band_in_the_scenario_colour() -> None:
     assert lower.y[x.index(8192)] == pytest.approx(result.version_range.low.max_concurrency)
     pinned = plan(result.scenario, advise=False)  # engine_version 0.28.0 now: no range, no band
     assert not [t for t in concurrency_figure([pinned], ["A"]).data if t.fill == "tonexty"]
+
+
+def test_version_band_legend_names_the_older_version_first() -> None:
+    # Qwen2.5-7B on an H100 at 8,192: v0.14 sets the low end, v0.10 the high end; the legend reads 0.10.0 … 0.14.0
+    result = plan(Scenario(model="Qwen/Qwen2.5-7B-Instruct", gpu="h100", max_model_len=8192), advise=False)
+    assert (result.version_range.low.version, result.version_range.high.version) == ("0.14.0", "0.10.0")
+    band = [t for t in concurrency_figure([result], ["A"], min_context=1024, max_context=8192).data if t.fill]
+    assert [t.name for t in band] == ["A: vLLM 0.10.0 … 0.14.0"]

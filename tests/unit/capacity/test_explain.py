@@ -138,3 +138,12 @@ def test_max_model_len_text_names_auto_and_its_value() -> None:
     assert max_model_len_text(fixed) == "8,192 tokens"
     assert max_model_len_text(auto) == "auto → 46,416 tokens"  # 2,901 blocks x 16
     assert "the launch command passes auto" in _text(explain(auto).longest_fit.lines)
+
+
+def test_range_text_when_no_version_has_room_for_kv() -> None:
+    from planner.capacity.explain import version_range_text
+
+    # Llama-3.3-70B in bf16 is 131 GiB of weights: not one L4 (22 GiB) holds them in any version
+    result = plan(Scenario(model="meta-llama/Llama-3.3-70B-Instruct", gpu="l4"), advise=False)
+    text = version_range_text(result)
+    assert text == "it does not fit in any vLLM version from 0.10.0 on (no room for one KV block)"

@@ -18,6 +18,7 @@ import pytest
 from tests.unit.cli.test_main import run
 
 GEMMA_2 = ["plan", "--model", "google/gemma-2-9b", "--gpu", "h100", "--max-model-len", "8192"]
+LLAMA_8B = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct"]
 GEMMA_3 = ["plan", "--model", "google/gemma-3-12b-it", "--gpu", "h100", "--engine-version", "0.11.0"]
 
 
@@ -240,3 +241,46 @@ def test_speculative_config_json_is_the_same(capsys: pytest.CaptureFixture[str])
 def test_bad_speculative_flags_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
     code, _, err = run([*LLAMA, *extra], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_target_beyond_the_models_limit_is_not_a_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B's max_position_embeddings is 131,072: no concurrency at 1,000,000, and the verdict says so
+    argv = [*LLAMA_8B, "--gpu", "h100", "--max-model-len", "8192", "--target-context", "1000000"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    assert "concurrency at 1,000,000" not in out
+    assert "fits: IN PART - not at the target context 1,000,000: beyond the model's limit of 131,072 tokens" in out
+    code, out, _ = run([*argv, "--json"], capsys)
+    payload = json.loads(out)
+    assert payload["max_concurrency_at_target"] is None and payload["verdict"]["level"] == "warning"
+
+
+def test_no_version_fix_fits_every_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B on an A10: v0.14 holds 28,352 tokens (tests/unit/capacity/test_plan.py), so 27,648, not 34,816
+    code, out, _ = run([*LLAMA_8B, "--gpu", "a10", "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["advice"][0]["change"] == "--max-model-len 27648"
+    assert payload["launch_command_that_fits"].endswith("--max-model-len 27648")
+
+
+def test_tgi_fix_on_a_bigger_gpu_names_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*LLAMA_8B, "--engine", "tgi", "--gpu", "l4", "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["advice"][0]["change"] == "a bigger GPU: NVIDIA A100 40GB SXM4"
+    fixed = payload["launch_command_that_fits"]
+    assert fixed != payload["launch_command"]
+    assert fixed.startswith("# on 1× NVIDIA A100 40GB SXM4: this command does not choose the GPU\ndocker run ")
+
+
+def test_a_command_that_starts_only_in_newer_versions_warns_and_offers_one_that_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 34,816 tokens on an A10: v0.24+ hold 35,360 tokens, v0.10–v0.21 fewer (tests/unit/capacity/test_plan.py)
+    code, out, _ = run([*LLAMA_8B, "--gpu", "a10", "--max-model-len", "34816", "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["fits"] and payload["verdict"]["level"] == "warning"
+    assert payload["launch_warning"] == (
+        "this command starts only in vLLM 0.24.0, 0.27.0, 0.28.0: 0.10.0, 0.11.0, 0.14.0, 0.17.0, 0.18.0, 0.21.0 "
+        "would not start it"
+    )
+    assert payload["launch_command_that_fits"].endswith("--max-model-len 27648")
