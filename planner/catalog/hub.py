@@ -30,7 +30,14 @@ from typing import Any
 from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
-from planner.errors import InvalidParameterError, PlannerError, UnknownModelError, UnsupportedModelError
+from planner.errors import (
+    InvalidParameterError,
+    MalformedTextError,
+    PlannerError,
+    UnknownModelError,
+    UnsupportedModelError,
+)
+from planner.parsing import json_value
 
 __all__ = [
     "SAFETENSORS_DTYPE_BYTES",
@@ -209,12 +216,9 @@ def model_from_config(config: Mapping[str, Any] | str | bytes, *, label: str = "
                 f"{label}: {len(config):,} bytes is larger than any config.json (at most {MAX_CONFIG_BYTES:,})"
             )
         try:
-            config = json.loads(config)
-        except RecursionError as exc:
-            raise UnsupportedModelError(f"{label}: not valid JSON (nested too deeply)") from exc
-        except ValueError as exc:
-            msg = getattr(exc, "msg", str(exc))
-            raise UnsupportedModelError(f"{label}: not valid JSON ({msg})") from exc
+            config = json_value(config, name=label, accepted="a config.json object")
+        except MalformedTextError as exc:
+            raise UnsupportedModelError(str(exc)) from exc
     return _build(label, config, source="upload")
 
 

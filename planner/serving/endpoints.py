@@ -19,7 +19,6 @@ import ipaddress
 import os
 import re
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.parsing import toml_table
 
 __all__ = [
     "KINDS",
@@ -216,11 +216,11 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_table(path.read_text(encoding="utf-8"), name=str(path), accepted="[[endpoint]] tables in TOML")
     except OSError as exc:
         raise EndpointConfigError((f"{path}: cannot read: {exc.strerror or exc}",)) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise EndpointConfigError((f"{path}: not valid TOML: {exc}",)) from exc
+    except MalformedTextError as exc:
+        raise EndpointConfigError((str(exc),)) from exc
     entries = data.get("endpoint")
     if not isinstance(entries, list) or not entries:
         raise EndpointConfigError((f"{path}: no [[endpoint]] tables found",))

@@ -194,6 +194,9 @@ def test_pasted_config() -> None:
     assert resolved.source == "upload" and resolved.spec.num_layers == config["num_hidden_layers"]
     with pytest.raises(UnsupportedModelError, match="not valid JSON"):
         model_from_config("{not json")
+    # the new-user trial's paste: a RecursionError traceback on the VRAM Budget page
+    with pytest.raises(UnsupportedModelError, match=r"^my-model: nested too deeply to read; expected a config.json"):
+        model_from_config("[" * 5000 + "]" * 5000, label="my-model")
 
 
 def test_cli_plans_any_hub_model(hub, capsys) -> None:
