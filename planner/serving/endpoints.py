@@ -36,6 +36,7 @@ __all__ = [
     "EndpointConfigError",
     "MissingAPIKeyError",
     "api_key",
+    "check_new_name",
     "load_endpoints",
     "parse_endpoint_flag",
     "redact",
@@ -257,6 +258,20 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     if problems:
         raise EndpointConfigError(tuple(problems))
     return tuple(endpoints)
+
+
+def check_new_name(name: str, taken: Mapping[str, str]) -> None:
+    """Refuse a name already in use, before the endpoint joins the others (a run needs unique names).
+
+    Args:
+        name: the new endpoint's name.
+        taken: the names in use, each with where it is from (``"endpoints.toml"``, ``"added in this session"``).
+
+    Raises:
+        InvalidParameterError: ``name`` is in ``taken``; the message says where it is used and asks for another.
+    """
+    if name in taken:
+        raise InvalidParameterError("name", name, f"a name not already used (it is {taken[name]}); pick another")
 
 
 def parse_endpoint_flag(text: str) -> Endpoint:

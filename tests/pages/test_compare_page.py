@@ -111,6 +111,29 @@ def test_add_endpoint_form_rejects_bad_values_in_one_line(monkeypatch):
     assert len(at.error) == 1 and PLANTED not in at.error[0].value and "<not shown>" in at.error[0].value
 
 
+def test_add_form_refuses_a_name_in_use_and_keeps_what_was_typed(tmp_path, monkeypatch):
+    # the new-user trial: a second "local" was added, then the run refused ("expected endpoints with unique names")
+    _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
+    at = _app()
+    at.text_input(key="cmp.new.name").input("local")
+    at.text_input(key="cmp.new.url").input("http://127.0.0.1:1")
+    at.button[0].click()
+    at.run(timeout=TIMEOUT_S)
+    assert not at.error and at.multiselect(key="cmp.endpoints").value == ["a", "local"]
+    for name, where in (("local", "it is added in this session"), ("a", "it is in endpoints.toml")):
+        at.text_input(key="cmp.new.name").input(name)
+        at.text_input(key="cmp.new.url").input("http://127.0.0.1:2")
+        at.button[0].click()
+        at.run(timeout=TIMEOUT_S)
+        assert not at.exception
+        assert [e.value for e in at.error] == [
+            f"Endpoint not added: name={name!r} is not valid: expected a name not already used ({where}); pick another"
+        ]
+        assert at.text_input(key="cmp.new.name").value == name  # nothing typed is lost
+        assert at.text_input(key="cmp.new.url").value == "http://127.0.0.1:2"
+        assert at.multiselect(key="cmp.endpoints").value == ["a", "local"]
+
+
 def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
     at = _app(ep="a,ghost", prompt="Hi there", max_tokens="64", repeat="3", temperature="nan", api_key="zzz")
