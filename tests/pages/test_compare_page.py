@@ -150,6 +150,25 @@ def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     assert "api_key" not in at.query_params
 
 
+def test_link_params_are_checked_with_no_endpoint_configured():
+    # the new-user trial: with no endpoint the page stopped before reading the link, and said nothing of these
+    if (ROOT / "endpoints.toml").exists():
+        pytest.skip("a local endpoints.toml exists at the repo root")
+    at = _app(ep="nope", prompt="x" * 20_000, max_tokens="-4", temperature="99")
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert "URL parameter ep: endpoint 'nope' is not configured here; add it above or in endpoints.toml" in warnings
+    for start, accepted in (
+        ("prompt='xxx", "expected text of at most 2000 characters without control characters"),
+        ("max_tokens='-4'", "expected an integer from 1 to 32768"),
+        ("temperature='99'", "expected a number in [0, 2] (or none)"),
+    ):
+        assert any(
+            w.startswith(f"URL parameter — {start}") and f"{accepted}; the default is used" in w for w in warnings
+        )
+    assert "endpoints.toml" in at.info[0].value  # the empty state still explains how to add one
+
+
 def test_repeated_link_parameter_warning_does_not_contradict_itself(tmp_path, monkeypatch):
     _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
