@@ -350,7 +350,9 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
         path = hf_hub_download(
             model_id, filename, endpoint=endpoint, token=token or False, cache_dir=root / "hf", etag_timeout=timeout_s
         )
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json_value(
+            Path(path).read_text(encoding="utf-8"), name=f"{model_id} {filename}", accepted="a JSON object"
+        )
 
     files = ["config.json"]
     notes: list[str] = []
@@ -391,6 +393,8 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
             model_id,
             f"{model_id} has no config.json: not a transformers model the planner can size; paste a config.json",
         ) from exc
+    except MalformedTextError as exc:  # not JSON, or nested too deeply to read
+        raise UnsupportedModelError(str(exc)) from exc
     except ValueError as exc:
         raise UnsupportedModelError(f"{model_id}: config.json is not valid JSON ({exc})") from exc
     except (*_transport_errors(), hf_errors.HfHubHTTPError, OSError) as exc:
