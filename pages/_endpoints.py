@@ -17,7 +17,7 @@ import streamlit as st
 from pages import _state as state
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
-from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, load_endpoints
+from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, check_new_name, load_endpoints
 
 CUSTOM_KEY = "endpoints.custom"  # {name: Endpoint} added in this session, shared by the endpoint pages
 EXAMPLE_TOML = """[[endpoint]]
@@ -103,16 +103,15 @@ def _add_form(
                     model=model.strip() or None,
                     api_key_env=key_env.strip() or None,
                 )
-            except PlannerError as exc:
+                taken = {**{n: "added in this session" for n in custom}, **{n: f"in {file_name}" for n in file_names}}
+                check_new_name(endpoint.name, taken)
+            except PlannerError as exc:  # the form keeps what was typed (clear_on_submit=False): fix and resubmit
                 st.error(f"Endpoint not added: {exc}")
             else:
-                if endpoint.name in file_names:
-                    st.error(f"Endpoint not added: {endpoint.name!r} is already in {file_name}; pick another name")
-                else:
-                    custom[endpoint.name] = endpoint
-                    available[endpoint.name] = endpoint
-                    selected = list(st.session_state.get(selection_key, []))
-                    st.session_state[selection_key] = [*selected, endpoint.name]
+                custom[endpoint.name] = endpoint
+                available[endpoint.name] = endpoint
+                selected = list(st.session_state.get(selection_key, []))
+                st.session_state[selection_key] = [*selected, endpoint.name]
         if custom and st.button("Forget the endpoints added here", key=f"{prefix}.forget"):
             for n in list(custom):
                 available.pop(n, None)

@@ -28,10 +28,11 @@ from planner.capacity.scenario import Scenario
 from planner.catalog.hub import ResolvedModel, resolve_model
 from planner.catalog.launch import UPLOADED_PREFIX
 from planner.catalog.model_spec import ModelSpec
-from planner.errors import PlannerError, UnsupportedModelError
+from planner.errors import MalformedTextError, PlannerError, UnsupportedModelError
 from planner.links import budget as url_state
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
+from planner.parsing import json_value
 from planner.predict.api import Outlook, outlook
 from planner.predict.calibration import CalibrationProfile, load_profile
 from planner.predict.curves import PredictedCurve, predict_curve
@@ -214,8 +215,8 @@ def upload_label(text: str) -> str | None:
         The label, or ``None`` when ``text`` is not a JSON object.
     """
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = json_value(text, name="config.json", accepted="a JSON object")
+    except MalformedTextError:
         return None
     if not isinstance(data, dict):
         return None

@@ -57,7 +57,8 @@ st.caption(
 )
 
 # --- endpoints -------------------------------------------------------------------------------------------------------
-available = endpoints_ui.available_endpoints("cmp", W["endpoints"])
+# required=False: a link's parameters are read (and a bad one reported) before the page stops for want of an endpoint
+available = endpoints_ui.available_endpoints("cmp", W["endpoints"], required=False)
 allow_custom = state.allow_custom_endpoints()
 endpoints_ui.restore_from_link(
     compare_state.decode,
@@ -70,6 +71,8 @@ endpoints_ui.restore_from_link(
     available=available,
     own_keys=tuple(compare_state.KEYS.values()),
 )
+if not available:
+    st.stop()
 st.session_state[W["endpoints"]] = [n for n in st.session_state.get(W["endpoints"], []) if n in available]
 
 names = st.multiselect(

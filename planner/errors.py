@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidParameterError",
+    "MalformedTextError",
     "PlannerError",
     "RayUnavailableError",
     "UnknownGPUError",
@@ -34,6 +35,21 @@ class InvalidParameterError(PlannerError, ValueError):
         if len(shown) > 80:
             shown = shown[:77] + "..."
         super().__init__(f"{name}={shown} is not valid: expected {accepted}")
+
+
+class MalformedTextError(InvalidParameterError):
+    """User-supplied text (a file, an upload, a pasted config) that does not parse as JSON or TOML.
+
+    The message names the input, where and why it fails, and what is accepted, on one line:
+    ``bad_runs.jsonl line 1: not valid JSON (Expecting value); expected JSON or JSON Lines ...``. ``name`` holds the
+    input and the line (``"bad_runs.jsonl line 1"``), ``value`` the problem (``"not valid JSON (Expecting value)"``).
+    """
+
+    def __init__(self, name: str, problem: str, accepted: str) -> None:
+        self.name = name
+        self.value = problem
+        self.accepted = accepted
+        PlannerError.__init__(self, f"{name}: {problem}; expected {accepted}")
 
 
 class RayUnavailableError(PlannerError):

@@ -46,7 +46,8 @@ from planner.capacity.kv_cache import page_bytes_per_layer
 from planner.capacity.params import layer_params
 from planner.capacity.weights import linear_bytes_per_param, weights_bytes_per_rank
 from planner.catalog.model_spec import ModelSpec
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.parsing import json_value
 from planner.units import DTYPE_BYTES
 
 __all__ = [
@@ -187,9 +188,9 @@ def parse_speculative_config(value: str | Mapping[str, object]) -> SpeculativeCo
         if len(value) > 2000:
             raise _bad(value[:60] + "...", "at most 2,000 characters")
         try:
-            value = json.loads(value)
-        except ValueError:
-            raise _bad(given, "not valid JSON") from None
+            value = json_value(value, name="speculative_config", accepted="a JSON object")
+        except MalformedTextError as exc:
+            raise _bad(given, "not valid JSON") from exc
     if not isinstance(value, Mapping):
         raise _bad(given, "not a JSON object")
     unknown = [str(k) for k in value if k not in _SIZED_KEYS and k not in _PASSED_KEYS]

@@ -30,7 +30,14 @@ from typing import Any
 from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
-from planner.errors import InvalidParameterError, PlannerError, UnknownModelError, UnsupportedModelError
+from planner.errors import (
+    InvalidParameterError,
+    MalformedTextError,
+    PlannerError,
+    UnknownModelError,
+    UnsupportedModelError,
+)
+from planner.parsing import json_value
 
 __all__ = [
     "SAFETENSORS_DTYPE_BYTES",
@@ -209,12 +216,9 @@ def model_from_config(config: Mapping[str, Any] | str | bytes, *, label: str = "
                 f"{label}: {len(config):,} bytes is larger than any config.json (at most {MAX_CONFIG_BYTES:,})"
             )
         try:
-            config = json.loads(config)
-        except RecursionError as exc:
-            raise UnsupportedModelError(f"{label}: not valid JSON (nested too deeply)") from exc
-        except ValueError as exc:
-            msg = getattr(exc, "msg", str(exc))
-            raise UnsupportedModelError(f"{label}: not valid JSON ({msg})") from exc
+            config = json_value(config, name=label, accepted="a config.json object")
+        except MalformedTextError as exc:
+            raise UnsupportedModelError(str(exc)) from exc
     return _build(label, config, source="upload")
 
 
@@ -346,7 +350,9 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
         path = hf_hub_download(
             model_id, filename, endpoint=endpoint, token=token or False, cache_dir=root / "hf", etag_timeout=timeout_s
         )
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json_value(
+            Path(path).read_text(encoding="utf-8"), name=f"{model_id} {filename}", accepted="a JSON object"
+        )
 
     files = ["config.json"]
     notes: list[str] = []
@@ -387,6 +393,8 @@ def _fetch(model_id: str, *, token: str | None, endpoint: str, root: Path, timeo
             model_id,
             f"{model_id} has no config.json: not a transformers model the planner can size; paste a config.json",
         ) from exc
+    except MalformedTextError as exc:  # not JSON, or nested too deeply to read
+        raise UnsupportedModelError(str(exc)) from exc
     except ValueError as exc:
         raise UnsupportedModelError(f"{model_id}: config.json is not valid JSON ({exc})") from exc
     except (*_transport_errors(), hf_errors.HfHubHTTPError, OSError) as exc:

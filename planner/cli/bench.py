@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from planner.cli import max_rate
 from planner.cli.messages import error, not_valid
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 _BENCH_FLAGS = {
-    "max_concurrency": "--concurrency",
+    "max_concurrency": "--max-concurrency/--concurrency",  # aliases: name both, as either may have been typed
     "num_prompts": "--num-prompts",
     "num_warmups": "--num-warmups",
     "duration_s": "--duration",
@@ -398,7 +398,9 @@ def _settings(args: argparse.Namespace, typed_slo: dict[tuple[str, float], str])
             raise InvalidParameterError("goodput_ms", item, "KEY:MS with KEY ttft, tpot or e2el, e.g. ttft:500")
         typed_slo.setdefault(slo[-1], item)
     if args.sweep is not None and args.concurrency is not None:
-        raise InvalidParameterError("max_concurrency", args.concurrency, "no --concurrency with --sweep")
+        raise InvalidParameterError(
+            "max_concurrency", args.concurrency, "no --max-concurrency/--concurrency with --sweep"
+        )
     if args.sweep is not None:
         try:
             sweep_levels(args.sweep)
@@ -510,6 +512,8 @@ def run(args: argparse.Namespace) -> int:
             where = exc.name.removeprefix("dataset").strip()
             shown = repr(exc.value) if len(repr(exc.value)) <= 80 else repr(exc.value)[:77] + "..."
             what = args.dataset_path + (f" {where}" if where else "")
+            if isinstance(exc, MalformedTextError):  # its value is the problem ("not valid JSON (...)"), not a value
+                return error(PROG, f"--dataset-path {what}: {exc.value}; expected {exc.accepted}")
             return error(PROG, f"--dataset-path {what}: {shown} is not valid: expected {exc.accepted}")
         flag = _BENCH_FLAGS.get(exc.name, "--" + exc.name.replace("_", "-"))
         value = exc.value

@@ -23,6 +23,8 @@ from typing import NoReturn
 
 from planner.cli import bench, calibrate, catalog, compare, demo, model, predict, size
 from planner.cli import plan as plan_command
+from planner.cli.messages import error
+from planner.errors import PlannerError
 
 __all__ = ["main"]
 
@@ -80,4 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _build_parser().parse_args(argv)
-    return _COMMANDS[args.command](args)
+    try:
+        return _COMMANDS[args.command](args)
+    except PlannerError as exc:
+        # The subcommands report their own bad input; this is the net under them, so a planner error any of them
+        # lets through still ends as one line and exit code 2, never a traceback (README: bad input exits 2).
+        return error(f"python -m planner {args.command}", exc)

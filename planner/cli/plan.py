@@ -41,7 +41,7 @@ from planner.capacity.speculative import (
 from planner.capacity.verdict import verdict
 from planner.catalog.launch import launch
 from planner.cli.messages import error
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.units import GIB
 
 __all__ = ["add_parser", "add_scenario_arguments", "run", "scenario_from_args", "usage_error"]
@@ -368,7 +368,7 @@ def usage_error(command: str, exc: PlannerError, *, typed_max_model_len: object 
     is the parsed namespace: an error whose name is not one of its flags (a file, a field inside a file, the
     deployment as a whole) is named as it is, without ``--``.
     """
-    if isinstance(exc, InvalidParameterError):
+    if isinstance(exc, InvalidParameterError) and not isinstance(exc, MalformedTextError):
         is_flag = flags is None or hasattr(flags, exc.name)
         flag = "--" + exc.name.replace("_", "-") if is_flag else exc.name
         typed = exc.name == "max_model_len" and exc.value == -1 and typed_max_model_len is not None

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from planner.errors import InvalidParameterError
+from planner.errors import InvalidParameterError, MalformedTextError
+from planner.parsing import json_value
 
 __all__ = [
     "BURSTGPT_COLUMNS",
@@ -161,6 +162,9 @@ def _json_items(source: Source) -> Iterator[tuple[int, Any]]:
         while True:
             try:
                 item, end = decoder.raw_decode(buffer, pos)
+            except RecursionError:
+                accepted = "JSON (one object per line, or an array)"
+                raise MalformedTextError(f"dataset line {line}", "nested too deeply to read", accepted) from None
             except json.JSONDecodeError as exc:
                 # the item may be cut at the end of the buffer: read on (an item of up to 4 MiB), else it is not JSON
                 if len(buffer) - pos < _MAX_ITEM_CHARS and fill():
@@ -234,10 +238,8 @@ def _timed_trace_rows(source: Source, chunk_hash_size: int) -> Iterator[TraceRow
         if not line.strip():
             continue
         where = f"dataset line {number}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidParameterError(where, exc.msg, 'a JSON object {"timestamp", "input_length", ...}') from exc
+        accepted = 'a JSON object {"timestamp", "input_length", ...}'
+        entry = json_value(line, name="dataset", accepted=accepted, line=number)
         if not isinstance(entry, dict):
             raise InvalidParameterError(where, type(entry).__name__, "a JSON object")
         stamp = entry.get("timestamp")

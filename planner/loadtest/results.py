@@ -14,7 +14,6 @@ A :class:`SavedRun` is what the Load Test page keeps in the session, overlays on
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -25,10 +24,11 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import InvalidParameterError
+from planner.errors import InvalidParameterError, MalformedTextError
 from planner.loadtest.runner import LoadResult
 from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
 from planner.metrics.latency import compute_metrics
+from planner.parsing import json_value
 from planner.serving.server_metrics import PrefixCacheStats, SpecDecodeStats
 
 __all__ = [
@@ -482,16 +482,15 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError:
         raise InvalidParameterError(name, "binary data", "a UTF-8 JSON file from vllm bench serve") from None
+    accepted = "JSON or JSON Lines from vllm bench serve --save-result"
     try:
-        parsed: Any = json.loads(text)
+        parsed: Any = json_value(text, name=name, accepted=accepted)
         objects = parsed if isinstance(parsed, list) else [parsed]
-    except json.JSONDecodeError:
-        try:
-            objects = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise InvalidParameterError(
-                name, f"line {exc.lineno}: {exc.msg}", "JSON or JSON Lines from vllm bench serve --save-result"
-            ) from None
+    except MalformedTextError as exc:
+        if "not valid JSON" not in exc.value:  # nested too deeply: reading it line by line fails the same way
+            raise
+        lines = enumerate(text.splitlines(), start=1)
+        objects = [json_value(line, name=name, accepted=accepted, line=n) for n, line in lines if line.strip()]
     if not objects or len(objects) > _MAX_RUNS:
         raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))

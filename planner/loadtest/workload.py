@@ -18,13 +18,13 @@ then adds its fixed few tokens on the server (``usage.prompt_tokens`` = text + t
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.article import ARTICLE_PROMPTS
+from planner.parsing import json_value
 from planner.serving.discovery import EndpointInfo, count_prompt_tokens, tokenize_text
 from planner.serving.endpoints import Endpoint
 
@@ -108,10 +108,7 @@ def parse_prompts_jsonl(
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidParameterError(f"dataset line {number}", line, ACCEPTED_LINES) from exc
+        obj = json_value(line, name="dataset", accepted=ACCEPTED_LINES, line=number)
         prompt = _prompt_of(obj)
         if prompt is None:
             raise InvalidParameterError(f"dataset line {number}", line, ACCEPTED_LINES)

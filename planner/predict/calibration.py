@@ -25,7 +25,6 @@ reads: the GPU, the engine and version, the models, the coefficients, the fit er
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics
+from planner.parsing import json_value
 from planner.predict.shape import StepShape
 from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients
@@ -362,11 +362,7 @@ def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProf
     if len(text) > MAX_PROFILE_BYTES:
         raise InvalidParameterError(name, f"{len(text):,} bytes", f"a profile of at most {MAX_PROFILE_BYTES:,} bytes")
     try:
-        data = _ProfileFile.model_validate(json.loads(text))
-    except UnicodeDecodeError as exc:
-        raise InvalidParameterError(name, "binary data", "a JSON calibration profile (UTF-8 text)") from exc
-    except json.JSONDecodeError as exc:
-        raise InvalidParameterError(name, f"line {exc.lineno}", "a JSON calibration profile") from exc
+        data = _ProfileFile.model_validate(json_value(text, name=name, accepted="a JSON calibration profile"))
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "file"

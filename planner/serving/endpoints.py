@@ -19,7 +19,6 @@ import ipaddress
 import os
 import re
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.parsing import toml_table
 
 __all__ = [
     "KINDS",
@@ -36,6 +36,7 @@ __all__ = [
     "EndpointConfigError",
     "MissingAPIKeyError",
     "api_key",
+    "check_new_name",
     "load_endpoints",
     "parse_endpoint_flag",
     "redact",
@@ -216,11 +217,11 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_table(path.read_text(encoding="utf-8"), name=str(path), accepted="[[endpoint]] tables in TOML")
     except OSError as exc:
         raise EndpointConfigError((f"{path}: cannot read: {exc.strerror or exc}",)) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise EndpointConfigError((f"{path}: not valid TOML: {exc}",)) from exc
+    except MalformedTextError as exc:
+        raise EndpointConfigError((str(exc),)) from exc
     entries = data.get("endpoint")
     if not isinstance(entries, list) or not entries:
         raise EndpointConfigError((f"{path}: no [[endpoint]] tables found",))
@@ -257,6 +258,20 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     if problems:
         raise EndpointConfigError(tuple(problems))
     return tuple(endpoints)
+
+
+def check_new_name(name: str, taken: Mapping[str, str]) -> None:
+    """Refuse a name already in use, before the endpoint joins the others (a run needs unique names).
+
+    Args:
+        name: the new endpoint's name.
+        taken: the names in use, each with where it is from (``"endpoints.toml"``, ``"added in this session"``).
+
+    Raises:
+        InvalidParameterError: ``name`` is in ``taken``; the message says where it is used and asks for another.
+    """
+    if name in taken:
+        raise InvalidParameterError("name", name, f"a name not already used (it is {taken[name]}); pick another")
 
 
 def parse_endpoint_flag(text: str) -> Endpoint:

@@ -300,7 +300,7 @@ class HubStandIn:
         if "config.json" in repo.files:
             try:
                 repo.config = json.loads(repo.files["config.json"].content)
-            except ValueError:
+            except (ValueError, RecursionError):  # a malformed config is served as is, for the client to refuse
                 repo.config = None
         if tensors:
             self._add_safetensors(repo, tensors, shards)

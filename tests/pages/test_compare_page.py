@@ -111,6 +111,29 @@ def test_add_endpoint_form_rejects_bad_values_in_one_line(monkeypatch):
     assert len(at.error) == 1 and PLANTED not in at.error[0].value and "<not shown>" in at.error[0].value
 
 
+def test_add_form_refuses_a_name_in_use_and_keeps_what_was_typed(tmp_path, monkeypatch):
+    # the new-user trial: a second "local" was added, then the run refused ("expected endpoints with unique names")
+    _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
+    at = _app()
+    at.text_input(key="cmp.new.name").input("local")
+    at.text_input(key="cmp.new.url").input("http://127.0.0.1:1")
+    at.button[0].click()
+    at.run(timeout=TIMEOUT_S)
+    assert not at.error and at.multiselect(key="cmp.endpoints").value == ["a", "local"]
+    for name, where in (("local", "it is added in this session"), ("a", "it is in endpoints.toml")):
+        at.text_input(key="cmp.new.name").input(name)
+        at.text_input(key="cmp.new.url").input("http://127.0.0.1:2")
+        at.button[0].click()
+        at.run(timeout=TIMEOUT_S)
+        assert not at.exception
+        assert [e.value for e in at.error] == [
+            f"Endpoint not added: name={name!r} is not valid: expected a name not already used ({where}); pick another"
+        ]
+        assert at.text_input(key="cmp.new.name").value == name  # nothing typed is lost
+        assert at.text_input(key="cmp.new.url").value == "http://127.0.0.1:2"
+        assert at.multiselect(key="cmp.endpoints").value == ["a", "local"]
+
+
 def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
     at = _app(ep="a,ghost", prompt="Hi there", max_tokens="64", repeat="3", temperature="nan", api_key="zzz")
@@ -125,6 +148,25 @@ def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     assert "ignored — " not in warnings  # each line says what was ignored or used; the prefix does not contradict it
     assert at.query_params["ep"] == "a" and at.query_params["max_tokens"] == "64"
     assert "api_key" not in at.query_params
+
+
+def test_link_params_are_checked_with_no_endpoint_configured():
+    # the new-user trial: with no endpoint the page stopped before reading the link, and said nothing of these
+    if (ROOT / "endpoints.toml").exists():
+        pytest.skip("a local endpoints.toml exists at the repo root")
+    at = _app(ep="nope", prompt="x" * 20_000, max_tokens="-4", temperature="99")
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert "URL parameter ep: endpoint 'nope' is not configured here; add it above or in endpoints.toml" in warnings
+    for start, accepted in (
+        ("prompt='xxx", "expected text of at most 2000 characters without control characters"),
+        ("max_tokens='-4'", "expected an integer from 1 to 32768"),
+        ("temperature='99'", "expected a number in [0, 2] (or none)"),
+    ):
+        assert any(
+            w.startswith(f"URL parameter — {start}") and f"{accepted}; the default is used" in w for w in warnings
+        )
+    assert "endpoints.toml" in at.info[0].value  # the empty state still explains how to add one
 
 
 def test_repeated_link_parameter_warning_does_not_contradict_itself(tmp_path, monkeypatch):

@@ -182,6 +182,7 @@ def test_the_same_config_gets_the_same_name():
     [
         ('{"architectures": ["LlamaForCausalLM"], "hidden_size": ', "not valid JSON"),
         ("[1, 2]", "JSON object"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply to read"),  # the new-user trial's paste: was a traceback
         ('{"architectures": ["BertModel"], "hidden_size": 768}', "not a text-generation model"),
         ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}', "num_hidden_layers"),
     ],

@@ -700,6 +700,13 @@ def _notes(
 ) -> list[str]:
     """Caveats of a vLLM plan, each naming the mechanism."""
     notes: list[str] = []
+    if version_key(scenario.engine_version)[:2] > version_key(NEWEST_VERSION)[:2]:  # a patch release: same accounting
+        # accepted (a newer release is most likely accounted as the newest known one), but said, so it is no surprise
+        notes.append(
+            f"vLLM {scenario.engine_version} is newer than the newest version the planner knows ({NEWEST_VERSION}, "
+            f"versions known: {VERSION_PROFILES[0].name} to {NEWEST_VERSION}); planned with {NEWEST_VERSION}'s "
+            "memory accounting"
+        )
     if topology.warning:
         notes.append(topology.warning)
     if topology.tp_spans_nodes:

@@ -20,6 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
+from planner.errors import MalformedTextError
+from planner.parsing import json_value
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import WireRequest
 from planner.serving.streaming import StreamRecorder, one_line
@@ -94,8 +96,8 @@ def body_message(body: Any) -> str:
     if isinstance(body, str | bytes):
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         try:
-            body = json.loads(text)
-        except ValueError:
+            body = json_value(text, name="error body", accepted="JSON")
+        except MalformedTextError:
             return one_line(text)
     if isinstance(body, Mapping):
         err = body.get("error", body)

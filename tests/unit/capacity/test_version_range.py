@@ -84,3 +84,15 @@ def test_json_carries_the_range() -> None:
     payload = plan(LLAMA, advise=False).to_json()["version_range"]
     assert (payload["low"]["version"], payload["high"]["version"]) == ("0.14.0", "0.28.0")
     assert len(payload["versions"]) == 9
+
+
+def test_a_version_newer_than_the_newest_known_is_planned_with_a_note() -> None:
+    # the new-user trial: --engine-version 99.0 was accepted without a word
+    newer = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", engine_version="99.0"))
+    assert (
+        "vLLM 99.0 is newer than the newest version the planner knows (0.28.0, versions known: 0.5 to 0.28.0); "
+        "planned with 0.28.0's memory accounting"
+    ) in newer.notes
+    newest = plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", engine_version="0.28.0"))
+    assert newer.per_gpu.kv_cache_bytes == newest.per_gpu.kv_cache_bytes
+    assert not [n for n in newest.notes if "newer than" in n]

@@ -182,6 +182,14 @@ def test_malformed_ids(bad: str) -> None:
         resolve_model(bad)
 
 
+def test_hub_config_nested_too_deeply_is_one_line(hub) -> None:
+    # a repo's config.json is text from outside too: json.loads raised RecursionError on it
+    hub.add_model("odd/deep", files={"config.json": "[" * 5000 + "]" * 5000}, tensors={})
+    with pytest.raises(UnsupportedModelError) as info:
+        resolve_model("odd/deep")
+    assert str(info.value) == "odd/deep config.json: nested too deeply to read; expected a JSON object"
+
+
 def test_catalog_comes_first(hub) -> None:
     resolved = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
     assert resolved.source == "catalog"
@@ -194,6 +202,9 @@ def test_pasted_config() -> None:
     assert resolved.source == "upload" and resolved.spec.num_layers == config["num_hidden_layers"]
     with pytest.raises(UnsupportedModelError, match="not valid JSON"):
         model_from_config("{not json")
+    # the new-user trial's paste: a RecursionError traceback on the VRAM Budget page
+    with pytest.raises(UnsupportedModelError, match=r"^my-model: nested too deeply to read; expected a config.json"):
+        model_from_config("[" * 5000 + "]" * 5000, label="my-model")
 
 
 def test_cli_plans_any_hub_model(hub, capsys) -> None:

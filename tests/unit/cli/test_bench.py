@@ -38,7 +38,14 @@ def test_bench_json_has_vllm_keys(timed_server, capsys):
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (["--endpoint", "vllm:http://127.0.0.1:1", "--concurrency", "0"], "--concurrency 0 is not valid"),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--concurrency", "0"],
+            "--max-concurrency/--concurrency 0 is not valid: expected an integer ≥ 1",
+        ),
+        (
+            ["--endpoint", "vllm:http://127.0.0.1:1", "--max-concurrency", "0"],
+            "--max-concurrency/--concurrency 0 is not",
+        ),
         (["--endpoint", "nope"], "--endpoint 'nope' is not valid"),  # what was typed, not the name added to it
         (["--endpoint", "vllm:http://127.0.0.1:1", "--goodput", "ttft"], "--goodput 'ttft' is not valid"),
         (
@@ -106,7 +113,10 @@ def test_dataset_path_and_save_result_round_trip(timed_server, capsys, tmp_path)
     ("argv", "fragment"),
     [
         (["--sweep", "0"], "--sweep 0 is not valid"),
-        (["--sweep", "4", "--concurrency", "2"], "--concurrency 2 is not valid: expected no --concurrency with"),
+        (
+            ["--sweep", "4", "--concurrency", "2"],
+            "--max-concurrency/--concurrency 2 is not valid: expected no --max-concurrency/--concurrency with",
+        ),
         (["--dataset-path", "/nonexistent/p.jsonl"], "--dataset-path '/nonexistent/p.jsonl' is not valid"),
     ],
 )
@@ -123,6 +133,22 @@ def test_bad_dataset_line_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--dataset-path {dataset} line 2: " in err and '"prompt" (vLLM custom dataset)' in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{oops", "not valid JSON (Expecting property name enclosed in double quotes)"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply to read"),
+    ],
+)
+def test_dataset_line_that_is_not_json_is_one_line(tmp_path, capsys, line, problem):
+    dataset = tmp_path / "bad.jsonl"
+    dataset.write_text('{"prompt": "fine"}\n' + line + "\n")
+    assert main(["bench", "--endpoint", "vllm:http://127.0.0.1:1", "--dataset-path", str(dataset)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m planner bench: error: ")
+    assert f"--dataset-path {dataset} line 2: {problem}; expected " in err and err.count("\n") == 1
 
 
 # --- every request failed: results first, then exit 1 with the most common reason --------------------------------

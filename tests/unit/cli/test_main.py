@@ -408,3 +408,33 @@ def test_compare_empty_answer_prints_0_tokens(capsys: pytest.CaptureFixture[str]
     row = next(line.split() for line in out.splitlines() if line.startswith("lcp "))
     # endpoint, ok, TTFT, TPOT, ITL, E2E, tokens: no token, so no latency; 0 tokens, not n/a
     assert row == ["lcp", "1/1", "n/a", "n/a", "n/a", "n/a", "0"]
+
+
+def test_a_deeply_nested_file_is_one_line_and_exit_2_from_the_shell(tmp_path) -> None:
+    # the new-user trial: `predict --calibration deep_runs.json` printed a 28-line RecursionError traceback, exit 1
+    deep = tmp_path / "deep_runs.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    argv = ["predict", "--model", LLAMA_8B, "--gpu", "h200", "--input-len", "100", "--output-len", "100"]
+    done = subprocess.run(
+        [sys.executable, "-m", "planner", *argv, "--max-concurrency", "4", "--calibration", str(deep)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"python -m planner predict: error: {deep}: nested too deeply to read; expected a JSON calibration profile\n"
+    )
+
+
+def test_a_planner_error_no_subcommand_catches_is_one_line_and_exit_2(monkeypatch, capsys) -> None:
+    from planner.cli import main as cli_main
+    from planner.errors import PlannerError
+
+    def escapes(args):
+        raise PlannerError("what went wrong, in one line")
+
+    monkeypatch.setitem(cli_main._COMMANDS, "gpus", escapes)
+    assert main(["gpus"]) == 2
+    assert capsys.readouterr().err == "python -m planner gpus: error: what went wrong, in one line\n"

@@ -72,7 +72,11 @@ def test_calibrate_round_trip(tmp_path, capsys: pytest.CaptureFixture[str]) -> N
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--calibration", "BIN"], "is not valid: expected a JSON calibration profile"),
+        (
+            ["--calibration", "BIN"],
+            "bin.json line 1: not valid JSON (Expecting value); expected a JSON calibration profile",
+        ),
+        (["--calibration", "DEEP"], "deep.json: nested too deeply to read; expected a JSON calibration profile"),
         (["--sweep", "100000"], "--sweep 100000 is not valid: expected an integer in [1, 4096]"),
         (["--num-prompts", "10000000"], "--num-prompts 10000000 is not valid: expected an integer from 1 to 100,000"),
         (["--goodput", "ttft=5"], "--goodput 'ttft=5' is not valid"),
@@ -82,7 +86,9 @@ def test_calibrate_round_trip(tmp_path, capsys: pytest.CaptureFixture[str]) -> N
 def test_predict_bad_input_is_one_line(tmp_path, capsys, argv: list[str], expected: str) -> None:
     binary = tmp_path / "bin.json"
     binary.write_bytes(bytes(range(256)) * 2)
-    argv = [str(binary) if a == "BIN" else a for a in argv]
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)  # the new-user trial's file: json.loads raised RecursionError
+    argv = [{"BIN": str(binary), "DEEP": str(deep)}.get(a, a) for a in argv]
     assert main(["predict", *DEPLOYMENT, *argv]) == 2
     err = capsys.readouterr().err
     assert expected in err
@@ -96,6 +102,22 @@ def test_calibrate_names_the_file_not_a_flag(tmp_path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert f"error: {path} result 1" in err
     assert "--" + str(path) not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the new-user trial's files: the deep one was a 28-line RecursionError traceback, exit 1
+        ("[" * 100_000 + "]" * 100_000, "runs.jsonl: nested too deeply to read; expected JSON or JSON Lines"),
+        ("\n", "runs.jsonl line 1: not valid JSON (Expecting value); expected JSON or JSON Lines"),
+    ],
+)
+def test_calibrate_unreadable_runs_file_is_one_line(tmp_path, capsys, text: str, expected: str) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("not json\n" if text == "\n" else text)
+    assert main(["calibrate", str(path), "--out", str(tmp_path / "o.json"), *DEPLOYMENT]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
 
 
 EAGLE3_C16 = "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c16.json"

@@ -120,7 +120,10 @@ def test_import_json_lines_and_lists():
     ("data", "needle"),
     [
         (b"\xff\xfe\x00", "binary data"),
-        (b"{not json", "line 1"),
+        (b"{not json", "bad.json line 1: not valid JSON (Expecting property name enclosed in double quotes)"),
+        (b"{}\n{not json", "bad.json line 2: not valid JSON"),
+        # the new-user trial's upload: a RecursionError traceback from json.loads
+        (b"[" * 100_000 + b"]" * 100_000, "bad.json: nested too deeply to read; expected JSON or JSON Lines"),
         (b"[]", "0 results"),
         (json.dumps({"completed": 1}).encode(), "duration"),
         (b"42", "JSON object"),

@@ -81,7 +81,12 @@ api_key_env = "sk-live-123"
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("", "no [[endpoint]] tables"), ("endpoint = [", "not valid TOML"), ("[[endpoint]]\nname = 3", "name=3")],
+    [
+        ("", "no [[endpoint]] tables"),
+        ("endpoint = [", "not valid TOML"),
+        ("endpoint = " + "[" * 5000 + "]" * 5000, "nested too deeply to read; expected [[endpoint]] tables in TOML"),
+        ("[[endpoint]]\nname = 3", "name=3"),
+    ],
 )
 def test_unreadable_files(tmp_path, text, problem):
     path = tmp_path / "endpoints.toml"

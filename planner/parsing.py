@@ -1,0 +1,57 @@
+"""User-supplied JSON and TOML text parsed into Python values, with the package's one-line errors.
+
+Every boundary that parses text a user gives (uploads, pasted configs, files named on the command line, link
+values) goes through :func:`json_value` or :func:`toml_table`, so malformed text and text nested too deeply for
+Python's parsers (``"[" * 5000``, which makes :mod:`json` and :mod:`tomllib` raise ``RecursionError``) both end
+as one :class:`MalformedTextError` line naming the input, where it fails and what is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from typing import Any
+
+from planner.errors import MalformedTextError
+
+__all__ = ["json_value", "toml_table"]
+
+
+def json_value(text: str | bytes, *, name: str, accepted: str, line: int | None = None) -> Any:
+    """``json.loads(text)``, raising :class:`MalformedTextError` instead of a decode or recursion error.
+
+    Args:
+        text: the JSON text (bytes are read as UTF-8).
+        name: what the text is, for the message (a file name, ``"pasted config.json"``, a flag).
+        accepted: what is accepted, for the message (``"JSON from vllm bench serve --save-result"``).
+        line: the text's line number in its file when it is one line of JSON Lines (the message then names it).
+
+    Raises:
+        MalformedTextError: not valid JSON (the message gives the line and the parser's reason), not UTF-8, or nested
+            too deeply to parse.
+    """
+    where = name if line is None else f"{name} line {line}"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = where if line is not None else f"{name} line {exc.lineno}"
+        raise MalformedTextError(where, f"not valid JSON ({exc.msg})", accepted) from None
+    except UnicodeDecodeError:
+        raise MalformedTextError(where, "not UTF-8 text", accepted) from None
+    except RecursionError:
+        raise MalformedTextError(where, "nested too deeply to read", accepted) from None
+
+
+def toml_table(text: str, *, name: str, accepted: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, raising :class:`MalformedTextError` instead of a decode or recursion error.
+
+    Raises:
+        MalformedTextError: not valid TOML (the message gives the parser's reason, with its line and column), or nested
+            too deeply to parse.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MalformedTextError(name, f"not valid TOML ({exc})", accepted) from None
+    except RecursionError:
+        raise MalformedTextError(name, "nested too deeply to read", accepted) from None
