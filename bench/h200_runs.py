@@ -74,7 +74,7 @@ def shape_of(model_id: str) -> StepShape:
 
 
 def load_runs(data: Path = DATA, *, chat: bool = False) -> list[H200Run]:
-    """Every result file of ``MODELS`` under ``data`` (``in<N>_c<C>.json``; with ``chat`` the ``chat_in…`` ones
+    """Every result file of ``MODELS`` under ``data`` (``in<N>_c<C>.json.gz``; with ``chat`` the ``chat_in…`` ones
     too), sorted by model and point."""
     out = []
     for name, model_id in MODELS.items():
@@ -82,7 +82,7 @@ def load_runs(data: Path = DATA, *, chat: bool = False) -> list[H200Run]:
         if not folder.is_dir():
             continue
         shape = shape_of(model_id)
-        paths = sorted(folder.glob("in*_c*.json")) + (sorted(folder.glob("chat_in*_c*.json")) if chat else [])
+        paths = sorted(folder.glob("in*_c*.json.gz")) + (sorted(folder.glob("chat_in*_c*.json.gz")) if chat else [])
         for path in paths:
             (saved,) = import_runs(path.read_bytes(), name=path.name)
             run = calibration_run(saved, shape, label=f"{name} {path.stem}")

@@ -25,6 +25,7 @@ Usage: ``python bench/spec_prediction.py``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
@@ -77,7 +78,7 @@ class Point:
 
 
 def _load(folder: str, c: int) -> dict:
-    return json.loads((DATA / folder / f"in512_c{c}.json").read_text())
+    return json.loads(gzip.decompress((DATA / folder / f"in512_c{c}.json.gz").read_bytes()))
 
 
 def points() -> list[Point]:

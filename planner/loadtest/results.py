@@ -8,13 +8,15 @@ A :class:`SavedRun` is what the Load Test page keeps in the session, overlays on
   per-request arrays ``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``latencies``, ``start_times`` and
   ``errors`` (seconds, as vLLM writes them). Our own fields carry a ``planner_`` prefix, so vLLM's reader and
   ours both ignore what they do not know.
-* :func:`import_runs` reads such files back: one JSON object, or JSON Lines of them (``--append-result``).
+* :func:`import_runs` reads such files back: one JSON object, or JSON Lines of them (``--append-result``), plain or
+  gzip-compressed (``.json.gz``).
 * :func:`requests_frame` is the per-request table (CSV export); :func:`runs_frame` the side-by-side metric table.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -463,19 +465,21 @@ def _worker_requests(value: Any) -> tuple[int, ...]:
 
 
 def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
-    """Runs from a ``--save-result`` file: one JSON object, a JSON list of them, or JSON Lines.
+    """Runs from a ``--save-result`` file: one JSON object, a JSON list of them, or JSON Lines; plain or gzip.
 
     Args:
-        data: The file's content (at most :data:`MAX_IMPORT_BYTES`).
+        data: The file's content (at most :data:`MAX_IMPORT_BYTES`, also once decompressed).
         name: File name, used in error messages and as a fallback label.
 
     Returns:
         The runs, in file order.
 
     Raises:
-        InvalidParameterError: not UTF-8 JSON, too large, more than 200 runs, or an object without vLLM's
-            ``duration`` / ``completed`` keys (the message names the file and the result).
+        InvalidParameterError: not UTF-8 JSON, too large, a broken gzip stream, more than 200 runs, or an object
+            without vLLM's ``duration`` / ``completed`` keys (the message names the file and the result).
     """
+    if isinstance(data, bytes) and data[:2] == _GZIP_MAGIC:
+        data = _gunzip(data, name)
     if len(data) > MAX_IMPORT_BYTES:
         raise InvalidParameterError(name, f"{len(data):,} bytes", f"a file of at most {MAX_IMPORT_BYTES // 2**20} MiB")
     try:
@@ -494,6 +498,23 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
     if not objects or len(objects) > _MAX_RUNS:
         raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))
+
+
+#: The first two bytes of a gzip stream (RFC 1952 §2.3.1).
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(data: bytes, name: str) -> bytes:
+    """A gzip file's content, read no further than one byte past :data:`MAX_IMPORT_BYTES` (so a small file that
+    inflates to gigabytes is refused, not inflated)."""
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, MAX_IMPORT_BYTES + 1)
+    except zlib.error:
+        raise InvalidParameterError(name, "a broken gzip stream", "a gzip file written whole") from None
+    if len(out) <= MAX_IMPORT_BYTES and not inflater.eof:
+        raise InvalidParameterError(name, "a cut-off gzip stream", "a gzip file written whole")
+    return out
 
 
 def group_sweeps(runs: Sequence[SavedRun]) -> list[SavedRun]:

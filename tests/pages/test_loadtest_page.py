@@ -284,7 +284,7 @@ def test_a_malformed_trace_upload_is_refused_by_line():
 def test_imported_eagle3_run_shows_its_acceptance():
     # vLLM's own result file of the H200 EAGLE-3 run at c=1 (bench/data/h200_sweeps/README.md): 333 of 543 draft
     # tokens accepted over 181 drafts -> 61.3%, mean acceptance length 1 + 333/181 = 2.84
-    raw = (ROOT / "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c1.json").read_bytes()
+    raw = (ROOT / "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c1.json.gz").read_bytes()
     at = _with_history(list(import_runs(raw, "in512_c1.json")))
     assert not at.exception
     (row,) = _table(at, "mean_acceptance_length").to_dict(orient="records")

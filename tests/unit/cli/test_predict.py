@@ -120,7 +120,7 @@ def test_calibrate_unreadable_runs_file_is_one_line(tmp_path, capsys, text: str,
     assert err.count("\n") == 1 and expected in err and "Traceback" not in err
 
 
-EAGLE3_C16 = "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c16.json"
+EAGLE3_C16 = "bench/data/h200_sweeps/llama-3.1-8b-eagle3/in512_c16.json.gz"
 LOAD = ["--input-len", "512", "--output-len", "128", "--max-concurrency", "16", "--num-prompts", "16"]
 # vLLM's older spelling of the EAGLE-3 head (the scenario's flags read it too); the head as vLLM loaded it: 0.58 GiB
 EAGLE3 = [

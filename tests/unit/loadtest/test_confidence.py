@@ -54,7 +54,7 @@ def test_repeat_summary_of_three_real_vllm_runs():
 
     folder = Path(__file__).resolve().parents[3] / "bench" / "data" / "h200_sweeps" / "llama-3.1-8b-spec"
     runs = [
-        replace(import_runs((folder / f"prefix_rep_{i}.json").read_bytes(), f"rep{i}")[0], repeat="prefix_rep")
+        replace(import_runs((folder / f"prefix_rep_{i}.json.gz").read_bytes(), f"rep{i}")[0], repeat="prefix_rep")
         for i in (1, 2, 3)
     ]
     table = repeat_summary(runs).set_index("metric")

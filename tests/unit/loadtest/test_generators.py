@@ -3,6 +3,7 @@ traces, the schedule the runner consumes, and the prefix a cache could reuse."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -37,7 +38,7 @@ VLLM_PREFIX_REP = LoadSettings(
 
 
 def test_prefix_repetition_has_the_shape_of_vllms_run():
-    vllm = json.loads((H200 / "prefix_rep_1.json").read_text())
+    vllm = json.loads(gzip.decompress((H200 / "prefix_rep_1.json.gz").read_bytes()))
     planned = plan_requests(VLLM_PREFIX_REP)
     # vLLM sent 64 prompts of 1,152 tokens (1,024 + 128) and asked for 64 tokens each
     assert len(planned) == vllm["num_prompts"] == vllm["completed"] == 64

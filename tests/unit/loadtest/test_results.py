@@ -204,7 +204,7 @@ def test_imported_vllm_files_of_one_workload_become_one_sweep() -> None:
 
     # bench/data/h200_sweeps: vllm bench serve result files, one per --max-concurrency, no sweep id
     folder = Path(__file__).resolve().parents[3] / "bench/data/h200_sweeps/llama-3.1-8b"
-    runs = [r for p in sorted(folder.glob("in*_c*.json")) for r in import_runs(p.read_bytes(), name=p.name)]
+    runs = [r for p in sorted(folder.glob("in*_c*.json.gz")) for r in import_runs(p.read_bytes(), name=p.name)]
     assert all(r.sweep is None for r in runs)
     grouped = group_sweeps(runs)
     sweeps = {r.sweep for r in grouped}

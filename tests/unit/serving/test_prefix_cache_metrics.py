@@ -1,7 +1,7 @@
 """The prefix-cache hit rate of a run from the server's counters, on REAL vLLM 0.24.0 ``/metrics`` bytes, SGLang's
 names, the reset route, and the demo server's cache.
 
-Golden inputs: bench/data/h200_sweeps/llama-3.1-8b-spec/*.metrics.txt, the ``/metrics`` of a vLLM 0.24.0 server on an
+Golden inputs: bench/data/h200_sweeps/llama-3.1-8b-spec/*.metrics.txt.gz, the ``/metrics`` of a vLLM 0.24.0 server on an
 H200 (prefix caching on, ``VLLM_SERVER_DEV_MODE=1``) after each point of ``bench/h200/sweep_campaign.py``; the
 differenced counters are the folder README's: 73,728 queries / 61,440 hits, then 73,728 / 72,704, then after
 ``POST /reset_prefix_cache`` 73,728 / 61,440.
@@ -9,6 +9,7 @@ differenced counters are the folder README's: 73,728 queries / 61,440 hits, then
 
 from __future__ import annotations
 
+import gzip
 import asyncio
 from pathlib import Path
 
@@ -29,7 +30,7 @@ H200 = Path(__file__).resolve().parents[3] / "bench" / "data" / "h200_sweeps" / 
 
 
 def _sample(name: str) -> ServerSample:
-    return parse_metrics((H200 / f"{name}.metrics.txt").read_text(), "vllm", 0.0)
+    return parse_metrics(gzip.decompress((H200 / f"{name}.metrics.txt.gz").read_bytes()).decode(), "vllm", 0.0)
 
 
 @pytest.mark.parametrize(

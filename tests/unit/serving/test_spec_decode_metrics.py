@@ -1,6 +1,6 @@
 """Speculative-decoding acceptance of a run from the server's counters, on REAL vLLM 0.24.0 ``/metrics`` bytes.
 
-Golden inputs: bench/data/h200_sweeps/llama-3.1-8b-eagle3/ and llama-3.1-8b-spec/*.metrics.txt, the ``/metrics`` of
+Golden inputs: bench/data/h200_sweeps/llama-3.1-8b-eagle3/ and llama-3.1-8b-spec/*.metrics.txt.gz, the ``/metrics`` of
 vLLM 0.24.0 on an H200 after each point of ``bench/h200/sweep_campaign.py`` (``initial`` = as the server came up).
 The differences below are worked by hand from the ``vllm:spec_decode_*_total`` lines of those files; the formulas
 are vLLM's (``vllm/v1/spec_decode/metrics.py``): acceptance rate = accepted / draft tokens, mean acceptance length =
@@ -10,6 +10,7 @@ figures in ``in512_c1.json`` (``spec_decode_acceptance_rate`` 61.33 %, ``spec_de
 
 from __future__ import annotations
 
+import gzip
 import asyncio
 import json
 from datetime import datetime
@@ -33,7 +34,7 @@ H200 = Path(__file__).resolve().parents[3] / "bench" / "data" / "h200_sweeps"
 
 
 def _sample(folder: str, name: str) -> ServerSample:
-    return parse_metrics((H200 / folder / f"{name}.metrics.txt").read_text(), "vllm", 0.0)
+    return parse_metrics(gzip.decompress((H200 / folder / f"{name}.metrics.txt.gz").read_bytes()).decode(), "vllm", 0.0)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,7 @@ def test_per_position_needs_positions_from_zero():
 
 
 def test_vllm_bench_file_and_our_file_carry_the_counters(tmp_path):
-    raw = (H200 / "llama-3.1-8b-eagle3" / "in512_c1.json").read_bytes()
+    raw = (H200 / "llama-3.1-8b-eagle3" / "in512_c1.json.gz").read_bytes()
     (run,) = import_runs(raw, "in512_c1.json")
     assert (run.spec_decode.num_drafts, run.spec_decode.num_draft_tokens) == (181, 543)
     assert run.spec_decode.mean_acceptance_length == pytest.approx(2.839779, abs=1e-6)
