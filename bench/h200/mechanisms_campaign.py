@@ -39,17 +39,17 @@ started while the other server is in a GPU phase of its start-up (dummy weight i
 CUDA-graph capture: from "Starting to load model" to "Model loading took", and from "torch.compile took" until it is
 up); ``campaign.json`` records, per point, whether the other server was compiling meanwhile.
 
-Files: ``OUTDIR/<model>/server.log``, ``<point>.json`` (vLLM's result, per-request arrays included), ``<point>.pre.prom``
-and ``<point>.post.prom`` (``/metrics``), ``config.json``; ``OUTDIR/campaign.json`` (what ran, when, where, each point's
-wall window); ``OUTDIR/clock.json``; ``OUTDIR/DONE`` at the end.
+Files: ``OUTDIR/<model>/server.log``, ``<point>.json`` (vLLM's result, per-request arrays included),
+``<point>.pre.prom`` and ``<point>.post.prom`` (``/metrics``), ``config.json``; ``OUTDIR/campaign.json`` (what ran,
+when, where, each point's wall window); ``OUTDIR/clock.json``; ``OUTDIR/DONE`` at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +79,8 @@ LANES = ("0-7", "8-15")
 #: GiB each server holds beyond weights and KV: activations of an 8,192-token step, CUDA graphs, the CUDA context
 #: (1.9-2.6 GiB in the 2026-12-02 start-up logs at these flags), with room.
 OVERHEAD_GIB = 3.5
+
+
 #: Tokens a KV cache is sized for: ``max_c`` requests of 1,024 + 256 tokens, and 16 of 3,072 + 128, with 3% room.
 def kv_tokens(max_c: int) -> int:
     return int(max(max_c * 1280, 16 * 3200) * 1.03)
@@ -122,10 +124,8 @@ def pin_self(lane: int) -> None:
     """Run this process (the benchmark client) on the lane of the server it measures."""
     if PIN:
         lo, hi = (int(x) for x in LANES[lane].split("-"))
-        try:
+        with contextlib.suppress(OSError):
             os.sched_setaffinity(0, range(lo, hi + 1))
-        except OSError:
-            pass
 
 
 def footprint_gib(m: dict) -> float:
@@ -172,7 +172,7 @@ class Server:
             cmd = ["taskset", "-c", LANES[lane], *cmd]
         self.cmd = cmd
         self.log_path = self.out / "server.log"
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (open for the server's whole life)
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         log(f"start {m['name']} on lane {lane} port {port} (footprint {footprint_gib(m):.1f} GiB)")
 
@@ -211,10 +211,7 @@ class Server:
         if self.t_up is not None or self.failed:
             return False
         text = self.log_text()
-        for opens, closes in GPU_PHASES:
-            if opens in text and (closes is None or closes not in text):
-                return True
-        return False
+        return any(opens in text and (closes is None or closes not in text) for opens, closes in GPU_PHASES)
 
     def compiling(self) -> bool:
         if self.t_up is not None or self.failed:
@@ -228,10 +225,8 @@ class Server:
                 os.killpg(self.proc.pid, 15)
                 self.proc.wait(40)
             except Exception:
-                try:
+                with contextlib.suppress(Exception):
                     os.killpg(self.proc.pid, 9)
-                except Exception:
-                    pass
                 self.proc.wait()
         self._log.close()
 
@@ -321,7 +316,8 @@ def bench_argv(p: dict, m: dict, mdir: Path, out: Path, port: int) -> list[str]:
             "--random-input-len", str(p["in"]), "--random-output-len", str(p["out"]), "--ignore-eos",
             "--num-prompts", str(p["n"]), "--seed", "0", "--percentile-metrics", "ttft,tpot,itl,e2el",
             "--metric-percentiles", "50,90,99", "--save-result", "--save-detailed", "--result-dir", str(out),
-            "--result-filename", f"{p['name']}.json", "--request-id-prefix", f"{p['name']}-", "--disable-tqdm"]  # fmt: skip
+            "--result-filename", f"{p['name']}.json", "--request-id-prefix", f"{p['name']}-",
+            "--disable-tqdm"]  # fmt: skip
     if p.get("rate"):
         argv += ["--request-rate", f"{p['rate']:.4f}", "--burstiness", str(p.get("burstiness", 1.0))]
     else:
@@ -461,7 +457,8 @@ class Campaign:
                 p["n"] = int(min(max(p["rate"] * 14, 32), 600))
             need = est.seconds(p)
             if self.left() - 45 < need:
-                entry["points"].append({"point": p["name"], "skipped": f"{self.left():.0f} s left, ~{need:.0f} s needed"})
+                why = f"{self.left():.0f} s left, ~{need:.0f} s needed"
+                entry["points"].append({"point": p["name"], "skipped": why})
                 continue
             waited = 0.0
             while self.others_gpu_busy(m["name"]) and waited < 90:
@@ -492,8 +489,10 @@ class Campaign:
             rec["other_gpu_phase_after"] = self.others_gpu_busy(m["name"])
             save_metrics(s.port, s.out / f"{p['name']}.post.prom")
             entry["points"].append(rec)
-            log(f"{m['name']} {p['name']}: {rec.get('wall_s')} s (est {rec['est_s']}) tpot {rec.get('median_tpot_ms')}"
-                f" ttft {rec.get('median_ttft_ms')} {rec.get('error', '')}")
+            log(
+                f"{m['name']} {p['name']}: {rec.get('wall_s')} s (est {rec['est_s']}) tpot {rec.get('median_tpot_ms')}"
+                f" ttft {rec.get('median_ttft_ms')} {rec.get('error', '')}"
+            )
             self.save()
 
 
