@@ -97,22 +97,25 @@ def assert_one_line(message: str, names: Iterable[str] = ()) -> None:
         assert any(n in message for n in wanted), f"none of {wanted[:4]} named in {message[:400]!r}"
 
 
-def outcome(suite: str, call: Callable[[], T], *, names: Iterable[str] = ()) -> tuple[T | None, str | None]:
+def outcome(
+    suite: str, call: Callable[[], T], *, names: Iterable[str] = (), case: bool = True
+) -> tuple[T | None, str | None]:
     """Run ``call`` as one case of ``suite``: ``(value, None)`` when accepted, ``(None, message)`` when refused.
 
     A refusal (:class:`PlannerError`) must be one line naming one of ``names`` (:func:`assert_one_line`); any other
-    exception is counted as a crash and re-raised.
+    exception is counted as a crash and re-raised. ``case=False`` is a later step of a case already counted (planning
+    a config that was read): its crashes count, the case does not count again.
     """
     tally = COUNTS[suite]
-    tally.cases += 1
+    tally.cases += case
     try:
         value = call()
     except PlannerError as exc:
-        tally.refused += 1
+        tally.refused += case
         assert_one_line(str(exc), names)
-        tally.one_line += 1
+        tally.one_line += case
         return None, str(exc)
-    except BaseException:
+    except Exception:
         tally.crashes += 1
         raise
     return value, None
