@@ -55,7 +55,7 @@ DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 #: An endpoint NAME as links carry it (:class:`planner.serving.endpoints.Endpoint` names), so a URL, a port or a key
 #: cannot be one.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 #: Most endpoint names a link selects.
 MAX_ENDPOINTS = 16
 #: Texts of a true / false flag (compared in lower case).
