@@ -41,6 +41,7 @@ __all__ = [
     "hostile_text",
     "json_documents",
     "json_values",
+    "mostly",
     "number_texts",
     "outcome",
     "summary",
@@ -206,6 +207,12 @@ def hostile_text(max_size: int = 40) -> st.SearchStrategy[str]:
         st.sampled_from(NASTY_NUMBERS),
         st.text(max_size=max_size),
     )
+
+
+def mostly(good: st.SearchStrategy[T], bad: st.SearchStrategy[Any], *, one_in: int = 4) -> st.SearchStrategy[Any]:
+    """``bad`` one time in ``one_in``, else ``good`` (``st.one_of`` flattens nested choices, so a ``bad`` made of many
+    branches would otherwise win most draws)."""
+    return st.integers(1, one_in).flatmap(lambda i: bad if i == 1 else good)
 
 
 def floats_any() -> st.SearchStrategy[float]:
