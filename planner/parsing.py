@@ -47,15 +47,22 @@ def json_value(text: str | bytes, *, name: str, accepted: str, line: int | None 
         raise MalformedTextError(where, "nested too deeply to read", accepted) from None
 
 
-def toml_table(text: str, *, name: str, accepted: str) -> dict[str, Any]:
+def toml_table(text: str | bytes, *, name: str, accepted: str) -> dict[str, Any]:
     """``tomllib.loads(text)``, raising :class:`MalformedTextError` instead of a decode or recursion error.
 
+    Args:
+        text: the TOML text (bytes are read as UTF-8, as TOML requires).
+        name: what the text is, for the message (a file name).
+        accepted: what is accepted, for the message.
+
     Raises:
-        MalformedTextError: not valid TOML (the message gives the parser's reason, with its line and column), or nested
-            too deeply to parse.
+        MalformedTextError: not UTF-8, not valid TOML (the message gives the parser's reason, with its line and
+            column), or nested too deeply to parse.
     """
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except UnicodeDecodeError:
+        raise MalformedTextError(name, "not UTF-8 text", accepted) from None
     except tomllib.TOMLDecodeError as exc:
         raise MalformedTextError(name, f"not valid TOML ({exc})", accepted) from None
     except RecursionError:

@@ -227,7 +227,7 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     """
     path = Path(path)
     try:
-        data = toml_table(path.read_text(encoding="utf-8"), name=str(path), accepted="[[endpoint]] tables in TOML")
+        data = toml_table(path.read_bytes(), name=str(path), accepted="[[endpoint]] tables in TOML")
     except OSError as exc:
         raise EndpointConfigError((f"{path}: cannot read: {exc.strerror or exc}",)) from exc
     except MalformedTextError as exc:

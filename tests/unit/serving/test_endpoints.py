@@ -97,6 +97,16 @@ def test_unreadable_files(tmp_path, text, problem):
         load_endpoints(path)
 
 
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    """A binary file raised UnicodeDecodeError through the CLI (issue 24, found by the hostile-flags suite)."""
+    path = tmp_path / "endpoints.toml"
+    path.write_bytes(b"\xff\xfe[[endpoint]]")
+    with pytest.raises(EndpointConfigError) as info:
+        load_endpoints(path)
+    (line,) = info.value.problems
+    assert str(path) in line and "not UTF-8" in line
+
+
 @pytest.mark.parametrize("name", ["a\nb", "a\n", "x" * 10_000, "x" * 65, "tab\there"])
 def test_a_bad_name_is_refused_and_shown_short_on_its_one_line(tmp_path, name):
     """A name is what a link carries (at most 64 characters; a 10,000-character name was accepted, then left out of
