@@ -129,7 +129,7 @@ def summary() -> str:
     for name, t in sorted(COUNTS.items()):
         share = f"{t.one_line / t.refused:.1%}" if t.refused else "n/a"
         lines.append(
-            f"  {name:<22} {t.cases:>6,} cases, {t.refused:>6,} refused ({share} in one line), {t.crashes} crashes"
+            f"  {name:<26} {t.cases:>6,} cases, {t.refused:>6,} refused ({share} in one line), {t.crashes} crashes"
         )
         total.cases += t.cases
         total.refused += t.refused

@@ -30,12 +30,12 @@ from tests.hostile.links import LONGEST_ACCEPTED, SPECS, PageSpec, must_reject, 
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30
-#: Examples per page through AppTest (the file runs in about a minute).
-PAGE_EXAMPLES = 25
+#: Examples per page through AppTest (the file runs in about half a minute).
+PAGE_EXAMPLES = 20
 #: Explicit page examples (the @example queries below), tried on every page before the generated ones.
 PAGE_EXPLICIT = 3
-#: The pages this file opens (Sizing's link is attacked at the codec level only: each of its runs is a search).
-PAGES = ("budget", "concurrency", "compare", "loadtest", "performance")
+#: The pages this file opens.
+PAGES = ("budget", "concurrency", "compare", "loadtest", "performance", "sizing")
 #: Hostile-parameter cases this file tries.
 CASES = (PAGE_EXAMPLES + PAGE_EXPLICIT) * len(PAGES)
 

@@ -29,7 +29,7 @@ from planner.catalog.hub import model_from_config
 from tests.hostile import floats_any, hostile_settings, hostile_text, json_documents, json_values, outcome
 
 #: Generated configs.
-EXAMPLES = 1500
+EXAMPLES = 1200
 LABEL = "config.json"
 
 _CONFIGS: list[dict[str, Any]] = [

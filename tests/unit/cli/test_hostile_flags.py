@@ -45,7 +45,7 @@ from tests.hostile import (
 ROOT = Path(__file__).resolve().parents[3]
 #: Generated command lines per subcommand (``size`` plans a search per accepted line: fewer of them).
 EXAMPLES = {
-    "plan": 500,
+    "plan": 400,
     "predict": 250,
     "size": 80,
     "gpus": 20,

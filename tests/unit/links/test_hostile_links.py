@@ -30,7 +30,7 @@ from tests.hostile.links import LONGEST_ACCEPTED, SPECS, VALUES, PageSpec, flatt
 #: Generated queries per codec (the Concurrency page shares the VRAM Budget page's codec, so it is not repeated).
 CODEC_EXAMPLES = 1000
 #: Generated single-parameter numbers per codec.
-NUMBER_EXAMPLES = 400
+NUMBER_EXAMPLES = 300
 CODECS = ("budget", "compare", "loadtest", "performance", "sizing")
 
 
