@@ -164,6 +164,7 @@ class BenchmarkMetrics:
             counts["itl"] = sum(len(x) for x in itls if isinstance(x, list))
         dists: dict[str, Distribution | None] = {}
         for name in METRIC_NAMES:
+
             def _get(stat: str, name: str = name) -> float | None:
                 # NaN or Infinity is no measurement: missing (n/a), as a key that is not there
                 value = finite_number(extra.get(f"{stat}_{name}_ms"))

@@ -369,9 +369,7 @@ def test_a_file_name_no_file_can_have_is_refused_at_parse(
 
 
 @pytest.mark.parametrize("path", [" ", ".", "no/such.toml"])
-def test_an_endpoints_file_that_cannot_be_read_names_the_flag(
-    capsys: pytest.CaptureFixture[str], path: str
-) -> None:
+def test_an_endpoints_file_that_cannot_be_read_names_the_flag(capsys: pytest.CaptureFixture[str], path: str) -> None:
     """The line was ``error:  : cannot read: ...`` for a path of one space (issue 24, hostile-flags suite)."""
     code, _, err = run(["compare", "--prompt", "hi", "--endpoints-file", path], capsys)
     assert code == 2
