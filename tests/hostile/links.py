@@ -148,55 +148,43 @@ def _scenario_spec(file: str) -> PageSpec:
     )
 
 
-def _compare_spec() -> PageSpec:
-    """The scenario keys (every page's link carries them) and Live Compare's (:mod:`planner.links.compare`)."""
-    scenarios = _scenario_spec("pages/compare.py")
-    keys = tuple(compare_state.KEYS.values())
-    numeric = frozenset(compare_state.KEYS[n] for n in compare_state.LIMITS)
-    text = frozenset(compare_state.KEYS[n] for n in ("prompt", "system", "stop"))
+def _settings_spec(file: str, codec: Any, numeric: frozenset[str], **extra: Any) -> PageSpec:
+    """The scenario keys (every page's link carries them) and a settings codec's (``codec``: its ``KEYS``,
+    ``decode_link`` and ``encode_link``) in one link."""
+    scenarios = _scenario_spec(file)
 
     def canonical(decoded: Any) -> Mapping[str, str]:
         state = decoded.state
-        return compare_state.encode_link(
+        return codec.encode_link(
             state.scenarios, decoded.settings, min_context=state.min_context, max_context=state.max_context
         )
 
     return PageSpec(
-        "pages/compare.py",
-        scenarios.keys + keys,
+        file,
+        scenarios.keys + tuple(codec.KEYS.values()),
         scenarios.numeric | numeric,
-        compare_state.decode_link,
+        codec.decode_link,
         canonical,
-        text=text,
         needs_endpoints=True,
         auto_keys=scenarios.auto_keys,  # no model_keys: the page carries the scenarios but plans none of them
+        **extra,
+    )
+
+
+def _compare_spec() -> PageSpec:
+    """Live Compare's link (:mod:`planner.links.compare`): the prompt, system prompt and stop strings are free text."""
+    keys = compare_state.KEYS
+    text = frozenset(keys[n] for n in ("prompt", "system", "stop"))
+    return _settings_spec(
+        "pages/compare.py", compare_state, frozenset(keys[n] for n in compare_state.LIMITS), text=text
     )
 
 
 def _loadtest_spec() -> PageSpec:
-    """The scenario keys and the Load Test's (:mod:`planner.links.loadtest`) in one link."""
-    scenarios = _scenario_spec("pages/loadtest.py")
-    numbers: Mapping[str, tuple] = loadtest_state.NUMBERS
-    keys = tuple(loadtest_state.KEYS.values())
-    numeric = frozenset(loadtest_state.KEYS[n] for n in numbers)
-    inf_ok = frozenset(loadtest_state.KEYS[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
-
-    def canonical(decoded: Any) -> Mapping[str, str]:
-        state = decoded.state
-        return loadtest_state.encode_link(
-            state.scenarios, decoded.settings, min_context=state.min_context, max_context=state.max_context
-        )
-
-    return PageSpec(
-        "pages/loadtest.py",
-        scenarios.keys + keys,
-        scenarios.numeric | numeric,
-        loadtest_state.decode_link,
-        canonical,
-        inf_ok=inf_ok,
-        needs_endpoints=True,
-        auto_keys=scenarios.auto_keys,  # no model_keys: the page carries the scenarios but plans none of them
-    )
+    """The Load Test's link (:mod:`planner.links.loadtest`): a rate may be ``inf`` (a burst)."""
+    keys, numbers = loadtest_state.KEYS, loadtest_state.NUMBERS
+    inf_ok = frozenset(keys[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
+    return _settings_spec("pages/loadtest.py", loadtest_state, frozenset(keys[n] for n in numbers), inf_ok=inf_ok)
 
 
 def _performance_spec() -> PageSpec:
