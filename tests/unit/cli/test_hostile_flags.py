@@ -53,7 +53,7 @@ EXAMPLES = {
     "model": 80,
     "calibrate": 100,
     "compare": 200,
-    "bench": 400,
+    "bench": 300,
     "demo-server": 100,
 }
 

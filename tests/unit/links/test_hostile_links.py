@@ -28,7 +28,7 @@ from tests.hostile import COUNTS, assert_one_line, hostile_settings, number_text
 from tests.hostile.links import LONGEST_ACCEPTED, SPECS, VALUES, PageSpec, flatten, must_reject, named, queries
 
 #: Generated queries per codec (the Concurrency page shares the VRAM Budget page's codec, so it is not repeated).
-CODEC_EXAMPLES = 1000
+CODEC_EXAMPLES = 800
 #: Generated single-parameter numbers per codec.
 NUMBER_EXAMPLES = 300
 CODECS = ("budget", "compare", "loadtest", "performance", "sizing")
