@@ -210,6 +210,8 @@ except PlannerError as exc:
     problem, settings = str(exc), st.session_state.get(VIEW_KEY, sizing_links.DecodedSizing()).settings
 
 # --- search --------------------------------------------------------------------------------------------------------
+# the link holds the question before any answer, so a question the page cannot size still leaves a clean URL
+endpoints_ui.write_link(sizing_links.encode(settings, row=int(st.session_state.get(W["row"]) or 1)), _SEEN_KEY)
 with answer:
     if problem:
         st.error(f"Cannot size: {problem}.")

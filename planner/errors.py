@@ -14,7 +14,15 @@ __all__ = [
     "UnknownGPUError",
     "UnknownModelError",
     "UnsupportedModelError",
+    "shown",
 ]
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut to 80 characters (``...`` at the end): how a message echoes a value it refuses, so a pasted
+    2,000-character value keeps the message one short line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class PlannerError(Exception):
@@ -31,10 +39,7 @@ class InvalidParameterError(PlannerError, ValueError):
         self.name = name
         self.value = value
         self.accepted = accepted
-        shown = repr(value)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        super().__init__(f"{name}={shown} is not valid: expected {accepted}")
+        super().__init__(f"{name}={shown(value)} is not valid: expected {accepted}")
 
 
 class MalformedTextError(InvalidParameterError):

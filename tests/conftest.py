@@ -172,3 +172,12 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+# --- the hostile-input count (tests/hostile) --------------------------------------------------------------------------
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The hostile-input suites' totals (cases, refusals in one line, crashes) when any of them ran."""
+    hostile = sys.modules.get("tests.hostile")
+    if hostile is not None and hostile.COUNTS:
+        terminalreporter.write_sep("-", "hostile inputs (tests/hostile)")
+        terminalreporter.write_line(hostile.summary())

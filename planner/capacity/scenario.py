@@ -222,7 +222,12 @@ def validate(s: Scenario) -> Scenario:
         accepted = f"{'an integer' if is_int else 'a number'} from {_bound(low)} to {_bound(high)}"
         if name == "max_model_len":
             accepted = _max_model_len_accepted() if s.engine == "vllm" else f"{accepted} (auto is for --engine vllm)"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        # an int is finite whatever its size (math.isfinite would raise OverflowError on a 400-digit one)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             raise InvalidParameterError(name, value, accepted)
         if (is_int and value != int(value)) or not low <= value <= high:
             raise InvalidParameterError(name, value, accepted)

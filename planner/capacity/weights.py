@@ -9,7 +9,8 @@ from the parameter counts of :mod:`planner.capacity.params`:
   (one fp32 per 128x128 block for block-wise checkpoints, one per output row for channel-wise,
   one per tensor otherwise); embeddings and ``lm_head`` stay 16-bit;
 * AWQ / GPTQ int4: 0.5 byte per linear weight, plus per group of ``group_size`` inputs one fp16 scale
-  and one packed 4-bit zero point (``2.5 / group_size`` bytes per weight); embeddings and ``lm_head``
+  and one packed 4-bit zero point (``2.5 / group_size`` bytes per weight; GPTQ's ``group_size: -1`` is one group
+  of ``in_features`` per output channel); embeddings and ``lm_head``
   stay 16-bit (vLLM ``awq.py``/``gptq.py`` quantize ``LinearBase`` layers only);
 * bitsandbytes 4-bit: 0.5 byte plus a 16-bit absmax per block of 64 (``4.25`` bits); calibrated on
   vLLM log id 56 (Phi-4: 0.529 byte per linear weight measured);
@@ -110,7 +111,7 @@ def linear_bytes_per_param(
     Args:
         method: one of :data:`QUANTIZATION_METHODS`.
         model_dtype_bytes: bytes of the unquantized dtype (2 for bf16).
-        group_size: int4 group size (AWQ/GPTQ; default 128).
+        group_size: int4 group size (AWQ/GPTQ; default 128; -1 is one group per output channel, GPTQ's convention).
         block_size: fp8 block-wise scale tile, e.g. (128, 128).
         in_features: input width, for per-output-channel scales.
 
@@ -127,7 +128,8 @@ def linear_bytes_per_param(
             return 1 + 4 / (block_size[0] * block_size[1])
         return 1 + 4 / in_features
     if method in ("awq", "gptq"):
-        return 0.5 + _INT4_GROUP_OVERHEAD_BYTES / (group_size or 128)
+        group = in_features if group_size == -1 else group_size or 128  # -1: one scale per output channel
+        return 0.5 + _INT4_GROUP_OVERHEAD_BYTES / group
     if method == "bitsandbytes":
         return _BNB4_BYTES_PER_PARAM
     if method == "nvfp4":

@@ -170,6 +170,8 @@ def _offline() -> bool:
 
 def _check_generative(model_id: str, config: Mapping[str, Any]) -> None:
     architectures = config.get("architectures") or []
+    if not isinstance(architectures, list):
+        return  # parse_config refuses it, naming the field
     generative = any(str(a).endswith(_GENERATIVE_SUFFIXES) for a in architectures)
     if isinstance(architectures, list) and architectures and not generative:
         raise NotTextGenerationError(

@@ -53,7 +53,8 @@ class QuantConfig:
             ``"none"``; compressed-tensors configs are mapped to ``fp8`` or ``int8``/``gptq``-like
             int4 by their weight ``num_bits``/``type``.
         bits: weight bits of quantized linear layers (4 or 8; 16 for none).
-        group_size: input elements per scale group; ``None`` for per-channel or per-tensor.
+        group_size: input elements per scale group; -1 for one group per output channel (GPTQ's
+            ``group_size: -1``); ``None`` for per-channel or per-tensor fp8/int8.
         zero_point: whether a zero point is stored per group (AWQ yes, symmetric GPTQ packs one too).
         weight_block_size: (rows, cols) of block-wise fp8 scales, or ``None``.
         modules_not_converted: module name patterns left unquantized.
@@ -215,28 +216,78 @@ _FIELD_MAX = {
 }
 
 
-def _int(cfg: Mapping[str, Any], key: str, model_id: str) -> int:
+#: Experts of an MoE layer the planner accepts (real models have at most a few hundred).
+_MAX_EXPERTS = 65_536
+_FIELD_MAX |= {"num_local_experts": _MAX_EXPERTS, "num_experts": _MAX_EXPERTS, "n_routed_experts": _MAX_EXPERTS}
+_FIELD_MAX |= {"bits": 16, "w_bit": 16, "num_bits": 16}
+#: Marks a field the planner cannot do without (no default).
+_REQUIRED: Any = object()
+
+
+def _int(
+    cfg: Mapping[str, Any], key: str, model_id: str, *, default: Any = _REQUIRED, low: int = 1, where: str = ""
+) -> Any:
+    """``cfg[key]`` as an integer from ``low`` up to the field's maximum (an integral float such as ``4096.0`` is that
+    integer), or ``default`` when the field is missing or ``null``.
+
+    Every numeric field of a config is read here, so a value the planner would otherwise have to replace (a negative
+    head size, ``1.5`` layers, a string) is refused, naming the field, never replaced without a word. ``where`` is
+    the field's parent in the message (``"quantization_config."``).
+
+    Raises:
+        UnsupportedModelError: the field is given but not such an integer, or missing and ``default`` is not given.
+    """
     value = cfg.get(key)
+    if value is None and default is not _REQUIRED:
+        return default
     maximum = _FIELD_MAX.get(key, 1 << 40)
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value <= 0
+        or value < low
         or value != int(value)
         or value > maximum
     ):
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        expected = "a positive integer" if low == 1 else f"an integer from {low}"
         raise UnsupportedModelError(
-            f"{model_id}: config field {key!r} is {shown}; expected a positive integer up to {maximum:,}"
+            f"{model_id}: config field '{where}{key}' is {shown}; expected {expected} up to {maximum:,}"
         )
     return int(value)
 
 
-def _optional_int(cfg: Mapping[str, Any], key: str) -> int | None:
-    """``cfg[key]`` when it is a positive integer (not a bool), else ``None``."""
+def _flag(cfg: Mapping[str, Any], key: str, model_id: str, *, where: str = "") -> bool | None:
+    """``cfg[key]`` as true or false, or None when missing or ``null``.
+
+    Raises:
+        UnsupportedModelError: anything but a JSON boolean (``"false"`` or ``1.02`` would read as true).
+    """
     value = cfg.get(key)
-    return value if type(value) is int and 0 < value <= 1_000_000_000 else None
+    if value is None or isinstance(value, bool):
+        return value
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise UnsupportedModelError(f"{model_id}: config field '{where}{key}' is {shown}; expected true or false")
+
+
+def _ints(cfg: Mapping[str, Any], key: str, model_id: str, length: int | None = None) -> list[int] | None:
+    """``cfg[key]`` as a list of integers ≥ 0 (``length`` of them when given), or None when missing or ``null``.
+
+    Raises:
+        UnsupportedModelError: not such a list.
+    """
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or (length is not None and len(value) != length)
+        or not all(type(v) is int and 0 <= v <= 1 << 40 for v in value)
+    ):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        count = "integers from 0" if length is None else f"{length} integers from 0, one per layer"
+        raise UnsupportedModelError(f"{model_id}: config field {key!r} is {shown}; expected a list of {count}")
+    return value
 
 
 def _vision_params(vision: Mapping[str, Any] | None, text_hidden: int) -> int:
@@ -268,52 +319,82 @@ def _vision_params(vision: Mapping[str, Any] | None, text_hidden: int) -> int:
     return layers * per_layer + patch_embed + positions + 2 * h + projector
 
 
-def _quant(config: Mapping[str, Any], text: Mapping[str, Any]) -> QuantConfig:
+_Q = "quantization_config."
+
+
+def _group_size(qc: Mapping[str, Any], keys: tuple[str, ...], model_id: str) -> int:
+    """An AWQ/GPTQ group size: inputs per scale, or -1 for one scale per output channel (GPTQ's convention)."""
+    for key in keys:
+        if qc.get(key) == -1 and not isinstance(qc.get(key), bool):
+            return -1
+        size = _int(qc, key, model_id, default=None, where=_Q)
+        if size is not None:
+            return size
+    return 128
+
+
+def _quant(config: Mapping[str, Any], text: Mapping[str, Any], model_id: str) -> QuantConfig:
     qc = config.get("quantization_config") or text.get("quantization_config")
     if not isinstance(qc, Mapping):
         return QuantConfig()
     method = str(qc.get("quant_method", "")).lower()
-    not_converted = tuple(str(m) for m in (qc.get("modules_to_not_convert") or qc.get("ignore") or ()) if m is not None)
-    if method == "awq":
-        return QuantConfig(
-            "awq",
-            int(qc.get("bits", qc.get("w_bit", 4))),
-            int(qc.get("group_size", qc.get("q_group_size", 128))),
-            bool(qc.get("zero_point", True)),
-            None,
-            not_converted,
+    skipped = qc.get("modules_to_not_convert") or qc.get("ignore") or []
+    if not isinstance(skipped, list):
+        raise UnsupportedModelError(
+            f"{model_id}: config field '{_Q}modules_to_not_convert' is {str(skipped)[:40]!r}; expected a list of "
+            "module names"
         )
+    not_converted = tuple(str(m) for m in skipped if m is not None)
+    if method == "awq":
+        bits = _int(qc, "bits", model_id, default=None, where=_Q) or _int(qc, "w_bit", model_id, default=4, where=_Q)
+        group = _group_size(qc, ("group_size", "q_group_size"), model_id)
+        zero_point = _flag(qc, "zero_point", model_id, where=_Q)
+        return QuantConfig("awq", bits, group, zero_point is not False, None, not_converted)
     if method == "gptq":
-        return QuantConfig("gptq", int(qc.get("bits", 4)), int(qc.get("group_size", 128)), True, None, not_converted)
+        bits = _int(qc, "bits", model_id, default=4, where=_Q)
+        return QuantConfig("gptq", bits, _group_size(qc, ("group_size",), model_id), True, None, not_converted)
     if method in ("fp8", "fbgemm_fp8"):
-        block = qc.get("weight_block_size")
+        block = _ints(qc, "weight_block_size", model_id)
+        if block is not None and (len(block) != 2 or 0 in block):
+            raise UnsupportedModelError(
+                f"{model_id}: config field '{_Q}weight_block_size' is {str(block)[:40]}; expected [rows, columns]"
+            )
         return QuantConfig("fp8", 8, None, False, tuple(block) if block else None, not_converted)
     if method == "mxfp4":
         return QuantConfig("mxfp4", 4, 32, False, None, not_converted)
     if method == "nvfp4":
         return QuantConfig("nvfp4", 4, 16, False, None, not_converted)
     if method == "bitsandbytes":
-        bits = 4 if qc.get("load_in_4bit", True) else 8
+        bits = 8 if _flag(qc, "load_in_4bit", model_id, where=_Q) is False else 4
         return QuantConfig("bitsandbytes", bits, 64 if bits == 4 else None, False, None, not_converted)
     if method == "compressed-tensors":
         groups = qc.get("config_groups") or {}
-        weights = next((g.get("weights") for g in groups.values() if isinstance(g, Mapping)), None) or {}
-        bits = int(weights.get("num_bits", 8))
+        groups = groups.values() if isinstance(groups, Mapping) else ()
+        weights = next((g.get("weights") for g in groups if isinstance(g, Mapping)), None) or {}
+        weights = weights if isinstance(weights, Mapping) else {}
+        where = _Q + "config_groups.weights."
+        bits = _int(weights, "num_bits", model_id, default=8, where=where)
         kind = str(weights.get("type", "float"))
         if bits == 8:
             return QuantConfig("fp8" if kind == "float" else "int8", 8, None, False, None, not_converted)
-        return QuantConfig("gptq", bits, weights.get("group_size") or 128, False, None, not_converted)
+        group = _int(weights, "group_size", model_id, default=128, where=where)
+        return QuantConfig("gptq", bits, group, False, None, not_converted)
     return QuantConfig(method or "none", 16)
 
 
 def _layer_attention(
-    text: Mapping[str, Any], model_type: str, num_layers: int, notes: list[str]
+    text: Mapping[str, Any], model_type: str, num_layers: int, notes: list[str], model_id: str
 ) -> tuple[tuple[AttentionKind, ...], int | None, int | None]:
-    window = text.get("sliding_window")
-    window = int(window) if isinstance(window, (int, float)) and window > 0 else None
-    chunk = text.get("attention_chunk_size")
+    window = _int(text, "sliding_window", model_id, default=0, low=0) or None  # 0: no window
+    chunk = _int(text, "attention_chunk_size", model_id, default=None)
     layer_types = text.get("layer_types")
-    if isinstance(layer_types, list) and len(layer_types) == num_layers:
+    if layer_types is not None and (not isinstance(layer_types, list) or len(layer_types) != num_layers):
+        shown = repr(layer_types) if len(repr(layer_types)) <= 40 else repr(layer_types)[:37] + "..."
+        raise UnsupportedModelError(
+            f"{model_id}: config field 'layer_types' is {shown}; expected a list of {num_layers} attention types, "
+            "one per layer"
+        )
+    if layer_types is not None:
         kinds: list[AttentionKind] = []
         for t in layer_types:
             t = str(t)
@@ -323,44 +404,49 @@ def _layer_attention(
                 kinds.append("chunked")
             else:
                 kinds.append("full")
-        return tuple(kinds), window, int(chunk) if chunk else None
+        return tuple(kinds), window, chunk
     if model_type == "gemma2" and window:
         # transformers Gemma2: even layers (0, 2, ...) use the sliding window, odd layers global.
         return tuple("sliding" if i % 2 == 0 else "full" for i in range(num_layers)), window, None
     if model_type in ("gemma3", "gemma3_text") and window:
-        pattern = int(text.get("sliding_window_pattern") or 6)
-        if "sliding_window_pattern" not in text:
+        pattern = _int(text, "sliding_window_pattern", model_id, default=6)
+        if text.get("sliding_window_pattern") is None:
             notes.append("sliding_window_pattern missing; assumed 6 (5 sliding : 1 full, Gemma 3 default)")
         return (tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers)), window, None)
     if model_type in ("llama4", "llama4_text") and chunk:
-        no_rope = text.get("no_rope_layers")
-        if isinstance(no_rope, list) and len(no_rope) == num_layers:
+        no_rope = _ints(text, "no_rope_layers", model_id, num_layers)
+        if no_rope is not None:
             # transformers Llama4: no_rope_layers[i] == 0 marks a global NoPE layer.
             kinds = tuple("chunked" if flag else "full" for flag in no_rope)
         else:
             notes.append("no_rope_layers missing; assumed every 4th layer global (Llama 4 default)")
             kinds = tuple("full" if (i + 1) % 4 == 0 else "chunked" for i in range(num_layers))
-        return kinds, None, int(chunk)
-    use_sliding = text.get("use_sliding_window")
+        return kinds, None, chunk
+    use_sliding = _flag(text, "use_sliding_window", model_id)
     if window and model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not use_sliding:
         # Qwen configs carry sliding_window but leave use_sliding_window false: full attention.
         return tuple("full" for _ in range(num_layers)), None, None
-    if window and window < int(text.get("max_position_embeddings") or 0):
+    if window and window < (_int(text, "max_position_embeddings", model_id, default=0)):
         # Mistral v0.1 / Phi-3 style: one window for every layer.
         return tuple("sliding" for _ in range(num_layers)), window, None
     return tuple("full" for _ in range(num_layers)), None, None
 
 
-def _moe(text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int, intermediate: int) -> dict[str, Any]:
-    experts = int(text.get("num_local_experts") or text.get("num_experts") or text.get("n_routed_experts") or 0)
+def _moe(
+    text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int, intermediate: int, model_id: str
+) -> dict[str, Any]:
+    def read(key: str, default: int, low: int = 1) -> int:
+        return _int(text, key, model_id, default=default, low=low)
+
+    experts = read("num_local_experts", 0, 0) or read("num_experts", 0, 0) or read("n_routed_experts", 0, 0)
     if experts <= 1:
         return {
             "moe_layers": tuple(False for _ in range(num_layers)),
             "dense_intermediate_sizes": tuple(intermediate for _ in range(num_layers)),
         }
-    moe_inter = int(text.get("moe_intermediate_size") or intermediate)
-    shared = int(text.get("n_shared_experts") or 0)
-    shared_inter = int(text.get("shared_expert_intermediate_size") or 0)
+    moe_inter = read("moe_intermediate_size", intermediate)
+    shared = read("n_shared_experts", 0, 0)
+    shared_inter = read("shared_expert_intermediate_size", 0, 0)
     shared_gate = False
     dense_inter = intermediate
     if model_type in ("qwen2_moe",) and shared_inter:
@@ -369,23 +455,24 @@ def _moe(text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int,
         shared_inter = shared * moe_inter
     moe_layers = [True] * num_layers
     if "first_k_dense_replace" in text:
-        k = int(text.get("first_k_dense_replace") or 0)
-        freq = int(text.get("moe_layer_freq") or 1)
+        k = read("first_k_dense_replace", 0, 0)
+        freq = read("moe_layer_freq", 1)
         moe_layers = [i >= k and i % freq == 0 for i in range(num_layers)]
     elif "decoder_sparse_step" in text or "mlp_only_layers" in text:
-        step = int(text.get("decoder_sparse_step") or 1)
-        only = set(text.get("mlp_only_layers") or [])
+        step = read("decoder_sparse_step", 1)
+        only = set(_ints(text, "mlp_only_layers", model_id) or ())
         moe_layers = [i not in only and (i + 1) % step == 0 for i in range(num_layers)]
     elif model_type in ("llama4", "llama4_text"):
-        step = int(text.get("interleave_moe_layer_step") or 1)
+        step = read("interleave_moe_layer_step", 1)
         moe_layers = [(i + 1) % step == 0 for i in range(num_layers)]
         # Llama 4 experts use intermediate_size; dense layers use intermediate_size_mlp.
         moe_inter = intermediate
-        dense_inter = int(text.get("intermediate_size_mlp") or intermediate)
+        dense_inter = read("intermediate_size_mlp", intermediate)
         shared, shared_inter = 1, intermediate
     return {
         "num_experts": experts,
-        "num_experts_per_tok": int(text.get("num_experts_per_tok") or text.get("experts_per_token") or 1),
+        "num_experts_per_tok": _int(text, "num_experts_per_tok", model_id, default=None)
+        or read("experts_per_token", 1),
         "moe_intermediate_size": moe_inter,
         "num_shared_experts": shared,
         "shared_expert_intermediate_size": shared_inter,
@@ -435,7 +522,13 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
     text, vision = _text_config(config)
     notes: list[str] = []
     architectures = config.get("architectures") or text.get("architectures") or ["unknown"]
-    architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else "unknown"
+    if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        shown = repr(architectures) if len(repr(architectures)) <= 40 else repr(architectures)[:37] + "..."
+        raise UnsupportedModelError(
+            f"{model_id}: config field 'architectures' is {shown}; expected a list of class names such as "
+            '["LlamaForCausalLM"]'
+        )
+    architecture = architectures[0]
     model_type = str(text.get("model_type") or config.get("model_type") or "unknown")
     hidden = _int(text, "hidden_size", model_id)
     layers = _int(text, "num_hidden_layers", model_id)
@@ -450,50 +543,53 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
             raise UnsupportedModelError(
                 f"{model_id}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
             )
-    head_dim = text.get("head_dim")
-    if not isinstance(head_dim, int) or head_dim <= 0:
+    head_dim = _int(text, "head_dim", model_id, default=None)
+    if head_dim is None:
         if hidden % heads:
             raise UnsupportedModelError(
                 f"{model_id}: head_dim missing and hidden_size {hidden} is not a multiple of {heads} heads"
             )
         head_dim = hidden // heads
-    intermediate = text.get("intermediate_size")
-    if not isinstance(intermediate, int) or intermediate <= 0:
+    intermediate = _int(text, "intermediate_size", model_id, default=None)
+    if intermediate is None:
         intermediate = 4 * hidden
         notes.append(f"intermediate_size missing; assumed 4 x hidden_size = {intermediate}")
-    tie = text.get("tie_word_embeddings", config.get("tie_word_embeddings"))
+    tie = _flag(text if "tie_word_embeddings" in text else config, "tie_word_embeddings", model_id)
     if tie is None:
         tie = model_type in ("gemma", "gemma2", "gemma3", "gemma3_text")
         notes.append(f"tie_word_embeddings missing; assumed {tie} (transformers default for {model_type})")
-    max_pos = text.get("max_position_embeddings") or config.get("max_position_embeddings")
-    if not isinstance(max_pos, int) or not 0 < max_pos <= _FIELD_MAX["max_position_embeddings"]:
+    max_pos = _int(text, "max_position_embeddings", model_id, default=None)
+    if max_pos is None:
+        max_pos = _int(config, "max_position_embeddings", model_id, default=None)
+    if max_pos is None:
         max_pos = 4096
         notes.append("max_position_embeddings missing; assumed 4096")
-    dtype = text.get("torch_dtype") or config.get("torch_dtype") or text.get("dtype") or config.get("dtype")
+    # transformers >= 4.56 writes "dtype"; the first of the two given (not null) is the one read
+    dtype = next((c[k] for k in ("torch_dtype", "dtype") for c in (text, config) if c.get(k) is not None), None)
     if dtype not in ("bfloat16", "float16", "float32"):
-        notes.append(f"torch_dtype {dtype!r} not given; assumed bfloat16")
+        given = "not given" if dtype is None else f"{str(dtype)[:40]!r} is not bfloat16, float16 or float32"
+        notes.append(f"torch_dtype {given}; assumed bfloat16")
         dtype = "bfloat16"
 
     mla: dict[str, Any] = {}
     v_head_dim = head_dim
-    if text.get("kv_lora_rank"):
-        rope = int(text.get("qk_rope_head_dim") or 64)
-        nope = int(text.get("qk_nope_head_dim") or 128)
-        v_head_dim = int(text.get("v_head_dim") or nope)
-        q_lora = text.get("q_lora_rank")
+    kv_lora_rank = _int(text, "kv_lora_rank", model_id, default=None)  # missing: no MLA
+    if kv_lora_rank:
+        rope = _int(text, "qk_rope_head_dim", model_id, default=64)
+        nope = _int(text, "qk_nope_head_dim", model_id, default=128)
+        v_head_dim = _int(text, "v_head_dim", model_id, default=nope)
         mla = {
-            "kv_lora_rank": int(text["kv_lora_rank"]),
-            "q_lora_rank": int(q_lora) if q_lora else None,
+            "kv_lora_rank": kv_lora_rank,
+            "q_lora_rank": _int(text, "q_lora_rank", model_id, default=0, low=0) or None,
             "qk_rope_head_dim": rope,
             "qk_nope_head_dim": nope,
         }
         head_dim = rope + nope
 
-    kinds, window, chunk = _layer_attention(text, model_type, layers, notes)
-    qkv_bias = bool(text.get("attention_bias", model_type in _QKV_BIAS_TYPES))
-    if model_type in _QKV_BIAS_TYPES:
-        qkv_bias = True
-    o_bias = bool(text.get("attention_bias")) and model_type not in _QKV_BIAS_TYPES
+    kinds, window, chunk = _layer_attention(text, model_type, layers, notes, model_id)
+    attention_bias = _flag(text, "attention_bias", model_id)
+    qkv_bias = model_type in _QKV_BIAS_TYPES or bool(attention_bias)
+    o_bias = bool(attention_bias) and model_type not in _QKV_BIAS_TYPES
     # Llama 4's use_qk_norm is a weightless L2 norm, so it adds no parameters.
     qk_norm = model_type in _QK_NORM_TYPES
     return ModelSpec(
@@ -520,12 +616,12 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
         sliding_window=window,
         attention_chunk_size=chunk,
         vision_params=_vision_params(vision, hidden),
-        quant=_quant(config, text),
+        quant=_quant(config, text, model_id),
         assumptions=tuple(notes),
-        num_nextn_predict_layers=_optional_int(text, "num_nextn_predict_layers") or 0,
-        draft_vocab_size=_optional_int(text, "draft_vocab_size"),
-        index_head_dim=_optional_int(text, "index_head_dim") if mla else None,
-        index_topk=_optional_int(text, "index_topk") if mla else None,
+        num_nextn_predict_layers=_int(text, "num_nextn_predict_layers", model_id, default=0, low=0),
+        draft_vocab_size=_int(text, "draft_vocab_size", model_id, default=None),
+        index_head_dim=_int(text, "index_head_dim", model_id, default=None) if mla else None,
+        index_topk=_int(text, "index_topk", model_id, default=None) if mla else None,
         **mla,
-        **_moe(text, model_type, layers, hidden, intermediate),
+        **_moe(text, model_type, layers, hidden, intermediate, model_id),
     )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from planner.cli import max_rate
-from planner.cli.messages import error, not_valid
+from planner.cli.messages import error, file_path, not_valid
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
@@ -100,7 +100,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="random (default), prefix_repetition, multi_turn, or a --dataset-path file: custom (JSONL, the "
         "default with a path), sharegpt (JSON/JSONL), timed_trace (Mooncake-layout JSONL), burstgpt (CSV)",
     )
-    b.add_argument("--dataset-path", metavar="FILE", help='the dataset\'s file (custom: {"prompt": ...} per line)')
+    b.add_argument(
+        "--dataset-path", type=file_path, metavar="FILE", help='the dataset\'s file (custom: {"prompt": ...} per line)'
+    )
     g = b.add_argument_group("prefix_repetition (as vllm bench serve)")
     g.add_argument("--prefix-repetition-prefix-len", type=int, default=256, help="shared prefix tokens (default: 256)")
     g.add_argument("--prefix-repetition-suffix-len", type=int, default=256, help="own suffix tokens (default: 256)")
@@ -144,7 +146,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--sweep-refine", action="store_true", help="sweep: add the level between the last two at the stop")
     b.add_argument("--no-scrape-metrics", action="store_true", help="do not poll the server's /metrics during runs")
-    b.add_argument("--save-result", metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here")
+    b.add_argument(
+        "--save-result", type=file_path, metavar="FILE", help="write the vllm-keyed JSON (with per-request arrays) here"
+    )
     b.add_argument("--json", action="store_true", help="print the vllm-keyed JSON object")
     g = b.add_argument_group("Ray workers (pip install -r requirements-ray.txt)")
     g.add_argument(

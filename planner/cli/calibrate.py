@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from planner.capacity.plan import plan
-from planner.cli.messages import error
+from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.results import MAX_IMPORT_BYTES, import_runs
@@ -31,8 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Fit the step-time model's coefficients to measured runs of one deployment, by least squares "
         "on their mean TPOT and TTFT, and write a calibration profile for predict --calibration.",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN.json", help="vllm bench serve --save-result files")
-    p.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the profile")
+    p.add_argument("runs", nargs="+", type=file_path, metavar="RUN.json", help="vllm bench serve --save-result files")
+    p.add_argument("--out", required=True, type=file_path, metavar="PROFILE.json", help="where to write the profile")
     add_scenario_arguments(p)
 
 

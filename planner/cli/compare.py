@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from planner.cli.messages import error, not_valid
+from planner.cli.messages import error, file_path, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 
 if TYPE_CHECKING:
@@ -24,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=KIND:URL",
         help="e.g. a=vllm:http://127.0.0.1:8000 (kinds: vllm, tgi, openai, sglang, llamacpp); repeatable",
     )
-    c.add_argument("--endpoints-file", help="an endpoints.toml with [[endpoint]] tables (adds to --endpoint)")
+    c.add_argument(
+        "--endpoints-file", type=file_path, help="an endpoints.toml with [[endpoint]] tables (adds to --endpoint)"
+    )
     c.add_argument("--prompt", required=True)
     c.add_argument("--system", help="system prompt")
     c.add_argument("--max-tokens", type=int, default=128)
@@ -62,14 +64,17 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from planner.compare.run import run_compare, summary_frame, to_json
-    from planner.serving.endpoints import load_endpoints, parse_endpoint_flag
+    from planner.serving.endpoints import EndpointConfigError, load_endpoints, parse_endpoint_flag
     from planner.serving.requests import ChatRequest
 
     prog = "python -m planner compare"
     try:
         endpoints = [parse_endpoint_flag(text) for text in args.endpoint]
         if args.endpoints_file:
-            endpoints += list(load_endpoints(args.endpoints_file))
+            try:
+                endpoints += list(load_endpoints(args.endpoints_file))
+            except EndpointConfigError as exc:  # each line names the flag, whatever the path looks like (" ")
+                raise EndpointConfigError(tuple(f"--endpoints-file {p}" for p in exc.problems)) from exc
         if not endpoints:
             raise PlannerError("give at least one --endpoint NAME=KIND:URL (or --endpoints-file)")
         request = ChatRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli.messages import error
+from planner.cli.messages import error, file_path
 from planner.cli.plan import usage_error
 from planner.errors import PlannerError
 from planner.serving.demo_server import DEMO_DEFAULTS, MODEL_ID, add_arguments, serve
@@ -37,7 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory (default: 0.9)")
     plan.add_argument("--kv-cache-dtype", default="auto", help="KV-cache dtype, e.g. fp8 (default: auto)")
     plan.add_argument("--quantization", "-q", help="weight quantization (default: the checkpoint's)")
-    plan.add_argument("--calibration", metavar="PROFILE.json", help="coefficients from python -m planner calibrate")
+    plan.add_argument(
+        "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
+    )
 
 
 def _planned(args: argparse.Namespace) -> tuple[object, str, int, dict[str, str]]:

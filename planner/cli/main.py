@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -26,7 +27,7 @@ from planner.cli import plan as plan_command
 from planner.cli.messages import error
 from planner.errors import PlannerError
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 #: Each subcommand's entry: ``run(args) -> exit code``.
 _COMMANDS = {
@@ -43,14 +44,26 @@ _COMMANDS = {
 }
 
 
+#: A quoted value in an argparse message (argparse writes the value it refuses with %r, in either quote).
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.){60,}'|\"(?:[^\"\\\n]|\\.){60,}\"")
+
+
+def _short(quoted: re.Match[str]) -> str:
+    text = quoted.group(0)
+    return text[:57] + "..." + text[-1]
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit code 2."""
+    """An ArgumentParser whose errors are one line and exit code 2; a refused value is quoted short (argparse would
+    echo all of it: a pasted 2,000-character value made the one line a screenful)."""
 
     def error(self, message: str) -> NoReturn:
+        message = " ".join(_QUOTED.sub(_short, message).split())
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every subcommand with its flags (errors are one line, exit code 2)."""
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate, size):
@@ -81,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
     except PlannerError as exc:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
-__all__ = ["error", "not_valid"]
+from planner.errors import shown
+
+__all__ = ["error", "file_path", "not_valid"]
 
 
 def error(prog: str, message: object) -> int:
@@ -15,6 +19,24 @@ def error(prog: str, message: object) -> int:
 
 
 def not_valid(prog: str, what: str, value: object, accepted: str) -> int:
-    """Print ``prog: error: <what> <value!r> is not valid: expected <accepted>`` (``what`` "" for none); returns 2."""
-    shown = f"{what} {value!r}" if what else repr(value)
-    return error(prog, f"{shown} is not valid: expected {accepted}")
+    """Print ``prog: error: <what> <value!r> is not valid: expected <accepted>`` (``what`` "" for none; the value cut
+    to 80 characters, :func:`planner.errors.shown`); returns 2."""
+    echo = f"{what} {shown(value)}" if what else shown(value)
+    return error(prog, f"{echo} is not valid: expected {accepted}")
+
+
+def file_path(text: str) -> str:
+    """The argparse ``type`` of every flag that names a file: the text as typed, refused at parse time (one line, exit
+    code 2) when no file can have that name. A NUL character or a lone surrogate makes Python's file calls raise
+    ValueError, which the commands' ``except OSError`` would let through as a traceback.
+
+    Raises:
+        argparse.ArgumentTypeError: the text holds NUL or cannot be encoded as a file name.
+    """
+    try:
+        name = os.fsencode(text)
+    except UnicodeError:
+        name = b"\x00"
+    if b"\x00" in name:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a file name: expected a path without NUL characters")
+    return text

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.capacity.scenario import Scenario
-from planner.cli.messages import error
+from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.links.rules import BadValue
@@ -55,7 +55,9 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument(
         "--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50 (default: none)"
     )
-    w.add_argument("--calibration", metavar="PROFILE.json", help="coefficients from python -m planner calibrate")
+    w.add_argument(
+        "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -92,13 +94,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument(
         "--spec-acceptance-from",
+        type=file_path,
         metavar="RESULT.json",
         help="take the rates from a measured run (a Load Test or vllm bench serve result file with spec_decode_*)",
     )
     with contextlib.suppress(argparse.ArgumentError):
         s.add_argument("--speculative-model", metavar="MODEL", help="the draft model (--spec-method draft_model)")
     s.add_argument("--spec-head-gib", type=float, help="an EAGLE/MTP head's weights, GiB (default: one target layer)")
-    p.add_argument("--save-result", metavar="FILE", help="write the prediction as a vllm bench serve result file")
+    p.add_argument(
+        "--save-result", type=file_path, metavar="FILE", help="write the prediction as a vllm bench serve result file"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object (vllm bench serve's keys)")
 
 

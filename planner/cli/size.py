@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from planner.cli.messages import error, not_valid
+from planner.cli.messages import error, file_path, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 from planner.links.rules import BadValue
 
@@ -57,7 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kv-cache-dtype", default="auto,fp8", help="KV-cache dtypes to consider (default: auto,fp8)")
     p.add_argument("--max-model-len", type=int, help="--max-model-len of the deployments (default: the workload's)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="(default: 0.9)")
-    p.add_argument("--calibration", metavar="PROFILE.json", help="coefficients from python -m planner calibrate")
+    p.add_argument(
+        "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
+    )
     p.add_argument("--max-probes", type=int, default=40, help="most simulations of the search (default: 40)")
     p.add_argument("--json", action="store_true", help="print the options as a JSON list")
 

@@ -90,6 +90,7 @@ __all__ = [
     "DecodedState",
     "decode",
     "encode",
+    "parse_model",
     "scenario_key",
 ]
 
@@ -176,19 +177,29 @@ def _parse_field(name: str, text: str) -> object:
         except PlannerError:
             raise BadValue("a catalog GPU id such as h100-sxm-80gb, or custom") from None
     if name == "model":
-        try:
-            return get_model(text).id  # catalog names are normalised (case, the part after "/")
-        except PlannerError:
-            pass
-        try:
-            return validate_model_id(text)  # any Hub repo id; the page resolves it (and reports failures)
-        except PlannerError:
-            raise BadValue("a Hugging Face repo id (namespace/name) such as meta-llama/Llama-3.1-8B-Instruct") from None
+        return parse_model(text)
     if name == "engine_version":
         if len(text) > 40 or not _VERSION.fullmatch(text):
             raise BadValue("a version such as 0.19.0")
         return text
     raise BadValue("a known parameter")  # pragma: no cover - every field is handled above
+
+
+def parse_model(text: str) -> str:
+    """A model in a link: a catalog id (normalised: case, the part after ``/``) or any Hugging Face repo id; whether
+    the repo exists is the page's business (it resolves the model and reports failures).
+
+    Raises:
+        BadValue: anything else (a path, markup, NUL, spaces).
+    """
+    try:
+        return get_model(text).id
+    except PlannerError:
+        pass
+    try:
+        return validate_model_id(text)
+    except PlannerError:
+        raise BadValue("a Hugging Face repo id (namespace/name) such as meta-llama/Llama-3.1-8B-Instruct") from None
 
 
 def _split_key(key: str) -> tuple[int, str] | None:

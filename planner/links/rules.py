@@ -10,7 +10,8 @@ A codec module (:mod:`planner.links.compare`, :mod:`planner.links.loadtest`) dec
 parser; :func:`decode_query` (and :func:`decode_settings` on top of it) applies the common policy:
 
 * at most ``max_params`` parameters are read (a link cannot make the server loop over an unbounded query);
-* a repeated key warns and its LAST value is used; a value that is not a string warns and is skipped;
+* a repeated key warns and its LAST value is used; a value that is not a string warns and is skipped, and so does one
+  longer than :data:`MAX_VALUE_CHARS`;
 * a value the field parser rejects warns ``key=<value> is not valid: expected <accepted>; the default is used``
   with the value cut to :data:`SHOWN_CHARS` characters;
 * unknown keys are listed by name only: their values are never echoed (one could be a pasted API key).
@@ -27,6 +28,7 @@ from typing import Any
 __all__ = [
     "DECIMAL",
     "MAX_ENDPOINTS",
+    "MAX_VALUE_CHARS",
     "NAME_RE",
     "SHOWN_CHARS",
     "BadValue",
@@ -48,6 +50,9 @@ __all__ = [
 
 #: Longest echo of a rejected value or key, characters.
 SHOWN_CHARS = 40
+#: Longest value :func:`decode_query` hands to a field parser, characters: the longest any parameter takes (the Live
+#: Compare prompt, :data:`planner.compare.settings.MAX_PROMPT_CHARS`), so no parser reads a megabyte of a link.
+MAX_VALUE_CHARS = 2000
 #: A decimal number as links write it. ``float()`` alone also reads ``1_0``, ``١٢٨`` (other scripts' digits) and
 #: ``infinity``, which no link written here holds.
 DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -55,7 +60,7 @@ DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 #: An endpoint NAME as links carry it (:class:`planner.serving.endpoints.Endpoint` names), so a URL, a port or a key
 #: cannot be one.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 #: Most endpoint names a link selects.
 MAX_ENDPOINTS = 16
 #: Texts of a true / false flag (compared in lower case).
@@ -283,6 +288,8 @@ def decode_query(
         if times > 1:
             warnings.append(f"{key} is given {times} times; the last value is used")
         try:
+            if len(text) > MAX_VALUE_CHARS:
+                raise BadValue(f"at most {MAX_VALUE_CHARS:,} characters")
             values[name] = parse(name, text)
         except BadValue as bad:
             warnings.append(f"{key}={show(text)} is not valid: expected {bad.accepted}; the default is used")

@@ -6,8 +6,8 @@ flags (``--target-rate`` → ``target_rate``) and the Load Test's names where th
 ``output_len``, ``burstiness``); every key is optional and only values that differ from
 :data:`~planner.sizing.settings.DEFAULT` are written:
 
-* ``model``; ``target_rate`` (req/s, 0.001–100000); ``input_len`` (1–131072), ``output_len`` (1–32768),
-  ``burstiness`` (0.01–100);
+* ``model`` (a catalog id or a Hugging Face repo id, the scenario links' rule); ``target_rate`` (req/s,
+  0.001–100000); ``input_len`` (1–131072), ``output_len`` (1–32768), ``burstiness`` (0.01–100);
 * ``slo``: percentile SLOs, ``ttft_p99_ms=1000,tpot_p99_ms=50``;
 * ``gpus``: catalog GPU ids with an optional GPUs per node, ``h100-sxm-80gb:8,l4`` (none = the whole catalog);
   ``max_gpus`` (per replica, 1–64);
@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.errors import InvalidParameterError
+from planner.links.budget import parse_model
 from planner.links.rules import BadValue, decode_query, format_value, parse_number, show
 from planner.metrics.slo import SLO_ACCEPTED, format_slos, parse_slos
 from planner.sizing.settings import (
@@ -90,10 +91,7 @@ class DecodedSizing:
 
 def _parse(name: str, text: str) -> object:
     if name == "model":
-        value = text.strip()
-        if not value or len(value) > 200 or any(ch.isspace() for ch in value):
-            raise BadValue("a model id such as meta-llama/Llama-3.1-8B-Instruct")
-        return value
+        return parse_model(text.strip())  # the scenario links' rule: a catalog id or a Hub repo id
     if name == "slo":
         try:
             return parse_slos([text])

@@ -33,11 +33,13 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from planner.errors import InvalidParameterError, MalformedTextError
-from planner.parsing import json_value
+from planner.links.rules import DECIMAL
+from planner.parsing import finite_number, json_value
 
 __all__ = [
     "BURSTGPT_COLUMNS",
     "MAX_FILE_BYTES",
+    "MAX_TRACE_TOKENS",
     "TRACE_LAYOUTS",
     "TraceRow",
     "read_sharegpt",
@@ -50,6 +52,9 @@ MAX_FILE_BYTES = 1024 * 2**20
 TRACE_LAYOUTS = ("timed_trace", "burstgpt")
 #: The BurstGPT CSV's columns this reader uses.
 BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
+#: Most tokens a trace row may ask for, in or out: the longest context any model takes (10 Mi tokens), so a row
+#: cannot make a run build a prompt without bound.
+MAX_TRACE_TOKENS = 10_485_760
 _CHUNK = 1 << 16
 _MAX_ITEM_CHARS = 4 * 2**20
 
@@ -180,18 +185,27 @@ def _json_items(source: Source) -> Iterator[tuple[int, Any]]:
         pos = end
 
 
-def _integer(value: Any, low: int) -> int | None:
-    """``value`` as an integer ≥ ``low`` (a float with no fraction counts, as pandas writes CSV ints); else None."""
+def _number(value: Any) -> float | int | None:
+    """A number, or the text of a plain decimal number (CSV cells are text); None for anything else.
+
+    Text follows the links' rule (:data:`planner.links.rules.DECIMAL`): ``float()`` alone would also read ``1_000``,
+    ``١٢٨`` (other scripts' digits), ``nan`` and ``infinity``, none of which a trace writer means as a number.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
+        text = value.strip()
+        return float(text) if len(text) <= 64 and DECIMAL.fullmatch(text) else None
+    return value if isinstance(value, int | float) else None
+
+
+def _integer(value: Any, low: int, high: int = MAX_TRACE_TOKENS) -> int | None:
+    """``value`` as an integer from ``low`` to ``high`` (a float with no fraction counts, as pandas writes CSV
+    ints); else None."""
+    value = _number(value)
     if isinstance(value, float) and math.isfinite(value) and value == int(value):
         value = int(value)
-    return value if isinstance(value, int) and value >= low else None
+    return value if isinstance(value, int) and low <= value <= high else None
 
 
 def read_sharegpt(source: Source, *, limit: int = 10_000) -> tuple[str, ...]:
@@ -242,23 +256,23 @@ def _timed_trace_rows(source: Source, chunk_hash_size: int) -> Iterator[TraceRow
         entry = json_value(line, name="dataset", accepted=accepted, line=number)
         if not isinstance(entry, dict):
             raise InvalidParameterError(where, type(entry).__name__, "a JSON object")
-        stamp = entry.get("timestamp")
-        if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp) or stamp < 0:
+        stamp = finite_number(entry.get("timestamp"))
+        if stamp is None or stamp < 0:
             raise InvalidParameterError(where, "timestamp", "a number ≥ 0")
         n_in, n_out = _integer(entry.get("input_length"), 1), _integer(entry.get("output_length"), 1)
         if n_in is None:
-            raise InvalidParameterError(where, "input_length", "an integer ≥ 1")
+            raise InvalidParameterError(where, "input_length", f"an integer from 1 to {MAX_TRACE_TOKENS:,}")
         if n_out is None:
-            raise InvalidParameterError(where, "output_length", "an integer ≥ 1")
+            raise InvalidParameterError(where, "output_length", f"an integer from 1 to {MAX_TRACE_TOKENS:,}")
         hashes = entry.get("hash_ids", [])
-        ids = [_integer(h, 0) for h in hashes] if isinstance(hashes, list) else [None]
+        ids = [_integer(h, 0, 2**63 - 1) for h in hashes] if isinstance(hashes, list) else [None]
         if any(h is None for h in ids):
             raise InvalidParameterError(where, "hash_ids", "a list of integers ≥ 0")
         if ids and len(ids) * chunk_hash_size < n_in:
             raise InvalidParameterError(
                 where, "hash_ids", f"at least input_length / {chunk_hash_size} blocks ({-(-n_in // chunk_hash_size)})"
             )
-        yield TraceRow(float(stamp), n_in, n_out, tuple(h for h in ids if h is not None))
+        yield TraceRow(stamp, n_in, n_out, tuple(h for h in ids if h is not None))
 
 
 def _burstgpt_rows(source: Source) -> Iterator[TraceRow]:
@@ -282,17 +296,14 @@ def _burstgpt_rows(source: Source) -> Iterator[TraceRow]:
         where = f"dataset line {number}"
         if len(cells) < len(header):
             raise InvalidParameterError(where, f"{len(cells)} columns", f"{len(header)} columns, as the header")
-        try:
-            stamp = float(cells[at["Timestamp"]])
-        except ValueError:
-            stamp = math.nan
-        if not math.isfinite(stamp) or stamp < 0:
+        stamp = _number(cells[at["Timestamp"]])
+        if stamp is None or not math.isfinite(stamp) or stamp < 0:
             raise InvalidParameterError(where, "Timestamp", "seconds ≥ 0")
         n_in, n_out = _integer(cells[at["Request tokens"]], 1), _integer(cells[at["Response tokens"]], 0)
         if n_in is None:
-            raise InvalidParameterError(where, "Request tokens", "an integer ≥ 1")
+            raise InvalidParameterError(where, "Request tokens", f"an integer from 1 to {MAX_TRACE_TOKENS:,}")
         if n_out is None:
-            raise InvalidParameterError(where, "Response tokens", "an integer ≥ 0")
+            raise InvalidParameterError(where, "Response tokens", f"an integer from 0 to {MAX_TRACE_TOKENS:,}")
         if n_out:  # 0 response tokens: a failed request (vLLM's BurstGPTDataset drops them too)
             yield TraceRow(stamp, n_in, n_out)
 

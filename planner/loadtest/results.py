@@ -16,8 +16,8 @@ A :class:`SavedRun` is what the Load Test page keeps in the session, overlays on
 from __future__ import annotations
 
 import math
-import zlib
 import statistics
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,7 +30,7 @@ from planner.errors import InvalidParameterError, MalformedTextError
 from planner.loadtest.runner import LoadResult
 from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
 from planner.metrics.latency import compute_metrics
-from planner.parsing import json_value
+from planner.parsing import MAX_COUNT, finite_number, json_lines, json_value
 from planner.serving.server_metrics import PrefixCacheStats, SpecDecodeStats
 
 __all__ = [
@@ -304,13 +304,25 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     return out
 
 
-def _opt_float(data: dict[str, Any], key: str) -> float | None:
+def _opt_float(data: dict[str, Any], key: str, where: str) -> float | None:
+    """An optional number of a result: None when missing, null or NaN (no measurement); ``"inf"`` (vLLM writes a
+    burst's request rate so) and Infinity are infinite.
+
+    Raises:
+        InvalidParameterError: anything else (a string, a list, an integer beyond a float's range), naming ``where``
+            and the key: read as "no value", it would vanish without a word.
+    """
     value = data.get(key)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
     if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
         return math.inf
-    if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value):
-        return float(value)
-    return None
+    if isinstance(value, float) and math.isinf(value):
+        return value
+    number = finite_number(value)
+    if number is None:
+        raise InvalidParameterError(f"{where}: {key}", value, "a number, inf or null")
+    return number
 
 
 def _notes(value: Any) -> tuple[str, ...]:
@@ -319,18 +331,42 @@ def _notes(value: Any) -> tuple[str, ...]:
     return tuple(n[:300] for n in value if isinstance(n, str))[:10]
 
 
-def _opt_int(data: dict[str, Any], key: str) -> int | None:
+def _opt_int(data: dict[str, Any], key: str, where: str) -> int | None:
+    """An optional count of a result (requests, tokens, workers): None when missing or null.
+
+    Raises:
+        InvalidParameterError: anything but a whole number from 0 to :data:`~planner.parsing.MAX_COUNT` (``4.0`` is
+            4), naming ``where`` and the key.
+    """
     value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if value is None:
+        return None
+    number = finite_number(value)
+    if number is None or not number.is_integer() or not 0 <= number <= MAX_COUNT:
+        raise InvalidParameterError(f"{where}: {key}", value, f"a whole number from 0 to {MAX_COUNT:,}, or null")
+    return int(number)
 
 
-def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
+def _count(value: Any) -> int | None:
+    """A per-request count (tokens, a turn): a whole number from 0 to MAX_COUNT, else None (no value)."""
+    number = finite_number(value)
+    return int(number) if number is not None and number.is_integer() and 0 <= number <= MAX_COUNT else None
+
+
+def _rows_from_arrays(data: dict[str, Any], where: str) -> tuple[RequestRow, ...]:
+    """The per-request rows of a result: none when it has no arrays; an entry that is not a number (a count, a finite
+    time) is a missing value of that request, as vLLM writes a failed request's.
+
+    Raises:
+        InvalidParameterError: the arrays differ in length, so no entry can be matched to its request.
+    """
     arrays = {k: data.get(k) for k in ("input_lens", "output_lens", "ttfts", "itls", "latencies", "errors")}
     if not all(isinstance(v, list) for v in arrays.values()):
         return ()
     n = len(arrays["ttfts"])
     if any(len(v) != n for v in arrays.values()):
-        return ()
+        lengths = ", ".join(f"{k} {len(v)}" for k, v in arrays.items())
+        raise InvalidParameterError(where, lengths, "per-request arrays of one length (one entry per request)")
     starts = data.get("start_times")
     starts = starts if isinstance(starts, list) and len(starts) == n else [None] * n
     turns = data.get("planner_turns")
@@ -339,26 +375,26 @@ def _rows_from_arrays(data: dict[str, Any]) -> tuple[RequestRow, ...]:
     for i in range(n):
         error = arrays["errors"][i]
         ok = not error
-        out_len = arrays["output_lens"][i] if isinstance(arrays["output_lens"][i], int) else None
-        ttft = arrays["ttfts"][i] if ok and isinstance(arrays["ttfts"][i], int | float) else None
-        e2el = arrays["latencies"][i] if ok and isinstance(arrays["latencies"][i], int | float) else None
+        out_len = _count(arrays["output_lens"][i])
+        ttft = finite_number(arrays["ttfts"][i]) if ok else None
+        e2el = finite_number(arrays["latencies"][i]) if ok else None
         tpot = None
         if ttft is not None and e2el is not None and out_len is not None and out_len > 1:
             tpot = (e2el - ttft) / (out_len - 1)
         itls = arrays["itls"][i] if isinstance(arrays["itls"][i], list) else []
-        start = starts[i] if isinstance(starts[i], int | float) else None
+        start = finite_number(starts[i])
         rows.append(
             RequestRow(
                 start_s=start,
                 ok=ok,
-                input_tokens=arrays["input_lens"][i] if isinstance(arrays["input_lens"][i], int) else None,
+                input_tokens=_count(arrays["input_lens"][i]),
                 output_tokens=out_len if ok else None,
                 ttft_s=ttft,
                 e2el_s=e2el,
                 tpot_s=tpot,
-                itls_s=tuple(float(x) for x in itls if isinstance(x, int | float)),
+                itls_s=tuple(x for x in map(finite_number, itls) if x is not None),
                 error=str(error)[:500] if error else "",
-                turn=turns[i] if isinstance(turns[i], int) and not isinstance(turns[i], bool) else None,
+                turn=_count(turns[i]),
             )
         )
     if rows and all(r.start_s is not None for r in rows):
@@ -382,10 +418,10 @@ def _spec_json(spec: SpecDecodeStats | None) -> dict[str, Any]:
     }
 
 
-def _spec_from_json(data: dict[str, Any]) -> SpecDecodeStats | None:
-    """The counters of a file (ours or ``vllm bench serve``'s); None when it has none or they are not numbers."""
+def _spec_from_json(data: dict[str, Any], where: str) -> SpecDecodeStats | None:
+    """The counters of a file (ours or ``vllm bench serve``'s); None when it has none."""
     keys = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
-    counts = [_opt_float(data, k) for k in keys]
+    counts = [_opt_float(data, k, where) for k in keys]
     if any(c is None or not math.isfinite(c) or c < 0 for c in counts):
         return None
     raw = data.get("planner_spec_decode_accepted_per_pos")
@@ -410,15 +446,17 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
     label = str(data.get("planner_label") or f"{endpoint} · {data.get('date') or name}")[:120]
     sweep = data.get("planner_sweep")
     first_chunk = None
-    if isinstance(data.get("mean_ttft_first_chunk_ms"), int | float):
-        ms = {stat: _opt_float(data, f"{stat}_ttft_first_chunk_ms") for stat in _STATS}
+    # a latency that is not finite is no measurement (n/a), as in BenchmarkMetrics.from_vllm_json
+    ms = {stat: finite_number(_opt_float(data, f"{stat}_ttft_first_chunk_ms", where)) for stat in _STATS}
+    if ms["mean"] is not None:
         first_chunk = Distribution(
             count=metrics.ttft.count if metrics.ttft is not None else None,
             mean_s=ms["mean"] / _MS,
             **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
         )
     method = data.get("input_tokens_method")
-    queries, hits = _opt_float(data, "planner_prefix_cache_queries"), _opt_float(data, "planner_prefix_cache_hits")
+    queries = _opt_float(data, "planner_prefix_cache_queries", where)
+    hits = _opt_float(data, "planner_prefix_cache_hits", where)
     cache = None
     if queries is not None and hits is not None:
         source = str(data.get("planner_prefix_cache_source") or "file")[:80]
@@ -430,27 +468,27 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         metrics=metrics,
         model=str(data["model_id"])[:200] if data.get("model_id") else None,
         date=str(data["date"])[:40] if data.get("date") else None,
-        num_prompts=_opt_int(data, "num_prompts"),
-        max_concurrency=_opt_int(data, "max_concurrency"),
-        request_rate=_opt_float(data, "request_rate"),
-        burstiness=_opt_float(data, "burstiness"),
+        num_prompts=_opt_int(data, "num_prompts", where),
+        max_concurrency=_opt_int(data, "max_concurrency", where),
+        request_rate=_opt_float(data, "request_rate", where),
+        burstiness=_opt_float(data, "burstiness", where),
         sweep=str(sweep)[:80] if sweep else None,
-        requests=_rows_from_arrays(data),
+        requests=_rows_from_arrays(data, where),
         ttft_first_chunk=first_chunk,
         input_tokens_method=str(method)[:80] if method else None,
         input_sizing=str(data["planner_input_sizing"])[:80] if data.get("planner_input_sizing") else None,
-        requested_input_tokens=_opt_int(data, "planner_requested_input_tokens"),
-        measured_input_tokens=_opt_int(data, "planner_measured_input_tokens"),
+        requested_input_tokens=_opt_int(data, "planner_requested_input_tokens", where),
+        measured_input_tokens=_opt_int(data, "planner_measured_input_tokens", where),
         notes=_notes(data.get("planner_notes")),
         stopped=data.get("planner_stopped") if data.get("planner_stopped") in ("cancelled", "duration") else None,
         dataset_name=str(data["planner_dataset_name"])[:40] if data.get("planner_dataset_name") else None,
         prefix_cache=cache,
-        reusable_prefix_share=_opt_float(data, "planner_reusable_prefix_share"),
+        reusable_prefix_share=_opt_float(data, "planner_reusable_prefix_share", where),
         cache_flushed=data.get("planner_cache_flushed") is True,
         repeat=str(data["planner_repeat"])[:80] if data.get("planner_repeat") else None,
-        num_workers=_opt_int(data, "planner_num_workers"),
+        num_workers=_opt_int(data, "planner_num_workers", where),
         worker_requests=_worker_requests(data.get("planner_worker_requests")),
-        spec_decode=_spec_from_json(data),
+        spec_decode=_spec_from_json(data, where),
         batching=data["planner_batching"] if data.get("planner_batching") in ("continuous", "static") else None,
     )
 
@@ -493,8 +531,9 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
     except MalformedTextError as exc:
         if "not valid JSON" not in exc.value:  # nested too deeply: reading it line by line fails the same way
             raise
-        lines = enumerate(text.splitlines(), start=1)
-        objects = [json_value(line, name=name, accepted=accepted, line=n) for n, line in lines if line.strip()]
+        objects = [
+            json_value(line, name=name, accepted=accepted, line=n) for n, line in json_lines(text) if line.strip()
+        ]
     if not objects or len(objects) > _MAX_RUNS:
         raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))

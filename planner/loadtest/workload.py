@@ -24,7 +24,7 @@ from typing import Any
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.article import ARTICLE_PROMPTS
-from planner.parsing import json_value
+from planner.parsing import json_lines, json_value
 from planner.serving.discovery import EndpointInfo, count_prompt_tokens, tokenize_text
 from planner.serving.endpoints import Endpoint
 
@@ -105,7 +105,7 @@ def parse_prompts_jsonl(
         except UnicodeDecodeError as exc:
             raise InvalidParameterError("dataset", f"byte {exc.start}", "UTF-8 text, one JSON object a line") from exc
     prompts: list[str] = []
-    for number, line in enumerate(data.splitlines(), start=1):
+    for number, line in json_lines(data):
         if not line.strip():
             continue
         obj = json_value(line, name="dataset", accepted=ACCEPTED_LINES, line=number)

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.errors import InvalidParameterError
 from planner.metrics.latency import compute_metrics, summarize
+from planner.parsing import MAX_COUNT, finite_number
 from planner.serving.streaming import RequestRecord
 
 __all__ = ["METRIC_NAMES", "BenchmarkMetrics", "Distribution", "compute_benchmark_metrics", "metrics_from_samples"]
@@ -137,7 +138,8 @@ class BenchmarkMetrics:
         """Read a ``vllm bench serve --save-result`` JSON object (unknown keys are ignored).
 
         Sample counts come from the per-request arrays when the file has them (``output_lens``, ``itls``);
-        TTFT/E2EL counts are ``completed``. A distribution whose mean is missing (or 0 with no sample) is None.
+        TTFT/E2EL counts are ``completed``. A distribution whose mean is missing (or 0 with no sample) is None; a
+        statistic that is not a finite number (NaN, Infinity) is missing.
 
         Raises:
             InvalidParameterError: a required key (``duration``, ``completed``) is missing or has a bad type.
@@ -162,18 +164,20 @@ class BenchmarkMetrics:
             counts["itl"] = sum(len(x) for x in itls if isinstance(x, list))
         dists: dict[str, Distribution | None] = {}
         for name in METRIC_NAMES:
-            mean = extra.get(f"mean_{name}_ms")
-            if not isinstance(mean, int | float) or counts[name] == 0:
+
+            def _get(stat: str, name: str = name) -> float | None:
+                # NaN or Infinity is no measurement: missing (n/a), as a key that is not there
+                value = finite_number(extra.get(f"{stat}_{name}_ms"))
+                return None if value is None else value / _MS
+
+            mean = _get("mean")
+            if mean is None or counts[name] == 0:
                 dists[name] = None
                 continue
 
-            def _get(stat: str, name: str = name) -> float | None:
-                value = extra.get(f"{stat}_{name}_ms")
-                return float(value) / _MS if isinstance(value, int | float) else None
-
             dists[name] = Distribution(
                 count=counts[name],
-                mean_s=float(mean) / _MS,
+                mean_s=mean,
                 median_s=_get("median"),
                 std_s=_get("std"),
                 p90_s=_get("p90"),
@@ -199,10 +203,10 @@ class _VllmResult(BaseModel):
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     duration: float = Field(gt=0)
-    completed: int = Field(ge=0)
-    failed: int = Field(default=0, ge=0)
-    total_input_tokens: int = 0
-    total_output_tokens: int = 0
+    completed: int = Field(ge=0, le=MAX_COUNT)
+    failed: int = Field(default=0, ge=0, le=MAX_COUNT)
+    total_input_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    total_output_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
     request_throughput: float = 0.0
     request_goodput: float | None = None
     output_throughput: float = 0.0

@@ -45,8 +45,10 @@ __all__ = [
 #: Server kinds the clients know how to talk to.
 KINDS: tuple[str, ...] = ("vllm", "tgi", "openai", "sglang", "llamacpp")
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: An endpoint name: what a link carries (:data:`planner.links.rules.NAME_RE`, at most 64 characters), so every
+#: configured endpoint can be put in a link. ``\Z``, not ``$``: ``$`` also matches before a final newline.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class EndpointConfigError(PlannerError, ValueError):
@@ -120,7 +122,9 @@ def _redact(url: str) -> str:
 
 def _check(name: str, kind: str, base_url: str, api_key_env: str | None) -> None:
     if not _NAME_RE.match(name):
-        raise InvalidParameterError("name", name, "letters, digits, '_', '.', '-' (not starting with a symbol)")
+        raise InvalidParameterError(
+            "name", name, "up to 64 letters, digits, '_', '.', '-' (not starting with a symbol)"
+        )
     if kind not in KINDS:
         raise InvalidParameterError("kind", kind, f"one of {', '.join(KINDS)}")
     if not re.match(r"^https?://[^/\s:@]+(:\d+)?(/\S*)?$", base_url):
@@ -197,6 +201,12 @@ _ACCEPTED = {
 }
 
 
+def _shown(value: object) -> str:
+    """``repr(value)`` cut to 60 characters: one short line, whatever a file holds (a newline, 10,000 characters)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     """Read and validate an ``endpoints.toml`` file.
 
@@ -217,7 +227,7 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     """
     path = Path(path)
     try:
-        data = toml_table(path.read_text(encoding="utf-8"), name=str(path), accepted="[[endpoint]] tables in TOML")
+        data = toml_table(path.read_bytes(), name=str(path), accepted="[[endpoint]] tables in TOML")
     except OSError as exc:
         raise EndpointConfigError((f"{path}: cannot read: {exc.strerror or exc}",)) from exc
     except MalformedTextError as exc:
@@ -230,7 +240,8 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
     for i, raw in enumerate(entries):
         label = f"{path}: endpoint[{i}]"
         if isinstance(raw, dict) and isinstance(raw.get("name"), str):
-            label += f" ({raw['name']})"
+            name = raw["name"]
+            label += f" ({name})" if _NAME_RE.match(name) and len(name) <= 40 else f" ({_shown(name)})"
         try:
             entry = _EndpointEntry.model_validate(raw)
         except ValidationError as exc:
@@ -242,13 +253,13 @@ def load_endpoints(path: str | Path) -> tuple[Endpoint, ...]:
                     problems.append(f"{label}: {field} is missing; expected {_ACCEPTED.get(field, 'a value')}")
                 else:
                     accepted = _ACCEPTED.get(field, "a value")
-                    shown = "<not shown>" if field == "api_key_env" else repr(err.get("input"))
+                    shown = "<not shown>" if field == "api_key_env" else _shown(err.get("input"))
                     problems.append(f"{label}: {field}={shown} is not valid; expected {accepted}")
             continue
         try:
             endpoints.append(Endpoint(**entry.model_dump()))
         except InvalidParameterError as exc:
-            shown = exc.value if exc.name == "api_key_env" else repr(exc.value)
+            shown = exc.value if exc.name == "api_key_env" else _shown(exc.value)
             problems.append(f"{label}: {exc.name}={shown} is not valid; expected {exc.accepted}")
     seen: set[str] = set()
     for ep in endpoints:

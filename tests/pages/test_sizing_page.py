@@ -81,3 +81,13 @@ def test_nothing_meets_says_what_binds() -> None:
     assert not at.exception and not at.success
     (warning,) = at.warning
     assert warning.value.startswith("No configuration meets the SLOs") and "tpot_p99_ms binds" in warning.value
+
+
+def test_a_link_the_page_cannot_size_is_still_written_back_clean() -> None:
+    """The link holds what the page shows even when it stops ("Cannot size"): the refused parameters leave the URL,
+    so sharing or reloading it does not repeat their warnings (issue 24, found by tests/pages/test_hostile_params.py:
+    the URL kept them whenever the model could not be resolved)."""
+    at = _app(model="unknown-org/no-such-model", bogus="1", target_rate="nan")
+    assert not at.exception
+    assert any("unknown-org/no-such-model" in e.value for e in at.error)
+    assert dict(at.query_params) == {"model": "unknown-org/no-such-model"}

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -430,6 +433,66 @@ def test_invalid_stream_event_fails_the_test() -> None:
         client.post("/generate_stream", json={"inputs": "a"})
     with pytest.raises(SpecViolation, match="StreamResponse does not validate"):
         server.close()
+
+
+def _reset_after(server: TGIServer, request: bytes, *, read_reply: bool) -> None:
+    """Send ``request`` on a raw socket, read the reply (or not), then close with a TCP reset (``SO_LINGER`` 0), as a
+    client does that closes a connection with unread data in its buffer."""
+    with socket.create_connection(_address(server)) as sock:
+        sock.sendall(request)
+        if read_reply:
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _address(server: TGIServer) -> tuple[str, int]:
+    host, port = urlsplit(server.base_url).netloc.split(":")
+    return host, int(port)
+
+
+def _handlers_done(timeout_s: float = 5.0) -> None:
+    """Wait until the server's request threads (socketserver names them after ``process_request_thread``) end."""
+    deadline = time.monotonic() + timeout_s
+    while any("process_request_thread" in t.name for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a request thread did not end"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "read_reply"),
+    [
+        (b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n", True),  # reset while the server waits for the next request
+        (b"POST /generate HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{", False),  # reset mid-body
+    ],
+    ids=["keep-alive", "mid-body"],
+)
+def test_client_reset_prints_nothing(
+    capsys: pytest.CaptureFixture[str], request_bytes: bytes, read_reply: bool
+) -> None:
+    """A client that hangs up is no server error (TGI's router drops the connection silently): no traceback is
+    printed from the server's threads (issue 24 item 13: a stray traceback in an all-passing run)."""
+    with TGIServer() as server:
+        _reset_after(server, request_bytes, read_reply=read_reply)
+        _handlers_done()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+
+
+def test_server_exception_fails_the_test_instead_of_printing(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug in the stand-in itself (an exception that is no hang-up) fails the test at ``close()``."""
+    server = TGIServer().start()
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("stand-in bug")
+
+    server.info = broken  # type: ignore[method-assign]
+    with socket.create_connection(_address(server)) as sock:
+        sock.sendall(b"GET /info HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.recv(65536)
+    _handlers_done()
+    with pytest.raises(AssertionError, match="stand-in bug"):
+        server.close()
+    assert "Traceback" not in capsys.readouterr().err
 
 
 # --- bookkeeping, pacing, metrics -------------------------------------------------------------------------------------

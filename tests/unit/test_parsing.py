@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
-from planner.parsing import json_value, toml_table
+from planner.parsing import MAX_COUNT, finite_number, json_lines, json_value, toml_table
 
 
 @pytest.mark.parametrize(
@@ -38,3 +40,37 @@ def test_toml_errors_are_one_line() -> None:
 def test_good_text_parses() -> None:
     assert json_value('{"a": [1]}', name="x", accepted="y") == {"a": [1]}
     assert toml_table("a = 1", name="x", accepted="y") == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [
+        (3, 3.0),
+        (2.5, 2.5),
+        (True, None),
+        ("3", None),
+        (None, None),
+        (math.nan, None),
+        (-math.inf, None),
+        (10**400, None),
+    ],
+)
+def test_finite_number(value: object, number: float | None) -> None:
+    # 10**400 is an int no float holds: math.isfinite raises OverflowError on it, finite_number says None
+    assert finite_number(value) == number
+
+
+def test_max_count_is_the_last_integer_a_float_holds_exactly() -> None:
+    assert float(MAX_COUNT) == MAX_COUNT and float(MAX_COUNT + 1) == MAX_COUNT  # 2**53 + 1 rounds to 2**53
+
+
+def test_json_lines_end_at_newline_only() -> None:
+    # U+2028, U+2029, U+0085 and form feed are characters of a JSON string; str.splitlines would end a line there
+    text = '{"a": "x\u2028y"}\r\n\n{"b": "p\x85q\x0cr"}'
+    assert json_lines(text) == [(1, '{"a": "x\u2028y"}'), (2, ""), (3, '{"b": "p\x85q\x0cr"}')]
+
+
+def test_toml_bytes_are_utf8() -> None:
+    assert toml_table("a = 'é'".encode(), name="x", accepted="y") == {"a": "é"}
+    with pytest.raises(MalformedTextError, match=r"^e.toml: not UTF-8 text; expected tables$"):
+        toml_table(b"a = '\xff'", name="e.toml", accepted="tables")

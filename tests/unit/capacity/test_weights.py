@@ -74,6 +74,13 @@ def test_linear_bytes_per_param(method: str, expected: float) -> None:
     assert linear_bytes_per_param(method, 2.0, group_size=128) == pytest.approx(expected)
 
 
+def test_gptq_per_channel_group_size() -> None:
+    """GPTQ's ``group_size: -1`` is one fp16 scale and packed zero per output row of ``in_features`` weights
+    (AutoGPTQ's per-channel convention): 0.5 + 2.5 / 4096 bytes per weight. It used to divide by -1, giving negative
+    weight memory (issue 24: a real config that the hostile-config suite planned)."""
+    assert linear_bytes_per_param("gptq", 2.0, group_size=-1, in_features=4096) == pytest.approx(0.5 + 2.5 / 4096)
+
+
 def test_int4_keeps_embeddings_in_16_bit() -> None:
     # AWQ/GPTQ quantize Linear layers only: Llama-3.1-8B's 2 x 128256 x 4096 embedding/lm_head stay bf16.
     r = resolve(Scenario(model="hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", gpu="h100"))

@@ -246,11 +246,15 @@ def test_cli_model_errors_are_one_line(hub, capsys) -> None:
         (
             '{"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":4096,"num_hidden_layers":32,'
             '"num_attention_heads":32,"vocab_size":32000,"num_local_experts":"eight"}',
-            "cannot read",
+            "'num_local_experts' is 'eight'",
+        ),
+        (  # issue 24: not a list used to crash with a TypeError (found by tests/unit/catalog/test_hostile_configs.py)
+            '{"architectures":1.5,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":32000}',
+            "'architectures' is 1.5",
         ),
         ("{" + " " * (2 << 20) + "}", "larger than any config.json"),
     ],
-    ids=["nan", "deep-nesting", "huge-layer-count", "kv-heads", "string-experts", "huge-text"],
+    ids=["nan", "deep-nesting", "huge-layer-count", "kv-heads", "string-experts", "architectures-number", "huge-text"],
 )
 def test_hostile_pasted_configs_are_one_line_errors(text: str, match: str) -> None:
     # A pasted config must never make the shared server compute without bound (a 10^12-layer config used to

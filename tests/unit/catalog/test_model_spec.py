@@ -468,7 +468,41 @@ UNSUPPORTED_KV_HEADS = [
 ]
 
 
-@pytest.mark.parametrize(("config", "field"), UNSUPPORTED + UNSUPPORTED_KV_HEADS)
+#: Optional fields given with a value no engine reads as given (issue 24, found by tests/unit/catalog/
+#: test_hostile_configs.py): each used to be replaced without a word (``head_dim`` -64 became 128, a
+#: ``tie_word_embeddings`` of 1.02 became true, ``num_nextn_predict_layers`` -423 became 0) or to crash (a
+#: ``decoder_sparse_step`` of 5e-324 divided by zero, a 10^90 expert count overflowed a float).
+UNSUPPORTED_OPTIONAL = [
+    pytest.param(llama(head_dim=-64), "head_dim", id="negative-head-dim"),
+    pytest.param(llama(head_dim=1.5), "head_dim", id="fractional-head-dim"),
+    pytest.param(llama(intermediate_size="14336"), "intermediate_size", id="string-intermediate"),
+    pytest.param(llama(max_position_embeddings=-1), "max_position_embeddings", id="negative-max-position"),
+    pytest.param(llama(tie_word_embeddings=1.02), "tie_word_embeddings", id="number-tie"),
+    pytest.param(llama(tie_word_embeddings="false"), "tie_word_embeddings", id="string-tie"),
+    pytest.param(llama(num_nextn_predict_layers=-423), "num_nextn_predict_layers", id="negative-mtp"),
+    pytest.param(llama(draft_vocab_size=" 8192 "), "draft_vocab_size", id="string-draft-vocab"),
+    pytest.param(llama(kv_lora_rank=5e-324), "kv_lora_rank", id="tiny-kv-lora-rank"),
+    pytest.param(llama(kv_lora_rank=512, qk_nope_head_dim=0.0), "qk_nope_head_dim", id="zero-nope"),
+    pytest.param(llama(kv_lora_rank=512, index_head_dim=-5929), "index_head_dim", id="negative-index-head-dim"),
+    pytest.param(llama(sliding_window="4096"), "sliding_window", id="string-window"),
+    pytest.param(llama(layer_types=["full_attention"] * 31), "layer_types", id="layer-types-short"),
+    pytest.param(
+        llama(model_type="qwen2_moe", num_experts=8, decoder_sparse_step=5e-324), "decoder_sparse_step", id="step-0"
+    ),
+    pytest.param(llama(model_type="qwen3_moe", num_experts=int("9" * 90)), "num_experts", id="huge-experts"),
+    pytest.param(llama(num_local_experts=8, num_experts_per_tok=2.5), "num_experts_per_tok", id="fractional-top-k"),
+    pytest.param(  # a string was read letter by letter as module names
+        llama(quantization_config={"quant_method": "awq", "modules_to_not_convert": "lm_head"}),
+        "modules_to_not_convert",
+        id="string-skipped-modules",
+    ),
+    pytest.param(
+        llama(quantization_config={"quant_method": "gptq", "bits": 4.5}), "quantization_config.bits", id="gptq-bits"
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "field"), UNSUPPORTED + UNSUPPORTED_KV_HEADS + UNSUPPORTED_OPTIONAL)
 def test_unsupported_config(config: Any, field: str) -> None:
     with pytest.raises(UnsupportedModelError) as info:
         parse(config)

@@ -29,6 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 BASE = ["plan", "--model", LLAMA_8B, "--gpu", "h100"]
+PREDICT = ["predict", "--model", LLAMA_8B, "--gpu", "h100", "--max-concurrency", "1"]
 
 #: Keys the brief requires in ``--json`` output.
 REQUIRED_JSON_KEYS = (
@@ -288,6 +289,9 @@ ERRORS = [
         ("--model",),
         id="empty-model",
     ),
+    # issue 24 (hostile-flags suite): a 400-digit integer raised OverflowError in the range check
+    pytest.param([*BASE, "--max-num-seqs", "9" * 400], ("--max-num-seqs",), id="huge-max-num-seqs"),
+    pytest.param([*BASE, "--target-context", "-" + "9" * 400], ("--target-context",), id="huge-negative-context"),
 ]
 
 
@@ -316,6 +320,61 @@ def test_unknown_model_error_suggests_close_ids(capsys: pytest.CaptureFixture[st
     assert len(err.splitlines()) == 1
     assert "meta-llama/Llama-3.1-8B-Instrct" in err
     assert LLAMA_8B in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*BASE, "--num-kv-heads", '{"a":' * 300],
+        [*BASE, "--kv-quant", "9" * 600],
+        [*BASE, "--gpu-memory-utilization", "it's " + "x" * 600],
+        ["size", "--model", LLAMA_8B, "--target-rate", "1", "--price", '{"a":' * 300],  # the CLI's own message
+    ],
+    ids=["int", "choice", "float-with-quote", "size-price"],
+)
+def test_a_long_value_argparse_refuses_is_quoted_short(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """argparse echoes the whole value it refuses; 1,800 characters of it made a one-line refusal a screenful
+    (issue 24, found by tests/unit/cli/test_hostile_flags.py)."""
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    (line,) = err.splitlines()
+    assert len(line) < 300 and argv[-2] in line, line
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["calibrate", "a\x00b", "--out", "p.json", "--model", LLAMA_8B, "--gpu", "h100"], "RUN.json"),
+        (["calibrate", "run.json", "--out", "p\x00.json", "--model", LLAMA_8B, "--gpu", "h100"], "--out"),
+        (["compare", "--prompt", "hi", "--endpoints-file", "\x00"], "--endpoints-file"),
+        (["bench", "--endpoint", "vllm:http://127.0.0.1:9", "--dataset-path", "d\x00.jsonl"], "--dataset-path"),
+        (["bench", "--endpoint", "vllm:http://127.0.0.1:9", "--save-result", "\ud800.json"], "--save-result"),
+        ([*PREDICT, "--calibration", "p\x00.json"], "--calibration"),
+        ([*PREDICT, "--spec-acceptance-from", "r\x00.json"], "--spec-acceptance-from"),
+        ([*PREDICT, "--save-result", "r\x00.json"], "--save-result"),
+        (["size", "--model", LLAMA_8B, "--target-rate", "1", "--calibration", "\x00"], "--calibration"),
+        (["demo-server", "--model", LLAMA_8B, "--gpu", "h100", "--calibration", "\x00"], "--calibration"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v[0],
+)
+def test_a_file_name_no_file_can_have_is_refused_at_parse(
+    capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    """NUL or a lone surrogate in a path made Python's file calls raise ValueError, a traceback past the commands'
+    ``except OSError`` (issue 24, found by tests/unit/cli/test_hostile_flags.py); nothing is opened or sent."""
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert flag in line and "NUL" in line, line
+
+
+@pytest.mark.parametrize("path", [" ", ".", "no/such.toml"])
+def test_an_endpoints_file_that_cannot_be_read_names_the_flag(capsys: pytest.CaptureFixture[str], path: str) -> None:
+    """The line was ``error:  : cannot read: ...`` for a path of one space (issue 24, hostile-flags suite)."""
+    code, _, err = run(["compare", "--prompt", "hi", "--endpoints-file", path], capsys)
+    assert code == 2
+    (line,) = err.splitlines()
+    assert "--endpoints-file" in line and "cannot read" in line, line
 
 
 def test_missing_subcommand_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -95,3 +95,20 @@ def test_decode_query_reads_a_bounded_number_of_params():
     values, warnings = decode_query(query, {"k0": "f"}, _parse, max_params=32)
     assert values == {"f": 1}
     assert warnings[0] == "only the first 32 of 1000 parameters are read"
+
+
+def test_decode_query_refuses_a_value_longer_than_any_link_holds():
+    """No parameter of any page takes more than 2,000 characters (the Live Compare prompt): a longer value is refused
+    before its parser sees it. The Sizing link took gpus="ab," * 400,000 (1.2 MB, one GPU id once duplicates were
+    dropped) without a word (issue 24, found by tests/unit/links/test_hostile_links.py)."""
+    values, warnings = decode_query({"a": "1" + " " * 2000}, {"a": "field_a"}, _parse)
+    assert values == {}
+    (warning,) = warnings
+    assert warning == f"a={show('1' + ' ' * 2000)} is not valid: expected at most 2,000 characters; the default is used"
+
+
+def test_the_sizing_link_refuses_a_megabyte_of_gpus():
+    from planner.links.sizing import decode
+
+    (warning,) = decode({"gpus": "ab," * 400_000}).warnings
+    assert warning.startswith("gpus=") and "at most 2,000 characters" in warning

@@ -58,6 +58,30 @@ def test_hostile_value_warns_by_name_and_keeps_the_default(key: str, value: str)
     assert decoded.settings == DEFAULT and decoded.row == 1
 
 
+@pytest.mark.parametrize(
+    "value", ["\x00", "a\x00b", "<script>alert(1)</script>", "../../etc/passwd", "h100/🙂", "x" * 201]
+)
+def test_model_that_is_no_model_id_warns_like_every_page(value: str) -> None:
+    """The model follows the scenario links' rule (a catalog id or a Hub repo id), so NUL, markup or a path never
+    reach the page as a model to size (issue 24: found by tests/unit/links/test_hostile_links.py)."""
+    decoded = decode({"model": value})
+    (warning,) = decoded.warnings
+    assert warning.startswith("model=") and "is not valid: expected" in warning
+    assert decoded.settings == DEFAULT
+
+
+@pytest.mark.parametrize(
+    ("value", "model"),
+    [
+        ("unknown-org/no-such-model", "unknown-org/no-such-model"),
+        ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+    ],
+)
+def test_model_repo_ids_are_taken_as_on_the_scenario_pages(value: str, model: str) -> None:
+    decoded = decode({"model": value})
+    assert decoded.warnings == () and decoded.settings.model == model
+
+
 def test_unknown_key_listed_by_name_only() -> None:
     (warning,) = decode({"api_key": "sk-secret"}).warnings
     assert "api_key" in warning and "sk-secret" not in warning

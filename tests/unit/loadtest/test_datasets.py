@@ -125,6 +125,26 @@ def test_burstgpt_rows_skip_failed_requests():
         (lambda t: read_trace(t, "burstgpt"), "time,model\n1,x\n", "dataset line 1", "Timestamp"),
         # a trace going back in time
         (lambda t: read_trace(t, "burstgpt"), BURSTGPT.replace("118,", "1,"), "dataset row 2", "Timestamp"),
+        # issue 24 (hostile-file suite): numbers float() reads but no trace writer means. "١٢٨" (Arabic-Indic
+        # digits) was read as 128 request tokens, "1_7" as 17
+        (lambda t: read_trace(t, "burstgpt"), BURSTGPT.replace("417", "١٢٨"), "dataset line 4", "Request tokens"),
+        (lambda t: read_trace(t, "burstgpt"), BURSTGPT.replace("276", "2_76"), "dataset line 4", "Response tokens"),
+        (lambda t: read_trace(t, "burstgpt"), BURSTGPT.replace("118,", "infinity,"), "dataset line 4", "Timestamp"),
+        # ... a row asking for more tokens than any model takes (a run would build a prompt of 6e16 tokens)
+        (lambda t: read_trace(t, "burstgpt"), BURSTGPT.replace("417", "6.2e16"), "dataset line 4", "Request tokens"),
+        (
+            lambda t: read_trace(t, "timed_trace"),
+            MOONCAKE.replace('"input_length": 20', '"input_length": 20000000000').replace(', "hash_ids": [0, 1]', ""),
+            "dataset line 2",
+            "input_length",
+        ),
+        # ... and a timestamp too large for a float (it raised OverflowError)
+        (
+            lambda t: read_trace(t, "timed_trace"),
+            MOONCAKE.replace('"timestamp": 27', '"timestamp": 1' + "0" * 400),
+            "dataset line 2",
+            "timestamp",
+        ),
     ],
 )
 def test_a_malformed_file_of_each_kind_is_rejected_by_line_and_field(reader, text, where, field):

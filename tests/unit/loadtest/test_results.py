@@ -116,6 +116,15 @@ def test_import_json_lines_and_lists():
     assert len(import_runs(json.dumps([VLLM_RESULT, VLLM_RESULT]), "list.json")) == 2
 
 
+def test_json_lines_end_only_at_newlines():
+    """An error text holding U+2028 (raw, as a writer with ensure_ascii=False leaves it) is part of its line
+    (issue 24: str.splitlines cut the line there and refused the file)."""
+    runs = [{**VLLM_RESULT, "errors": ["", "Bad\u2028Request"]}, VLLM_RESULT]
+    text = "\n".join(json.dumps(r, ensure_ascii=False) for r in runs)
+    first, _ = import_runs(text, "append.jsonl")
+    assert first.requests[1].error == "Bad\u2028Request"
+
+
 @pytest.mark.parametrize(
     ("data", "needle"),
     [
@@ -176,12 +185,57 @@ def test_a_run_without_completed_requests_has_no_throughput():
 
 @pytest.mark.parametrize(
     ("change", "needle"),
-    [({"duration": 0}, "duration"), ({"completed": -5}, "completed"), ({"request_throughput": "NaN"}, "request")],
+    [
+        ({"duration": 0}, "duration"),
+        ({"completed": -5}, "completed"),
+        ({"request_throughput": "NaN"}, "request"),
+        # issue 24 (hostile-file suite): a count past 2^53 was read, then crashed the runs table (pandas Int64)
+        ({"completed": 2**64}, "completed"),
+        ({"failed": 10**30}, "failed"),
+        ({"total_input_tokens": -1}, "total_input_tokens"),
+    ],
 )
 def test_impossible_values_are_refused(change, needle):
     with pytest.raises(InvalidParameterError) as info:
         import_runs(json.dumps({**VLLM_RESULT, **change}), "edited.json")
     assert needle in str(info.value) and "edited.json" in str(info.value)
+
+
+@pytest.mark.parametrize("stat", ["mean", "median", "p99"])
+def test_a_statistic_that_is_not_a_number_reads_as_missing(stat):
+    """NaN or Infinity in a file is no measurement: n/a (None), never "nan ms" (issue 24, hostile-file suite)."""
+    (run,) = import_runs(json.dumps({**VLLM_RESULT, f"{stat}_ttft_ms": math.nan}), "nan.json")
+    ttft = run.metrics.ttft
+    assert (ttft is None) if stat == "mean" else (getattr(ttft, f"{stat}_s") is None)
+    assert runs_frame([run]).iloc[0][f"{stat}_ttft_ms"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        # issue 24 (hostile-file suite): each was read as "no value" without a word, or crashed later
+        ({"max_concurrency": "four"}, "max_concurrency"),
+        ({"request_rate": [1]}, "request_rate"),
+        ({"planner_requested_input_tokens": 2**64}, "planner_requested_input_tokens"),  # crashed the runs table
+        ({"ttfts": [0.1]}, "ttfts 1"),  # arrays of different lengths: every per-request row was dropped
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_by_name(change, needle):
+    with pytest.raises(InvalidParameterError) as info:
+        import_runs(json.dumps({**VLLM_RESULT, **change}), "edited.json")
+    message = str(info.value)
+    assert needle in message and "edited.json result 1" in message and "\n" not in message
+
+
+def test_entries_that_are_no_numbers_are_missing_values_of_their_request():
+    """A per-request entry beyond a float's range (it raised OverflowError) or NaN is that request's missing value;
+    a first-chunk TTFT of NaN is no distribution (it raised TypeError)."""
+    data = {**VLLM_RESULT, "itls": [[0.1] * 8 + [10**400], []], "latencies": [math.nan, 0.0]}
+    text = json.dumps({**data, "mean_ttft_first_chunk_ms": math.nan})
+    (run,) = import_runs(text, "odd.json")
+    assert run.requests[0].itls_s == (0.1,) * 8 and run.requests[0].e2el_s is None
+    assert run.ttft_first_chunk is None
+    assert len(requests_frame([run])) == 2
 
 
 def test_failure_summary_names_the_most_common_error():

@@ -40,6 +40,16 @@ def test_jsonl_accepts_vllm_prompt_text_and_messages():
     assert parse_prompts_jsonl(data.lstrip("\ufeff")) == expected
 
 
+def test_jsonl_lines_end_only_at_newlines():
+    """JSON Lines ends a line at \\n (and \\r\\n) only: U+2028, U+2029 and U+0085 are characters of a JSON string that
+    a writer with ensure_ascii=False leaves raw. They used to split the line, so a well-formed file was refused as
+    "not valid JSON" (issue 24, found by the hostile-file suite)."""
+    prompts = ("first\u2028line", "para\u2029graph", "next\x85line", "form\x0cfeed")
+    data = "\r\n".join(json.dumps({"prompt": p}, ensure_ascii=False) for p in prompts) + "\r\n"
+    assert parse_prompts_jsonl(data) == prompts
+    assert parse_prompts_jsonl(data.encode("utf-8")) == prompts
+
+
 @pytest.mark.parametrize(
     ("data", "name"),
     [

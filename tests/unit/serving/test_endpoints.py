@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from planner.errors import InvalidParameterError, PlannerError
@@ -93,6 +95,29 @@ def test_unreadable_files(tmp_path, text, problem):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(EndpointConfigError, match=problem.replace("[", r"\[")):
         load_endpoints(path)
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    """A binary file raised UnicodeDecodeError through the CLI (issue 24, found by the hostile-flags suite)."""
+    path = tmp_path / "endpoints.toml"
+    path.write_bytes(b"\xff\xfe[[endpoint]]")
+    with pytest.raises(EndpointConfigError) as info:
+        load_endpoints(path)
+    (line,) = info.value.problems
+    assert str(path) in line and "not UTF-8" in line
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a\n", "x" * 10_000, "x" * 65, "tab\there"])
+def test_a_bad_name_is_refused_and_shown_short_on_its_one_line(tmp_path, name):
+    """A name is what a link carries (at most 64 characters; a 10,000-character name was accepted, then left out of
+    every link without a word, and "a\\n" passed the pattern's $); the entry label quotes a bad name as a short
+    repr (a newline in it made its problem two lines) (issue 24, found by the hostile-endpoints suite)."""
+    path = tmp_path / "endpoints.toml"
+    path.write_text(f'[[endpoint]]\nname = {json.dumps(name)}\nkind = "vllm"\nbase_url = "http://x:1"\n')
+    with pytest.raises(EndpointConfigError) as info:
+        load_endpoints(path)
+    (line,) = info.value.problems
+    assert "\n" not in line and len(line) < len(str(path)) + 300 and "name=" in line
 
 
 def test_missing_file_and_duplicates(tmp_path):

@@ -9,8 +9,8 @@ differenced counters are the folder README's: 73,728 queries / 61,440 hits, then
 
 from __future__ import annotations
 
-import gzip
 import asyncio
+import gzip
 from pathlib import Path
 
 import httpx

@@ -10,8 +10,8 @@ figures in ``in512_c1.json`` (``spec_decode_acceptance_rate`` 61.33 %, ``spec_de
 
 from __future__ import annotations
 
-import gzip
 import asyncio
+import gzip
 import json
 from datetime import datetime
 from pathlib import Path
