@@ -182,8 +182,6 @@ def render_live(snap: CompareSnapshot, repeat: int) -> None:
                     st.caption(f"Reasoning: {progress.reasoning_text}")
                 if progress.text:
                     st.markdown(progress.text)
-                elif status.empty_answer:
-                    st.caption("empty answer: the stream ended normally without any text (0 tokens)")
                 elif status.state in ("waiting", "streaming"):
                     st.caption("waiting for the first token…")
                 if status.state == "cut":

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from planner.cli import max_rate
-from planner.cli.messages import error, not_valid
+from planner.cli.messages import error, not_valid, verdict
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
     from planner.loadtest.runner import LoadResult
     from planner.loadtest.sweep import SweepPoint
-    from planner.serving.streaming import RequestRecord
 
 __all__ = ["add_parser", "run"]
 
@@ -345,21 +344,6 @@ def _confidence_text(frame: object) -> str:
     return "\n".join(lines)
 
 
-def _all_failed(records: Sequence[RequestRecord]) -> str | None:
-    """When requests were sent and none succeeded: "all N requests failed; most common: KIND (M of N): MESSAGE"
-    (MESSAGE from the first request of that kind); else None."""
-    from collections import Counter
-
-    if not records or any(r.ok for r in records):
-        return None
-    kinds = Counter(r.error_kind or "error" for r in records)
-    kind, count = kinds.most_common(1)[0]
-    example = next(r.error for r in records if (r.error_kind or "error") == kind)
-    n = len(records)
-    what = f"all {n} request{'s' if n != 1 else ''} failed"
-    return f"{what}; most common: {kind} ({count} of {n})" + (f": {example}" if example else "")
-
-
 def _accepted(text: str) -> str:
     """What a flag accepts, in CLI words: a flag that is left out is not "None"."""
     return text.replace("or None for no cap", "or leave it out for no cap")
@@ -587,9 +571,4 @@ def run(args: argparse.Namespace) -> int:
     for outcome in outcomes:  # each note named after its run (a sweep's levels differ)
         for note in outcome.result.notes if outcome.result is not None else ():
             print(f"{PROG}: note: {outcome.job.label}: {note.removeprefix(endpoint.name + ': ')}", file=sys.stderr)
-    failure = _all_failed([rec for r in results for rec in r.records])
-    if failure is not None:
-        sys.stdout.flush()  # the results first, then the verdict as the last stderr line
-        print(f"{PROG}: error: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return verdict(PROG, [rec for r in results for rec in r.records])

@@ -72,10 +72,11 @@ class EndpointStatus:
 
     Attributes:
         state: "waiting", "streaming", "done", "error", "cut" (partial answer kept) or "cancelled".
-        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens", "done · empty answer (0 tokens)".
+        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens", "error · empty answer (0 tokens)".
         error: One-line error of the last failed request; None when none failed.
-        empty_answer: The run is done and its last request ended normally without any token-bearing chunk (no
-            text, reasoning or tool call), e.g. llama.cpp answering with finish_reason "stop" and nothing else.
+        empty_answer: The last request failed as an empty answer: it ended normally without any token-bearing
+            chunk (no text, reasoning or tool call), e.g. llama.cpp answering with finish_reason "stop" and nothing
+            else.
     """
 
     state: str
@@ -108,8 +109,8 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
     Returns:
         ``error`` when the last finished request failed without output, ``cut`` when it failed after some
         output (the partial answer is kept), ``cancelled`` for a cancelled request, ``done`` when every request
-        finished, ``streaming`` while chunks arrive, else ``waiting``. A ``done`` endpoint whose last request
-        streamed no token says so (``"done · empty answer (0 tokens)"``, :attr:`EndpointStatus.empty_answer`).
+        finished, ``streaming`` while chunks arrive, else ``waiting``. An endpoint whose last request was an empty
+        answer says so (``"error · empty answer (0 tokens)"``, :attr:`EndpointStatus.empty_answer`).
     """
     n_done = len(progress.records)
     current = min(n_done + (0 if progress.done else 1), repeat)
@@ -128,7 +129,7 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
         state = "streaming"
     else:
         state = "waiting"
-    empty = state == "done" and last is not None and last.ok and not last.chunks
+    empty = state == "error" and last is not None and last.error_kind == "empty"
     parts = [state, of]
     if empty and last is not None:
         parts.append(_empty_answer_label(last))
@@ -286,7 +287,6 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     for name in names:
         ms = [m for m in metrics if m.endpoint == name]
         ok = [m for m in ms if m.ok]
-        # Token counts come from the records: an ok empty answer has 0 tokens but no latency metrics at all.
         ok_records = [r for r in result.records if r.endpoint == name and r.ok]
 
         def med(values: list[float | None], scale: float = _MS) -> tuple[float | None, int]:

@@ -273,20 +273,21 @@ def test_answers_stream_from_a_real_llama_cpp_server(llama_url, tmp_path, monkey
     assert metrics.loc["llama", "output tokens"].split()[0] == str(record.output_tokens)
 
 
-def test_empty_answer_says_so_instead_of_waiting(tmp_path, monkeypatch):
+def test_empty_answer_is_a_named_failure_instead_of_waiting(tmp_path, monkeypatch):
     with empty_answer_server() as url:
         _write(tmp_path, f'[[endpoint]]\nname = "lcp"\nkind = "llamacpp"\nbase_url = "{url}"\n', monkeypatch)
         at = _app()
         at.text_area(key="cmp.prompt").input("Write a long story about a dragon.")
         at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
         _poll_until_done(at)
-    assert not at.exception and not at.error
+    assert not at.exception
     record = at.session_state["compare.history"][-1].records[0]
-    assert (record.ok, record.output_tokens, record.first_token_s) == (True, 0, None)
-    assert "**lcp** · :green[:material/check_circle:] done · empty answer (0 tokens)" in [m.value for m in at.markdown]
-    captions = [c.value for c in at.caption]
-    assert "empty answer: the stream ended normally without any text (0 tokens)" in captions
-    assert "waiting for the first token…" not in captions
+    assert (record.ok, record.error_kind, record.output_tokens, record.first_token_s) == (False, "empty", 0, None)
+    assert "**lcp** · :red[:material/error:] error · empty answer (0 tokens)" in [m.value for m in at.markdown]
+    assert [e.value for e in at.error] == [
+        "empty answer: the stream ended normally (finish_reason stop) without any text, reasoning or tool call"
+    ]
+    assert "waiting for the first token…" not in [c.value for c in at.caption]
     metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
-    assert metrics.loc["lcp", "output tokens"] == "0 (1 per chunk)"
+    assert (metrics.loc["lcp", "ok / requests"], metrics.loc["lcp", "output tokens"]) == ("0/1", "n/a")
     assert (metrics.loc["lcp", ["TTFT ms", "TPOT ms", "E2E ms"]] == "n/a").all()
