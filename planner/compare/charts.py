@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.compare.run import CompareResult, EndpointProgress, metrics_frame, summary_frame
-from planner.metrics.latency import compute_metrics, summarize
+from planner.metrics.latency import chunk_tokens, compute_metrics, summarize
 from planner.serving.streaming import TOKEN_SOURCE_LABELS, RequestRecord
 
 __all__ = [
@@ -143,8 +143,9 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
 def token_curve(progress: EndpointProgress) -> tuple[tuple[float, ...], tuple[int, ...]]:
     """Cumulative tokens against time (seconds after sent) of the endpoint's current or last request.
 
-    A finished request uses its record's chunks (a chunk of unknown size counts 1); a request still streaming
-    counts one token per chunk.
+    A finished request uses its record's chunks with their tokens (:func:`~planner.metrics.latency.chunk_tokens`:
+    the server's count per chunk, or its total spread over the chunks); a request still streaming counts one token
+    per chunk.
 
     Returns:
         ``(times_s, cumulative_tokens)``, equally long; empty when nothing arrived.
@@ -152,25 +153,24 @@ def token_curve(progress: EndpointProgress) -> tuple[tuple[float, ...], tuple[in
     times = progress.token_times_s
     for record in reversed(progress.records):
         if record.chunks and tuple(c.t_s for c in record.chunks) == times:
-            total, ys = 0, []
-            for chunk in record.chunks:
-                total += 1 if chunk.n_tokens is None else chunk.n_tokens
-                ys.append(total)
-            return times, tuple(ys)
+            return times, tuple(accumulate(chunk_tokens(record)))
     return times, tuple(range(1, len(times) + 1))
 
 
 def tokens_figure(progresses: Sequence[EndpointProgress]) -> go.Figure:
     """Line chart: tokens received against seconds since the request was sent, one line per endpoint.
 
-    A line whose chunk sizes are not known (a request still streaming, or a server that does not report tokens per
-    chunk) counts chunks and says so in its name: ``"name (chunks)"``.
+    A line whose tokens are not known (a request still streaming, or a finished one whose count is one per chunk, an
+    estimate) counts chunks and says so in its name: ``"name (chunks)"``.
     """
     fig = go.Figure()
     for p in progresses:
         xs, ys = token_curve(p)
         exact = any(
-            r.chunks and tuple(c.t_s for c in r.chunks) == xs and all(c.n_tokens is not None for c in r.chunks)
+            r.chunks
+            and tuple(c.t_s for c in r.chunks) == xs
+            and r.output_tokens is not None
+            and r.output_tokens_source != "estimate"
             for r in p.records
         )
         fig.add_trace(

@@ -9,7 +9,10 @@ client (``time.perf_counter()``):
 * E2E = t(last token-bearing chunk) − sent. The usage chunk and ``[DONE]`` are excluded.
 * ITL per chunk = gaps between successive token-bearing chunks after the first (one sample per chunk).
 * ITL per token = each chunk gap divided evenly over the tokens of the chunk that ends it (one sample per token;
-  GenAI-Perf "chunked ITL").
+  GenAI-Perf "chunked ITL"). A chunk's tokens are its own count where the stream gave one (continuous usage, TGI
+  events, llama.cpp); the output tokens those do not account for are spread evenly over the other chunks
+  (:func:`chunk_tokens`), so the same stream gives the same per-token ITL whether the server counted per chunk or
+  only at the end.
 * TPOT = (E2E − TTFT) / (output_tokens − 1): the first token is NOT counted; None when output_tokens ≤ 1.
 * Output tokens/s = output_tokens / E2E (per request, TTFT included).
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from planner.serving.streaming import RequestRecord
 
-__all__ = ["LatencyMetrics", "Summary", "compute_metrics", "percentile", "summarize"]
+__all__ = ["LatencyMetrics", "Summary", "chunk_tokens", "compute_metrics", "percentile", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,8 @@ class LatencyMetrics:
         tpot_s: Time per output token after the first, ``(E2E − TTFT) / (output_tokens − 1)``; None when
             output_tokens ≤ 1 or unknown.
         itl_chunk_s: Gaps between successive token-bearing chunks after the first, one per chunk.
-        itl_token_s: Each chunk gap divided by the chunk's tokens, repeated once per token; a chunk of unknown
-            size counts as one token, a chunk of 0 tokens passes its gap to the next chunk.
+        itl_token_s: Each chunk gap divided by the chunk's tokens (:func:`chunk_tokens`), repeated once per token;
+            a chunk of 0 tokens passes its gap to the next chunk.
         output_tokens: Generated tokens; None when unknown.
         output_tokens_source: Where the count came from (see ``planner.serving.streaming.TOKEN_SOURCES``).
         output_tokens_per_s: ``output_tokens / E2E``; None when either is unknown or E2E is 0.
@@ -60,6 +63,33 @@ class LatencyMetrics:
     output_tokens: int | None = None
     output_tokens_source: str | None = None
     output_tokens_per_s: float | None = None
+
+
+def chunk_tokens(record: RequestRecord) -> tuple[int, ...]:
+    """Tokens in each token-bearing chunk of ``record``, in arrival order.
+
+    A chunk keeps its own count where the stream gave one (``TokenChunk.n_tokens``). The record's output tokens that
+    those counts leave are spread evenly over the chunks of unknown size: chunk ``i`` of ``k`` gets ``⌊(i + 1) r / k⌋
+    − ⌊i r / k⌋`` of the ``r`` left, so one that does not divide puts its extra tokens towards the end (where an
+    end-of-sequence token that no chunk shows belongs). When the output tokens are unknown, or fewer than the known
+    counts, a chunk of unknown size counts 1.
+
+    Example:
+        12 chunks of unknown size and ``output_tokens`` 48 (a final usage count): 4 each.
+    """
+    known = sum(c.n_tokens for c in record.chunks if c.n_tokens is not None)
+    unknown = sum(1 for c in record.chunks if c.n_tokens is None)
+    left = None if record.output_tokens is None else record.output_tokens - known
+    if not unknown or left is None or left < 0:
+        return tuple(1 if c.n_tokens is None else c.n_tokens for c in record.chunks)
+    out, i = [], 0
+    for c in record.chunks:
+        if c.n_tokens is None:
+            out.append((i + 1) * left // unknown - i * left // unknown)
+            i += 1
+        else:
+            out.append(c.n_tokens)
+    return tuple(out)
 
 
 def compute_metrics(record: RequestRecord) -> LatencyMetrics:
@@ -86,10 +116,10 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
     chunk_gaps: list[float] = []
     token_gaps: list[float] = []
     carry = 0.0
-    for prev, cur in zip(record.chunks, record.chunks[1:], strict=False):
+    sizes = chunk_tokens(record)
+    for prev, cur, n in zip(record.chunks, record.chunks[1:], sizes[1:], strict=False):
         gap = cur.t_s - prev.t_s
         chunk_gaps.append(gap)
-        n = 1 if cur.n_tokens is None else cur.n_tokens
         if n <= 0:
             carry += gap
             continue
