@@ -225,6 +225,7 @@ def _bench_text(result: LoadResult) -> str:
         row("Benchmark duration (s):", rate(m.duration_s)),
         row("Total input tokens:", m.total_input_tokens),
         row("Total generated tokens:", m.total_output_tokens),
+        row("Output tokens counted by:", result.output_tokens_method),
         row("Request throughput (req/s):", rate(m.request_throughput)),
     ]
     if m.request_goodput is not None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING
 
 from planner.cli.messages import error, not_valid, verdict
 from planner.errors import InvalidParameterError, PlannerError
+
+if TYPE_CHECKING:
+    from planner.compare.run import CompareResult
 
 __all__ = ["add_parser", "run"]
 
@@ -41,7 +46,7 @@ def _fmt_tokens(value: object) -> str:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from planner.compare.run import run_compare, summary_frame, to_json
+    from planner.compare.run import notes, run_compare, to_json
     from planner.serving.endpoints import load_endpoints, parse_endpoint_flag
     from planner.serving.requests import ChatRequest
 
@@ -69,7 +74,18 @@ def run(args: argparse.Namespace) -> int:
         return error(prog, exc)
     if args.json:
         print(to_json(result))
-        return verdict(prog, result.records)
+    else:
+        print(_table(result))
+    sys.stdout.flush()
+    for line in notes(result):  # on stderr, as bench's: the figures on stdout stay parseable
+        print(f"{prog}: note: {line}", file=sys.stderr)
+    return verdict(prog, result.records)
+
+
+def _table(result: CompareResult) -> str:
+    """One row per endpoint (medians), then each failed request's error, then the formulas."""
+    from planner.compare.run import summary_frame
+
     table = summary_frame(result)
     header = f"{'endpoint':16} {'ok':>5} {'TTFT ms':>9} {'TPOT ms':>9} {'ITL ms':>9} {'E2E ms':>9} {'tokens':>7}"
     lines = [header]
@@ -83,5 +99,4 @@ def run(args: argparse.Namespace) -> int:
         if not record.ok:
             lines.append(f"  {record.endpoint}: {record.error_kind}: {record.error}")
     lines.append("TTFT = first token - sent; TPOT = (E2E - TTFT)/(tokens - 1); ITL per token; medians over repeats")
-    print("\n".join(lines))
-    return verdict(prog, result.records)
+    return "\n".join(lines)

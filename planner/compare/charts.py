@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.compare.run import CompareResult, EndpointProgress, metrics_frame, summary_frame
-from planner.metrics.latency import chunk_tokens, compute_metrics, summarize
+from planner.metrics.latency import chunk_tokens, compute_metrics, output_tokens_method, summarize
 from planner.serving.streaming import TOKEN_SOURCE_LABELS, RequestRecord
 
 __all__ = [
@@ -279,7 +279,8 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     Columns: ``endpoint``, ``requests``, ``ok``, ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (medians over ok requests),
     ``ttft_n``, ``tpot_n``, ``e2e_n`` (their sample counts), ``itl_p50_ms``, ``itl_p90_ms``, ``itl_p99_ms``,
     ``itl_n`` (per-token ITL pooled over ok requests), ``itl_chunk_n`` (per-chunk samples), ``output_tokens``
-    (median), ``output_tokens_source``, ``output_tokens_per_s`` (median).
+    (median), ``output_tokens_source``, ``output_tokens_method`` (:data:`planner.metrics.latency.
+    OUTPUT_TOKENS_METHODS`), ``output_tokens_per_s`` (median).
     """
     metrics = result.metrics()
     names = list(dict.fromkeys(r.endpoint for r in result.records))
@@ -318,6 +319,7 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
                 "e2e_n": e2e_n,
                 "output_tokens": tokens,
                 "output_tokens_source": ", ".join(TOKEN_SOURCE_LABELS.get(x, x) for x in sources) or None,
+                "output_tokens_method": output_tokens_method(ok_records),
                 "output_tokens_per_s": rate,
             }
         )

@@ -29,7 +29,29 @@ import numpy as np
 
 from planner.serving.streaming import RequestRecord
 
-__all__ = ["LatencyMetrics", "Summary", "chunk_tokens", "compute_metrics", "percentile", "summarize"]
+__all__ = [
+    "OUTPUT_TOKENS_METHODS",
+    "LatencyMetrics",
+    "Summary",
+    "chunk_tokens",
+    "compute_metrics",
+    "output_tokens_method",
+    "output_tokens_warning",
+    "percentile",
+    "summarize",
+]
+
+#: How the output tokens of a set of requests were counted (:func:`output_tokens_method`), most exact first:
+#: ``usage`` (the server's own count: usage, TGI's details or token events, llama.cpp's timings), ``chunks (one token
+#: each)`` (llama-cpp-python, which streams exactly one token per chunk and no count), ``tokenizer`` (the server's
+#: tokenizer route counted the answer text: the stream carried no count), ``chunks (estimate)`` (one per
+#: token-bearing chunk: no count and no tokenizer route).
+OUTPUT_TOKENS_METHODS: tuple[str, ...] = ("usage", "chunks (one token each)", "tokenizer", "chunks (estimate)")
+_METHOD_OF_SOURCE = {
+    "chunks_one_token_each": "chunks (one token each)",
+    "tokenizer": "tokenizer",
+    "estimate": "chunks (estimate)",
+}
 
 
 @dataclass(frozen=True)
@@ -140,6 +162,33 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
         output_tokens=n_out,
         output_tokens_source=record.output_tokens_source,
         output_tokens_per_s=rate,
+    )
+
+
+def output_tokens_method(records: Iterable[RequestRecord]) -> str | None:
+    """How the output tokens of the successful ``records`` were counted: the least exact of
+    :data:`OUTPUT_TOKENS_METHODS` any of them needed; None when none has a count."""
+    methods = {
+        _METHOD_OF_SOURCE.get(r.output_tokens_source, "usage") for r in records if r.ok and r.output_tokens_source
+    }
+    return max(methods, key=OUTPUT_TOKENS_METHODS.index, default=None)
+
+
+def output_tokens_warning(endpoint: str, records: Sequence[RequestRecord]) -> str | None:
+    """One line naming the output-token figure when some successful ``records`` counted one token per chunk (an
+    estimate, see :data:`OUTPUT_TOKENS_METHODS`); None when none did.
+
+    ``total_output_tokens`` is Σ output tokens of the successful records (``vllm bench serve``'s figure).
+    """
+    ok = [r for r in records if r.ok]
+    estimated = sum(1 for r in ok if r.output_tokens_source == "estimate")
+    if not estimated:
+        return None
+    total = sum(r.output_tokens or 0 for r in ok)
+    return (
+        f"{endpoint}: output tokens are estimates, one per chunk (total_output_tokens {total:,}, {estimated} of "
+        f"{len(ok)} requests): the stream carried no usage and no tokenizer route counted the text; with several "
+        "tokens per chunk, total_output_tokens and output_throughput read low and TPOT high"
     )
 
 

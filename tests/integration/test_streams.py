@@ -17,6 +17,12 @@ import json
 import pytest
 
 from planner.cli.main import main
+from planner.compare.charts import endpoint_metrics
+from planner.compare.run import run_compare
+from planner.loadtest.results import saved_run, to_vllm_file
+from planner.loadtest.runner import run_load
+from planner.loadtest.settings import LoadSettings
+from planner.metrics.latency import compute_metrics
 from planner.serving.backends import stream_request
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
@@ -24,6 +30,12 @@ from tests.servers.scripted_stream import MODEL_ID, Script, ScriptedServer, word
 
 BACKENDS = ("openai", "huggingface_hub", "aiohttp")
 CHAT = "/v1/chat/completions"
+#: The script's truth (module docstring).
+TOKENS = 48
+TPOT_S = 11 * 0.040 / 47
+CHUNK_TPOT_S = 0.040  # TPOT with one token per chunk
+ITL_TOKEN_S = 0.010
+ITL_CHUNK_S = 0.040
 
 
 def _endpoint(server: ScriptedServer, kind: str = "vllm", name: str | None = None) -> Endpoint:
@@ -33,6 +45,13 @@ def _endpoint(server: ScriptedServer, kind: str = "vllm", name: str | None = Non
 def _stream(server: ScriptedServer, backend: str, kind: str = "vllm"):
     request = ChatRequest("hello", max_tokens=64)
     return asyncio.run(stream_request(_endpoint(server, kind), request, timeout_s=10, backend=backend))
+
+
+def _load(server: ScriptedServer, num_prompts: int = 4):
+    settings = LoadSettings(
+        num_prompts=num_prompts, max_concurrency=2, input_len=8, output_len=64, input_sizing="words", timeout_s=10
+    )
+    return asyncio.run(run_load(_endpoint(server), settings))
 
 
 # --- 1. [DONE] is an end, with or without a finish reason ------------------------------------------------------------
@@ -63,6 +82,104 @@ def test_a_stream_without_done_or_finish_reason_is_still_cut(backend):
         record = _stream(s, backend)
     assert (record.ok, record.error_kind, record.partial) == (False, "cut", True)
     assert record.error == "stream ended before a finish reason or [DONE]"
+
+
+# --- 2. no usage: the server's tokenizer counts the answer, else the count is flagged as an estimate ----------------
+def test_load_counts_output_tokens_with_the_tokenizer_route():
+    with ScriptedServer(Script(usage="none", tokenize=True)) as server:
+        result = _load(server)
+        received = [path for _, path, _ in server.received]
+        tokenize_bodies = server.bodies("/tokenize")
+    m = result.metrics
+    assert m.completed == 4, [r.error for r in result.records]
+    assert m.total_output_tokens == 4 * TOKENS  # 192, not 48 (one per chunk)
+    assert {r.output_tokens_source for r in result.records} == {"tokenizer"}
+    assert result.output_tokens_method == "tokenizer"
+    assert TPOT_S - 0.002 <= m.tpot.median_s < (TPOT_S + CHUNK_TPOT_S) / 2  # ~9.4 ms, not 40
+    # vLLM's /tokenize with the answer's text, no special tokens; the four answers are one text: one call
+    assert tokenize_bodies == [{"model": MODEL_ID, "prompt": words(1, TOKENS), "add_special_tokens": False}]
+    # off the timed path: counted after the last answer ended
+    assert received.index("/tokenize") > max(i for i, path in enumerate(received) if path == CHAT)
+    assert not any("output tokens are estimates" in note for note in result.notes)
+    saved = to_vllm_file(saved_run(result, "run", started=_started()))
+    assert (saved["output_tokens_method"], saved["total_output_tokens"]) == ("tokenizer", 192)
+
+
+def test_load_without_a_tokenizer_route_flags_the_estimate():
+    with ScriptedServer(Script(usage="none", tokenize=False)) as server:
+        result = _load(server)
+        assert len(server.bodies("/tokenize")) == 1  # asked once; a 404 ends the asking
+    m = result.metrics
+    assert (m.completed, m.total_output_tokens) == (4, 48)  # one per chunk: the best the client can do
+    assert result.output_tokens_method == "chunks (estimate)"
+    assert m.tpot.median_s >= CHUNK_TPOT_S - 0.002  # per chunk, and said so:
+    warning = next(note for note in result.notes if "output tokens are estimates" in note)
+    assert warning == (
+        "s-vllm: output tokens are estimates, one per chunk (total_output_tokens 48, 4 of 4 requests): the stream "
+        "carried no usage and no tokenizer route counted the text; with several tokens per chunk, "
+        "total_output_tokens and output_throughput read low and TPOT high"
+    )
+    saved = to_vllm_file(saved_run(result, "run", started=_started()))
+    assert saved["output_tokens_method"] == "chunks (estimate)"
+    assert warning in saved["planner_notes"]
+
+
+def test_bench_cli_carries_the_method_and_the_warning(capsys, tmp_path):
+    out = tmp_path / "run.json"
+    with ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3)) as server:
+        argv = ["bench", "--endpoint", f"vllm:{server.url}", "--num-prompts", "2", "--input-sizing", "words"]
+        code = main([*argv, "--no-scrape-metrics", "--save-result", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert f"{'Output tokens counted by:':<40} chunks (estimate)" in captured.out.splitlines()
+    assert "output tokens are estimates, one per chunk (total_output_tokens 6, 2 of 2 requests)" in captured.err
+    assert json.loads(out.read_text())["output_tokens_method"] == "chunks (estimate)"
+
+
+@pytest.mark.parametrize(("kind", "body"), [("vllm", "prompt"), ("tgi", "inputs")])
+def test_compare_counts_output_tokens_with_the_kinds_tokenizer_route(kind, body):
+    with ScriptedServer(Script(usage="none", tokenize=True)) as server:
+        result = asyncio.run(run_compare([_endpoint(server, kind)], ChatRequest("hello", max_tokens=64), timeout_s=10))
+        tokenize_bodies = server.bodies("/tokenize")
+    (record,) = result.records
+    assert (record.ok, record.output_tokens, record.output_tokens_source) == (True, TOKENS, "tokenizer")
+    assert tokenize_bodies[-1][body] == words(1, TOKENS)  # vLLM {"prompt"}, TGI {"inputs"}
+    frame = endpoint_metrics(result)
+    assert frame.loc[0, "output_tokens_method"] == "tokenizer"
+    assert TPOT_S - 0.002 <= compute_metrics(record).tpot_s < (TPOT_S + CHUNK_TPOT_S) / 2
+
+
+def test_compare_cli_says_when_output_tokens_are_estimates(capsys):
+    with ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3)) as server:
+        code = main(["compare", "--endpoint", f"o=openai:{server.url}", "--prompt", "hi", "--json"])
+        assert server.bodies("/tokenize") == []  # an openai kind has no tokenizer route: not even asked
+    captured = capsys.readouterr()
+    assert code == 0
+    summary = json.loads(captured.out)["summary"]
+    assert [(r["endpoint"], r["output_tokens"], r["output_tokens_method"]) for r in summary] == [
+        ("o", 3, "chunks (estimate)")
+    ]
+    assert captured.err == (
+        "python -m planner compare: note: o: output tokens are estimates, one per chunk (total_output_tokens 3, 1 of "
+        "1 requests): the stream carried no usage and no tokenizer route counted the text; with several tokens per "
+        "chunk, total_output_tokens and output_throughput read low and TPOT high\n"
+    )
+
+
+# --- 3. Live Compare's ITL per token is per token for every kind ----------------------------------------------------
+@pytest.mark.parametrize("usage", ["final", "none"])
+def test_compare_itl_per_token_is_the_same_for_every_kind(usage):
+    # The same stream to a vllm and an openai endpoint: final usage only (or none, counted by the tokenizer).
+    with ScriptedServer(Script(usage=usage, tokenize=True)) as server:
+        endpoints = [_endpoint(server, "vllm"), _endpoint(server, "openai")]
+        if usage == "none":
+            endpoints = endpoints[:1]  # an openai kind has no tokenizer route to count with
+        result = asyncio.run(run_compare(endpoints, ChatRequest("hello", max_tokens=64), timeout_s=10))
+    frame = endpoint_metrics(result)
+    assert list(frame["output_tokens"]) == [TOKENS] * len(endpoints)
+    for row in frame.to_dict("records"):
+        assert ITL_TOKEN_S * 1000 - 2 <= row["itl_p50_ms"] < (ITL_TOKEN_S + ITL_CHUNK_S) / 2 * 1000, row["endpoint"]
+        assert row["itl_n"] == 11 * 4  # every gap after the first chunk, split over its chunk's 4 tokens
 
 
 # --- 4. an empty answer is a failure, named, and nothing succeeded is an exit 1 ------------------------------------
@@ -106,3 +223,9 @@ def test_compare_with_one_empty_endpoint_reports_it_failed(capsys):
     assert (code, captured.err) == (0, "")
     rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:3]}
     assert rows == {"empty": "0/1", "good": "1/1"}
+
+
+def _started():
+    from datetime import datetime
+
+    return datetime(2026, 1, 1)

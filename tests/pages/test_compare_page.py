@@ -20,6 +20,7 @@ from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from tests.pages.apptest_text import page_text
 from tests.servers.empty_answer import empty_answer_server
+from tests.servers.scripted_stream import Script, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "compare.py")
@@ -291,3 +292,33 @@ def test_empty_answer_is_a_named_failure_instead_of_waiting(tmp_path, monkeypatc
     metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
     assert (metrics.loc["lcp", "ok / requests"], metrics.loc["lcp", "output tokens"]) == ("0/1", "n/a")
     assert (metrics.loc["lcp", ["TTFT ms", "TPOT ms", "E2E ms"]] == "n/a").all()
+
+
+def test_output_tokens_without_usage_are_counted_or_flagged(tmp_path, monkeypatch):
+    # No usage in the streams, 3 chunks of 4 tokens: the vllm server's /tokenize counts 12 (its column says so once
+    # the run is over); an openai kind has no tokenizer route, so its 3 (one per chunk) are flagged as an estimate.
+    with (
+        ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3, tokenize=True)) as counted,
+        ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3)) as chunky,
+    ):
+        endpoints = (
+            f'[[endpoint]]\nname = "counted"\nkind = "vllm"\nbase_url = "{counted.url}"\n\n'
+            f'[[endpoint]]\nname = "chunky"\nkind = "openai"\nbase_url = "{chunky.url}"\n'
+        )
+        _write(tmp_path, endpoints, monkeypatch)
+        at = _app(ep="counted,chunky")
+        at.text_area(key="cmp.prompt").input("hi")
+        at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+        _poll_until_done(at)
+    assert not at.exception
+    headers = [m.value for m in at.markdown]
+    assert "**counted** · :green[:material/check_circle:] done · 12 tokens" in headers
+    assert "**chunky** · :green[:material/check_circle:] done · 3 tokens" in headers
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    assert metrics.loc["counted", "output tokens"] == "12 (server tokenizer)"
+    assert metrics.loc["chunky", "output tokens"] == "3 (1 per chunk, estimate)"
+    assert [w.value for w in at.warning] == [
+        "chunky: output tokens are estimates, one per chunk (total_output_tokens 3, 1 of 1 requests): the stream "
+        "carried no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens "
+        "and output_throughput read low and TPOT high"
+    ]

@@ -104,12 +104,7 @@ class ScriptedServer(FaultyServer):
         return [body for method, p, body in self.received if method == "POST" and p == path]
 
     async def _one(self, conn: _Conn) -> bool:
-        head = await conn.reader.readuntil(b"\r\n\r\n")
-        request_line, *lines = head.decode("latin-1").split("\r\n")
-        method, target, _ = request_line.split(" ", 2)
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines if h)}
-        length = int(headers.get("content-length", "0"))
-        raw = await conn.reader.readexactly(length) if length else b""
+        method, target, _, raw = await conn.request()
         t0 = asyncio.get_running_loop().time()
         body = json.loads(raw) if raw else {}
         path = target.split("?", 1)[0].rstrip("/") or "/"

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from planner.metrics.latency import chunk_tokens, compute_metrics, percentile, summarize
+from planner.metrics.latency import (
+    chunk_tokens,
+    compute_metrics,
+    output_tokens_method,
+    output_tokens_warning,
+    percentile,
+    summarize,
+)
 from planner.serving.streaming import RequestRecord, TokenChunk
 
 
@@ -71,6 +78,35 @@ def test_a_final_count_is_spread_over_the_chunks_of_unknown_size():
 def test_chunk_tokens(sizes, output_tokens, expected):
     record = _rec([(0.1 * (i + 1), n) for i, n in enumerate(sizes)], output_tokens=output_tokens)
     assert chunk_tokens(record) == expected
+
+
+def _counted(source: str | None, n: int | None = 4, ok: bool = True) -> RequestRecord:
+    return RequestRecord(endpoint="ep", ok=ok, output_tokens=n, output_tokens_source=source)
+
+
+@pytest.mark.parametrize(
+    ("sources", "method"),
+    [
+        (("usage", "continuous_usage", "tgi_details", "tgi_events", "llamacpp_timings"), "usage"),
+        (("usage", "chunks_one_token_each"), "chunks (one token each)"),
+        (("usage", "tokenizer"), "tokenizer"),
+        (("tokenizer", "estimate", "usage"), "chunks (estimate)"),  # the least exact one any request needed
+        ((), None),
+    ],
+)
+def test_output_tokens_method(sources, method):
+    records = [_counted(s) for s in sources] + [_counted("estimate", ok=False)]  # a failed one does not count
+    assert output_tokens_method(records) == method
+
+
+def test_output_tokens_warning_names_the_figure():
+    records = [_counted("estimate", 12), _counted("tokenizer", 48), _counted("estimate", 3, ok=False)]
+    assert output_tokens_warning("ep", records) == (
+        "ep: output tokens are estimates, one per chunk (total_output_tokens 60, 1 of 2 requests): the stream carried "
+        "no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens and "
+        "output_throughput read low and TPOT high"
+    )
+    assert output_tokens_warning("ep", records[1:]) is None
 
 
 def test_one_output_token_has_no_tpot():
