@@ -19,7 +19,7 @@ from planner.compare.charts import (
     tokens_figure,
     ttft_figure,
 )
-from planner.compare.run import CompareRun, CompareSnapshot, to_csv, to_json
+from planner.compare.run import CompareRun, CompareSnapshot, notes, to_csv, to_json
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings, parse_stop, to_request
 from planner.errors import PlannerError
 from planner.links import compare as compare_state
@@ -182,8 +182,6 @@ def render_live(snap: CompareSnapshot, repeat: int) -> None:
                     st.caption(f"Reasoning: {progress.reasoning_text}")
                 if progress.text:
                     st.markdown(progress.text)
-                elif status.empty_answer:
-                    st.caption("empty answer: the stream ended normally without any text (0 tokens)")
                 elif status.state in ("waiting", "streaming"):
                     st.caption("waiting for the first token…")
                 if status.state == "cut":
@@ -200,6 +198,8 @@ def render_live(snap: CompareSnapshot, repeat: int) -> None:
             column_config={name: st.column_config.TextColumn(name, help=text) for name, text in METRIC_HELP.items()},
             key="cmp.metrics",
         )
+        for line in notes(snap.result):
+            st.warning(line, icon=":material/info:")
         st.caption(
             "TTFT = first token − request sent · ITL = gap between token-bearing chunks, split per token · "
             "TPOT = (E2E − TTFT) / (output tokens − 1) · E2E = last token − request sent · tokens/s = output "

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from planner.cli import max_rate
-from planner.cli.messages import error, file_path, not_valid
+from planner.cli.messages import error, file_path, not_valid, verdict
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
     from planner.loadtest.runner import LoadResult
     from planner.loadtest.sweep import SweepPoint
-    from planner.serving.streaming import RequestRecord
 
 __all__ = ["add_parser", "run"]
 
@@ -230,6 +229,7 @@ def _bench_text(result: LoadResult) -> str:
         row("Benchmark duration (s):", rate(m.duration_s)),
         row("Total input tokens:", m.total_input_tokens),
         row("Total generated tokens:", m.total_output_tokens),
+        row("Output tokens counted by:", result.output_tokens_method),
         row("Request throughput (req/s):", rate(m.request_throughput)),
     ]
     if m.request_goodput is not None:
@@ -347,21 +347,6 @@ def _confidence_text(frame: object) -> str:
         high = "n/a" if row.ci95_high != row.ci95_high else f"{row.ci95_high:.2f}"
         lines.append(f"{row.metric:<24} {row.mean:>10.2f}{half:<10} [{low}, {high}]  n={row.runs}")
     return "\n".join(lines)
-
-
-def _all_failed(records: Sequence[RequestRecord]) -> str | None:
-    """When requests were sent and none succeeded: "all N requests failed; most common: KIND (M of N): MESSAGE"
-    (MESSAGE from the first request of that kind); else None."""
-    from collections import Counter
-
-    if not records or any(r.ok for r in records):
-        return None
-    kinds = Counter(r.error_kind or "error" for r in records)
-    kind, count = kinds.most_common(1)[0]
-    example = next(r.error for r in records if (r.error_kind or "error") == kind)
-    n = len(records)
-    what = f"all {n} request{'s' if n != 1 else ''} failed"
-    return f"{what}; most common: {kind} ({count} of {n})" + (f": {example}" if example else "")
 
 
 def _accepted(text: str) -> str:
@@ -591,9 +576,4 @@ def run(args: argparse.Namespace) -> int:
     for outcome in outcomes:  # each note named after its run (a sweep's levels differ)
         for note in outcome.result.notes if outcome.result is not None else ():
             print(f"{PROG}: note: {outcome.job.label}: {note.removeprefix(endpoint.name + ': ')}", file=sys.stderr)
-    failure = _all_failed([rec for r in results for rec in r.records])
-    if failure is not None:
-        sys.stdout.flush()  # the results first, then the verdict as the last stderr line
-        print(f"{PROG}: error: {failure}", file=sys.stderr)
-        return 1
-    return 0
+    return verdict(PROG, [rec for r in results for rec in r.records])

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import sys
 from typing import TYPE_CHECKING
 
-from planner.cli.messages import error, file_path, not_valid
+from planner.cli.messages import error, file_path, not_valid, verdict
 from planner.errors import InvalidParameterError, PlannerError
 
 if TYPE_CHECKING:
-    from planner.serving.streaming import RequestRecord
+    from planner.compare.run import CompareResult
 
 __all__ = ["add_parser", "run"]
 
@@ -45,25 +45,10 @@ def _fmt_tokens(value: object) -> str:
     return "n/a" if value is None or value != value else f"{value:g}"
 
 
-def _median_tokens(records: Sequence[RequestRecord]) -> dict[str, float]:
-    """Median output tokens of each endpoint's ok requests, from the records: an ok empty answer counts 0 tokens
-    although it has no latency metrics (no token, so no TTFT/E2E)."""
-    from planner.metrics.latency import summarize
-
-    out: dict[str, float] = {}
-    for name in dict.fromkeys(r.endpoint for r in records):
-        s = summarize(
-            float(r.output_tokens) for r in records if r.endpoint == name and r.ok and r.output_tokens is not None
-        )
-        if s is not None:
-            out[name] = s.median
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from planner.compare.run import run_compare, summary_frame, to_json
+    from planner.compare.run import notes, run_compare, to_json
     from planner.serving.endpoints import EndpointConfigError, load_endpoints, parse_endpoint_flag
     from planner.serving.requests import ChatRequest
 
@@ -94,20 +79,29 @@ def run(args: argparse.Namespace) -> int:
         return error(prog, exc)
     if args.json:
         print(to_json(result))
-        return 0
+    else:
+        print(_table(result))
+    sys.stdout.flush()
+    for line in notes(result):  # on stderr, as bench's: the figures on stdout stay parseable
+        print(f"{prog}: note: {line}", file=sys.stderr)
+    return verdict(prog, result.records)
+
+
+def _table(result: CompareResult) -> str:
+    """One row per endpoint (medians), then each failed request's error, then the formulas."""
+    from planner.compare.run import summary_frame
+
     table = summary_frame(result)
-    tokens = _median_tokens(result.records)
     header = f"{'endpoint':16} {'ok':>5} {'TTFT ms':>9} {'TPOT ms':>9} {'ITL ms':>9} {'E2E ms':>9} {'tokens':>7}"
     lines = [header]
     for row in table.to_dict("records"):
         ok = f"{row['requests'] - row['failed']}/{row['requests']}"
         lines.append(
             f"{row['endpoint']:16} {ok:>5} {_fmt_ms(row['ttft_ms']):>9} {_fmt_ms(row['tpot_ms']):>9} "
-            f"{_fmt_ms(row['itl_ms']):>9} {_fmt_ms(row['e2e_ms']):>9} {_fmt_tokens(tokens.get(row['endpoint'])):>7}"
+            f"{_fmt_ms(row['itl_ms']):>9} {_fmt_ms(row['e2e_ms']):>9} {_fmt_tokens(row['output_tokens']):>7}"
         )
     for record in result.records:
         if not record.ok:
             lines.append(f"  {record.endpoint}: {record.error_kind}: {record.error}")
     lines.append("TTFT = first token - sent; TPOT = (E2E - TTFT)/(tokens - 1); ITL per token; medians over repeats")
-    print("\n".join(lines))
-    return 0
+    return "\n".join(lines)

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.compare.run import CompareResult, EndpointProgress, metrics_frame, summary_frame
-from planner.metrics.latency import compute_metrics, summarize
+from planner.metrics.latency import chunk_tokens, compute_metrics, output_tokens_method, summarize
 from planner.serving.streaming import TOKEN_SOURCE_LABELS, RequestRecord
 
 __all__ = [
@@ -72,10 +72,11 @@ class EndpointStatus:
 
     Attributes:
         state: "waiting", "streaming", "done", "error", "cut" (partial answer kept) or "cancelled".
-        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens", "done · empty answer (0 tokens)".
+        label: Short header text, e.g. "streaming · request 2/3 · 14 tokens", "error · empty answer (0 tokens)".
         error: One-line error of the last failed request; None when none failed.
-        empty_answer: The run is done and its last request ended normally without any token-bearing chunk (no
-            text, reasoning or tool call), e.g. llama.cpp answering with finish_reason "stop" and nothing else.
+        empty_answer: The last request failed as an empty answer: it ended normally without any token-bearing
+            chunk (no text, reasoning or tool call), e.g. llama.cpp answering with finish_reason "stop" and nothing
+            else.
     """
 
     state: str
@@ -108,8 +109,8 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
     Returns:
         ``error`` when the last finished request failed without output, ``cut`` when it failed after some
         output (the partial answer is kept), ``cancelled`` for a cancelled request, ``done`` when every request
-        finished, ``streaming`` while chunks arrive, else ``waiting``. A ``done`` endpoint whose last request
-        streamed no token says so (``"done · empty answer (0 tokens)"``, :attr:`EndpointStatus.empty_answer`).
+        finished, ``streaming`` while chunks arrive, else ``waiting``. An endpoint whose last request was an empty
+        answer says so (``"error · empty answer (0 tokens)"``, :attr:`EndpointStatus.empty_answer`).
     """
     n_done = len(progress.records)
     current = min(n_done + (0 if progress.done else 1), repeat)
@@ -128,7 +129,7 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
         state = "streaming"
     else:
         state = "waiting"
-    empty = state == "done" and last is not None and last.ok and not last.chunks
+    empty = state == "error" and last is not None and last.error_kind == "empty"
     parts = [state, of]
     if empty and last is not None:
         parts.append(_empty_answer_label(last))
@@ -142,8 +143,9 @@ def endpoint_status(progress: EndpointProgress, repeat: int) -> EndpointStatus:
 def token_curve(progress: EndpointProgress) -> tuple[tuple[float, ...], tuple[int, ...]]:
     """Cumulative tokens against time (seconds after sent) of the endpoint's current or last request.
 
-    A finished request uses its record's chunks (a chunk of unknown size counts 1); a request still streaming
-    counts one token per chunk.
+    A finished request uses its record's chunks with their tokens (:func:`~planner.metrics.latency.chunk_tokens`:
+    the server's count per chunk, or its total spread over the chunks); a request still streaming counts one token
+    per chunk.
 
     Returns:
         ``(times_s, cumulative_tokens)``, equally long; empty when nothing arrived.
@@ -151,25 +153,24 @@ def token_curve(progress: EndpointProgress) -> tuple[tuple[float, ...], tuple[in
     times = progress.token_times_s
     for record in reversed(progress.records):
         if record.chunks and tuple(c.t_s for c in record.chunks) == times:
-            total, ys = 0, []
-            for chunk in record.chunks:
-                total += 1 if chunk.n_tokens is None else chunk.n_tokens
-                ys.append(total)
-            return times, tuple(ys)
+            return times, tuple(accumulate(chunk_tokens(record)))
     return times, tuple(range(1, len(times) + 1))
 
 
 def tokens_figure(progresses: Sequence[EndpointProgress]) -> go.Figure:
     """Line chart: tokens received against seconds since the request was sent, one line per endpoint.
 
-    A line whose chunk sizes are not known (a request still streaming, or a server that does not report tokens per
-    chunk) counts chunks and says so in its name: ``"name (chunks)"``.
+    A line whose tokens are not known (a request still streaming, or a finished one whose count is one per chunk, an
+    estimate) counts chunks and says so in its name: ``"name (chunks)"``.
     """
     fig = go.Figure()
     for p in progresses:
         xs, ys = token_curve(p)
         exact = any(
-            r.chunks and tuple(c.t_s for c in r.chunks) == xs and all(c.n_tokens is not None for c in r.chunks)
+            r.chunks
+            and tuple(c.t_s for c in r.chunks) == xs
+            and r.output_tokens is not None
+            and r.output_tokens_source != "estimate"
             for r in p.records
         )
         fig.add_trace(
@@ -278,7 +279,8 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     Columns: ``endpoint``, ``requests``, ``ok``, ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (medians over ok requests),
     ``ttft_n``, ``tpot_n``, ``e2e_n`` (their sample counts), ``itl_p50_ms``, ``itl_p90_ms``, ``itl_p99_ms``,
     ``itl_n`` (per-token ITL pooled over ok requests), ``itl_chunk_n`` (per-chunk samples), ``output_tokens``
-    (median), ``output_tokens_source``, ``output_tokens_per_s`` (median).
+    (median), ``output_tokens_source``, ``output_tokens_method`` (:data:`planner.metrics.latency.
+    OUTPUT_TOKENS_METHODS`), ``output_tokens_per_s`` (median).
     """
     metrics = result.metrics()
     names = list(dict.fromkeys(r.endpoint for r in result.records))
@@ -286,7 +288,6 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     for name in names:
         ms = [m for m in metrics if m.endpoint == name]
         ok = [m for m in ms if m.ok]
-        # Token counts come from the records: an ok empty answer has 0 tokens but no latency metrics at all.
         ok_records = [r for r in result.records if r.endpoint == name and r.ok]
 
         def med(values: list[float | None], scale: float = _MS) -> tuple[float | None, int]:
@@ -318,6 +319,7 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
                 "e2e_n": e2e_n,
                 "output_tokens": tokens,
                 "output_tokens_source": ", ".join(TOKEN_SOURCE_LABELS.get(x, x) for x in sources) or None,
+                "output_tokens_method": output_tokens_method(ok_records),
                 "output_tokens_per_s": rate,
             }
         )

@@ -3,7 +3,8 @@
 :func:`run_compare` is the async core (endpoints concurrently, repeats sequential per endpoint). :class:`CompareRun`
 runs it on a background thread with its own event loop and exposes a thread-safe :meth:`CompareRun.snapshot`, so
 a UI (e.g. a Streamlit fragment polling every 0.5 s) shows the answers as they stream without parsing anything on
-its own thread. :func:`metrics_frame`, :func:`summary_frame`, :func:`to_csv` and :func:`to_json` build the tables.
+its own thread. :func:`metrics_frame`, :func:`summary_frame`, :func:`notes`, :func:`to_csv` and :func:`to_json` build
+the tables and what a reader must know.
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ from typing import Any
 import pandas as pd
 
 from planner.errors import InvalidParameterError
-from planner.metrics.latency import LatencyMetrics, Summary, compute_metrics, summarize
+from planner.metrics.latency import (
+    LatencyMetrics,
+    Summary,
+    compute_metrics,
+    output_tokens_method,
+    output_tokens_warning,
+    summarize,
+)
 from planner.serving.backends import make_client, stream_request
-from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discover
+from planner.serving.discovery import EndpointInfo, count_prompt_tokens, discover, recount_output_tokens
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
@@ -32,6 +40,7 @@ __all__ = [
     "CompareSnapshot",
     "EndpointProgress",
     "metrics_frame",
+    "notes",
     "run_compare",
     "summary_frame",
     "to_csv",
@@ -88,7 +97,9 @@ async def run_compare(
     """Send ``request`` to every endpoint concurrently, ``repeat`` times in a row per endpoint.
 
     Each endpoint is discovered first (model when not given, context limit); requests then go through one
-    reused client per endpoint. Failures never raise: they are records with ``ok=False``.
+    reused client per endpoint. Failures never raise: they are records with ``ok=False``. Once every stream has
+    ended, answers whose stream carried no token count are counted with the endpoint's tokenizer route
+    (:func:`~planner.serving.discovery.recount_output_tokens`).
 
     Args:
         endpoints: Endpoints with unique names.
@@ -153,10 +164,17 @@ async def run_compare(
         return info, records
 
     results = await asyncio.gather(*(one(e, *p) for e, p in zip(endpoints, prepared, strict=True)))
+    # Answers whose stream carried no token count: the server's tokenizer counts them, now that no stream is timed.
+    counted = await asyncio.gather(
+        *(
+            recount_output_tokens(e, info, records, timeout_s=timeout_s, secrets=secrets)
+            for e, (info, records) in zip(endpoints, results, strict=True)
+        )
+    )
     return CompareResult(
         request=request,
         infos=tuple(info for info, _ in results),
-        records=tuple(r for _, recs in results for r in recs),
+        records=tuple(r for records in counted for r in records),
     )
 
 
@@ -264,6 +282,12 @@ class CompareRun(ProcessRun):
         elif kind == "result":
             with self._lock:
                 self._result = payload[0]
+                for name, st in self._state.items():  # the final counts (a tokenizer's) replace the streamed ones
+                    records = self._result.for_endpoint(name)
+                    if len(records) == len(st["records"]):
+                        st["records"] = list(records)
+                        if records and records[-1].output_tokens is not None:
+                            st["tokens"] = records[-1].output_tokens
         elif kind == "fatal":
             self._on_error(payload[0])
 
@@ -357,7 +381,9 @@ def metrics_frame(result: CompareResult) -> pd.DataFrame:
 
 
 def summary_frame(result: CompareResult) -> pd.DataFrame:
-    """One row per endpoint: requests, failures, and median TTFT/TPOT/ITL (per token, pooled)/E2E in ms."""
+    """One row per endpoint: requests, failures, median TTFT/TPOT/ITL (per token, pooled)/E2E in ms, median output
+    tokens and how they were counted (``output_tokens_method``, :data:`planner.metrics.latency.OUTPUT_TOKENS_METHODS`;
+    :func:`notes` says so when it is one per chunk)."""
     rows = []
     metrics = result.metrics()
     names = list(dict.fromkeys(r.endpoint for r in result.records))
@@ -371,6 +397,7 @@ def summary_frame(result: CompareResult) -> pd.DataFrame:
 
         itl: Summary | None = summarize(x for m in ok for x in m.itl_token_s)
         tokens = summarize(float(m.output_tokens) for m in ok if m.output_tokens is not None)
+        records = result.for_endpoint(name)
         rows.append(
             {
                 "endpoint": name,
@@ -382,9 +409,18 @@ def summary_frame(result: CompareResult) -> pd.DataFrame:
                 "itl_p99_ms": None if itl is None else itl.p99 * _MS,
                 "e2e_ms": med([m.e2e_s for m in ok]),
                 "output_tokens": None if tokens is None else tokens.median,
+                "output_tokens_method": output_tokens_method(records),
             }
         )
     return pd.DataFrame(rows)
+
+
+def notes(result: CompareResult) -> tuple[str, ...]:
+    """One line per endpoint whose output tokens are estimates, one per chunk
+    (:func:`planner.metrics.latency.output_tokens_warning`)."""
+    names = dict.fromkeys(r.endpoint for r in result.records)
+    lines = (output_tokens_warning(name, result.for_endpoint(name)) for name in names)
+    return tuple(line for line in lines if line is not None)
 
 
 def to_csv(result: CompareResult) -> str:
@@ -393,12 +429,15 @@ def to_csv(result: CompareResult) -> str:
 
 
 def to_json(result: CompareResult) -> str:
-    """The whole result (request, discovery, records with chunk timelines) as a JSON document."""
+    """The whole result (request, discovery, records with chunk timelines, the :func:`summary_frame` rows and the
+    :func:`notes`) as a JSON document."""
     payload = {
         "request": asdict(result.request),
         "cancelled": result.cancelled,
         "endpoints": [asdict(i) for i in result.infos],
         "records": [asdict(r) for r in result.records],
         "metrics": [asdict(m) for m in result.metrics()],
+        "summary": json.loads(summary_frame(result).to_json(orient="records")),
+        "notes": list(notes(result)),
     }
     return json.dumps(payload, indent=2)

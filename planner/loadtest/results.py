@@ -108,6 +108,9 @@ class SavedRun:
         input_tokens_method: How input lengths were set: ``token_ids``, ``server_tokenize``, ``words`` (an
             estimate) or ``dataset``; None when unknown.
         input_sizing: The sizing in words for a page (e.g. ``"exact (server /tokenize)"``); None when unknown.
+        output_tokens_method: How output tokens were counted, one of
+            :data:`planner.metrics.latency.OUTPUT_TOKENS_METHODS` (``usage``, ``tokenizer``, ``chunks (estimate)``,
+            ...); None when unknown.
         requested_input_tokens: Input tokens asked for (chat template included when known); None when unknown.
         measured_input_tokens: Input tokens the server counted (``usage.prompt_tokens``); None when unknown.
         notes: Lines a reader of the figures must know (fields not sent, input lengths off what was asked).
@@ -143,6 +146,7 @@ class SavedRun:
     ttft_first_chunk: Distribution | None = None
     input_tokens_method: str | None = None
     input_sizing: str | None = None
+    output_tokens_method: str | None = None
     requested_input_tokens: int | None = None
     measured_input_tokens: int | None = None
     notes: tuple[str, ...] = ()
@@ -206,6 +210,7 @@ def saved_run(
         ttft_first_chunk=result.ttft_first_chunk,
         input_tokens_method=None if check is None else check.input_tokens_method,
         input_sizing=None if result.input_calibration is None else result.input_calibration.label,
+        output_tokens_method=result.output_tokens_method,
         requested_input_tokens=None if check is None else check.requested_tokens,
         measured_input_tokens=None if check is None else check.measured_tokens,
         notes=result.notes,
@@ -236,10 +241,10 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     """The run as a ``vllm bench serve --save-result`` JSON object (see the module docstring).
 
     Besides vLLM's keys: ``{mean,median,std,p90,p99}_ttft_first_chunk_ms`` (vLLM's own TTFT definition, the role
-    chunk counted), ``failures_by_kind``, ``input_tokens_method``, and ``planner_``-prefixed fields (input sizing,
-    requested and measured input tokens, notes, ...). ``per_request=False`` leaves out the arrays, and so does a run
-    without per-request rows (a prediction, or a file imported without them): empty arrays would read back as
-    "no sample" and lose the run's TPOT and ITL.
+    chunk counted), ``failures_by_kind``, ``input_tokens_method``, ``output_tokens_method``, and ``planner_``-prefixed
+    fields (input sizing, requested and measured input tokens, notes, ...). ``per_request=False`` leaves out the
+    arrays, and so does a run without per-request rows (a prediction, or a file imported without them): empty arrays
+    would read back as "no sample" and lose the run's TPOT and ITL.
     """
     out: dict[str, Any] = {
         "date": run.date,
@@ -257,6 +262,7 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
         out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
     out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
     out["input_tokens_method"] = run.input_tokens_method
+    out["output_tokens_method"] = run.output_tokens_method
     out["planner_input_sizing"] = run.input_sizing
     out["planner_requested_input_tokens"] = run.requested_input_tokens
     out["planner_measured_input_tokens"] = run.measured_input_tokens
@@ -455,6 +461,7 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
             **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
         )
     method = data.get("input_tokens_method")
+    out_method = data.get("output_tokens_method")
     queries = _opt_float(data, "planner_prefix_cache_queries", where)
     hits = _opt_float(data, "planner_prefix_cache_hits", where)
     cache = None
@@ -477,6 +484,7 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
         ttft_first_chunk=first_chunk,
         input_tokens_method=str(method)[:80] if method else None,
         input_sizing=str(data["planner_input_sizing"])[:80] if data.get("planner_input_sizing") else None,
+        output_tokens_method=str(out_method)[:80] if out_method else None,
         requested_input_tokens=_opt_int(data, "planner_requested_input_tokens", where),
         measured_input_tokens=_opt_int(data, "planner_measured_input_tokens", where),
         notes=_notes(data.get("planner_notes")),
@@ -657,6 +665,8 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             "duration": m.duration_s if m.completed else None,
             "request_throughput": m.request_throughput if m.completed else None,
             "output_throughput": m.output_throughput if m.completed else None,
+            # usage, tokenizer, or one per chunk (an estimate): what total_output_tokens and TPOT rest on
+            "output_tokens_method": run.output_tokens_method,
             "total_token_throughput": m.total_token_throughput if m.completed else None,
             "request_goodput": m.request_goodput,
             # input tokens asked for (chat template included) against the server's usage.prompt_tokens

@@ -11,6 +11,10 @@
   came out against what was asked (:class:`InputCheck`).
 * TTFT: ``metrics.ttft`` is the project's (first token-bearing chunk); :attr:`LoadResult.ttft_first_chunk` is
   ``vllm bench serve``'s (first chunk with ``choices``, vLLM's role chunk included).
+* Output tokens: the server's count from the stream; where a stream carried none, the server's tokenizer route
+  counts the answer once the run is over (:func:`planner.serving.discovery.recount_output_tokens`, as ``vllm bench
+  serve`` uses its tokenizer), else one per chunk, an estimate the run says it is
+  (:attr:`LoadResult.output_tokens_method`, :attr:`LoadResult.notes`).
 
 Page, CLI and tests all run loads through :func:`run_load` (the page and the CLI through
 :mod:`planner.loadtest.worker`, which adds ``/metrics`` scraping), so a policy lives here once: fields an engine does
@@ -38,8 +42,9 @@ from planner.loadtest.workload import (
     token_id_prompts,
 )
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution, compute_benchmark_metrics
+from planner.metrics.latency import output_tokens_method, output_tokens_warning
 from planner.serving.backends import LOAD_BACKEND, make_client, stream_request
-from planner.serving.discovery import EndpointInfo, discover
+from planner.serving.discovery import EndpointInfo, discover, recount_output_tokens
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import TOKEN_ID_KINDS, ChatRequest, build_request
 from planner.serving.server_metrics import (
@@ -487,8 +492,16 @@ class LoadResult:
         return Distribution.of([r.first_chunk_s for r in self.records if id(r) in ok and r.first_chunk_s is not None])
 
     @property
+    def output_tokens_method(self) -> str | None:
+        """How the completed requests' output tokens were counted, one of
+        :data:`planner.metrics.latency.OUTPUT_TOKENS_METHODS` (``tokenizer`` when the streams carried no usage and the
+        server's tokenizer route counted the answers after the run); None without a completed request."""
+        return output_tokens_method(self.records)
+
+    @property
     def notes(self) -> tuple[str, ...]:
-        """One line per thing a reader of the figures must know: unsent fields, input-length warnings."""
+        """One line per thing a reader of the figures must know: unsent fields, input-length warnings, output tokens
+        counted one per chunk."""
         out = []
         if self.not_sent_fields:
             fields = ", ".join(self.not_sent_fields)
@@ -497,6 +510,8 @@ class LoadResult:
             out.append(f"{self.endpoint}: {self.sizing_note}")
         if self.input_check is not None and self.input_check.warning:
             out.append(self.input_check.warning)
+        if (estimate := output_tokens_warning(self.endpoint, self.records)) is not None:
+            out.append(estimate)
         if self.cache_reset:
             out.append(f"{self.endpoint}: the prefix cache was not flushed: {self.cache_reset}")
         out += [f"{self.endpoint}: {line}" for line in self.worker_errors]
@@ -767,7 +782,8 @@ async def run_load(
     ``think_time_s`` after the previous answer; a failed turn ends its conversation (its later turns are not sent).
     Duration = wall time from the first measured release until every request has ended. With ``scrape_metrics``,
     the server's ``/metrics`` is read just before the first measured release and after the last request, for the
-    run's prefix-cache hit rate and speculative-decoding acceptance. With ``batching="static"`` the requests go in
+    run's prefix-cache hit rate and speculative-decoding acceptance. Answers whose stream carried no token count are
+    then counted with the server's tokenizer route. With ``batching="static"`` the requests go in
     fixed batches of ``max_concurrency`` (all at once without a cap): a batch is released once its last request is
     due, the next only when every request of the batch has ended (``compare`` runs as continuous here:
     :func:`planner.loadtest.worker.plan_jobs` splits it into two runs; with Ray workers each batches its share).
@@ -849,6 +865,12 @@ async def run_load(
             after = await fetch_sample(endpoint, start=share.start_s, timeout_s=5.0, secrets=secrets)
     finally:
         await client.close()
+    # Streams without usage: the server's tokenizer counts their answers, now that no measured request is in flight.
+    indices = [i for i, _ in share.finished]
+    recounted = await recount_output_tokens(
+        endpoint, info, [r for _, r in share.finished], timeout_s=min(settings.timeout_s, 10.0), secrets=secrets
+    )
+    share = replace(share, finished=tuple(zip(indices, recounted, strict=True)))
     extra = {
         "prefix_cache": prefix_cache_stats(before, after, endpoint.kind),
         "cache_reset": reset_error,

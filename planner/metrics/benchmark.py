@@ -8,7 +8,8 @@ from the moment the request is sent to the first / last token-bearing chunk). Ov
 * ``completed`` = successful requests; ``failed`` = the others (in-stream errors and cut streams included), counted
   by ``error_kind`` too. Failed requests contribute no token and no latency sample (vLLM counts their output as 0).
 * ``total_input_tokens`` = Σ input tokens of completed requests; ``total_output_tokens`` = Σ output tokens of
-  completed requests (server usage; the chunk count when the server sent none).
+  completed requests (the server's count; where the stream carried none, its tokenizer route's count of the answer,
+  else one per chunk: :data:`planner.metrics.latency.OUTPUT_TOKENS_METHODS`).
 * ``request_throughput`` = completed / duration, ``output_throughput`` = Σoutput / duration,
   ``total_token_throughput`` = (Σinput + Σoutput) / duration, with duration = wall time of the run, seconds.
 * ``request_goodput`` = completed requests meeting EVERY given SLO / duration (DistServe definition); a request

@@ -9,7 +9,10 @@ client (``time.perf_counter()``):
 * E2E = t(last token-bearing chunk) − sent. The usage chunk and ``[DONE]`` are excluded.
 * ITL per chunk = gaps between successive token-bearing chunks after the first (one sample per chunk).
 * ITL per token = each chunk gap divided evenly over the tokens of the chunk that ends it (one sample per token;
-  GenAI-Perf "chunked ITL").
+  GenAI-Perf "chunked ITL"). A chunk's tokens are its own count where the stream gave one (continuous usage, TGI
+  events, llama.cpp); the output tokens those do not account for are spread evenly over the other chunks
+  (:func:`chunk_tokens`), so the same stream gives the same per-token ITL whether the server counted per chunk or
+  only at the end.
 * TPOT = (E2E − TTFT) / (output_tokens − 1): the first token is NOT counted; None when output_tokens ≤ 1.
 * Output tokens/s = output_tokens / E2E (per request, TTFT included).
 
@@ -26,7 +29,29 @@ import numpy as np
 
 from planner.serving.streaming import RequestRecord
 
-__all__ = ["LatencyMetrics", "Summary", "compute_metrics", "percentile", "summarize"]
+__all__ = [
+    "OUTPUT_TOKENS_METHODS",
+    "LatencyMetrics",
+    "Summary",
+    "chunk_tokens",
+    "compute_metrics",
+    "output_tokens_method",
+    "output_tokens_warning",
+    "percentile",
+    "summarize",
+]
+
+#: How the output tokens of a set of requests were counted (:func:`output_tokens_method`), most exact first:
+#: ``usage`` (the server's own count: usage, TGI's details or token events, llama.cpp's timings), ``chunks (one token
+#: each)`` (llama-cpp-python, which streams exactly one token per chunk and no count), ``tokenizer`` (the server's
+#: tokenizer route counted the answer text: the stream carried no count), ``chunks (estimate)`` (one per
+#: token-bearing chunk: no count and no tokenizer route).
+OUTPUT_TOKENS_METHODS: tuple[str, ...] = ("usage", "chunks (one token each)", "tokenizer", "chunks (estimate)")
+_METHOD_OF_SOURCE = {
+    "chunks_one_token_each": "chunks (one token each)",
+    "tokenizer": "tokenizer",
+    "estimate": "chunks (estimate)",
+}
 
 
 @dataclass(frozen=True)
@@ -42,8 +67,8 @@ class LatencyMetrics:
         tpot_s: Time per output token after the first, ``(E2E − TTFT) / (output_tokens − 1)``; None when
             output_tokens ≤ 1 or unknown.
         itl_chunk_s: Gaps between successive token-bearing chunks after the first, one per chunk.
-        itl_token_s: Each chunk gap divided by the chunk's tokens, repeated once per token; a chunk of unknown
-            size counts as one token, a chunk of 0 tokens passes its gap to the next chunk.
+        itl_token_s: Each chunk gap divided by the chunk's tokens (:func:`chunk_tokens`), repeated once per token;
+            a chunk of 0 tokens passes its gap to the next chunk.
         output_tokens: Generated tokens; None when unknown.
         output_tokens_source: Where the count came from (see ``planner.serving.streaming.TOKEN_SOURCES``).
         output_tokens_per_s: ``output_tokens / E2E``; None when either is unknown or E2E is 0.
@@ -60,6 +85,33 @@ class LatencyMetrics:
     output_tokens: int | None = None
     output_tokens_source: str | None = None
     output_tokens_per_s: float | None = None
+
+
+def chunk_tokens(record: RequestRecord) -> tuple[int, ...]:
+    """Tokens in each token-bearing chunk of ``record``, in arrival order.
+
+    A chunk keeps its own count where the stream gave one (``TokenChunk.n_tokens``). The record's output tokens that
+    those counts leave are spread evenly over the chunks of unknown size: chunk ``i`` of ``k`` gets ``⌊(i + 1) r / k⌋
+    − ⌊i r / k⌋`` of the ``r`` left, so one that does not divide puts its extra tokens towards the end (where an
+    end-of-sequence token that no chunk shows belongs). When the output tokens are unknown, or fewer than the known
+    counts, a chunk of unknown size counts 1.
+
+    Example:
+        12 chunks of unknown size and ``output_tokens`` 48 (a final usage count): 4 each.
+    """
+    known = sum(c.n_tokens for c in record.chunks if c.n_tokens is not None)
+    unknown = sum(1 for c in record.chunks if c.n_tokens is None)
+    left = None if record.output_tokens is None else record.output_tokens - known
+    if not unknown or left is None or left < 0:
+        return tuple(1 if c.n_tokens is None else c.n_tokens for c in record.chunks)
+    out, i = [], 0
+    for c in record.chunks:
+        if c.n_tokens is None:
+            out.append((i + 1) * left // unknown - i * left // unknown)
+            i += 1
+        else:
+            out.append(c.n_tokens)
+    return tuple(out)
 
 
 def compute_metrics(record: RequestRecord) -> LatencyMetrics:
@@ -86,10 +138,10 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
     chunk_gaps: list[float] = []
     token_gaps: list[float] = []
     carry = 0.0
-    for prev, cur in zip(record.chunks, record.chunks[1:], strict=False):
+    sizes = chunk_tokens(record)
+    for prev, cur, n in zip(record.chunks, record.chunks[1:], sizes[1:], strict=False):
         gap = cur.t_s - prev.t_s
         chunk_gaps.append(gap)
-        n = 1 if cur.n_tokens is None else cur.n_tokens
         if n <= 0:
             carry += gap
             continue
@@ -110,6 +162,33 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
         output_tokens=n_out,
         output_tokens_source=record.output_tokens_source,
         output_tokens_per_s=rate,
+    )
+
+
+def output_tokens_method(records: Iterable[RequestRecord]) -> str | None:
+    """How the output tokens of the successful ``records`` were counted: the least exact of
+    :data:`OUTPUT_TOKENS_METHODS` any of them needed; None when none has a count."""
+    methods = {
+        _METHOD_OF_SOURCE.get(r.output_tokens_source, "usage") for r in records if r.ok and r.output_tokens_source
+    }
+    return max(methods, key=OUTPUT_TOKENS_METHODS.index, default=None)
+
+
+def output_tokens_warning(endpoint: str, records: Sequence[RequestRecord]) -> str | None:
+    """One line naming the output-token figure when some successful ``records`` counted one token per chunk (an
+    estimate, see :data:`OUTPUT_TOKENS_METHODS`); None when none did.
+
+    ``total_output_tokens`` is Σ output tokens of the successful records (``vllm bench serve``'s figure).
+    """
+    ok = [r for r in records if r.ok]
+    estimated = sum(1 for r in ok if r.output_tokens_source == "estimate")
+    if not estimated:
+        return None
+    total = sum(r.output_tokens or 0 for r in ok)
+    return (
+        f"{endpoint}: output tokens are estimates, one per chunk (total_output_tokens {total:,}, {estimated} of "
+        f"{len(ok)} requests): the stream carried no usage and no tokenizer route counted the text; with several "
+        "tokens per chunk, total_output_tokens and output_throughput read low and TPOT high"
     )
 
 

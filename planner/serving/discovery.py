@@ -14,15 +14,15 @@ Routes per server kind (vLLM ``vllm/entrypoints/openai/api_server.py``; TGI ``do
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from planner.errors import PlannerError
 from planner.serving.endpoints import Endpoint, api_key
-from planner.serving.streaming import one_line
+from planner.serving.streaming import RequestRecord, one_line
 
 __all__ = [
     "EndpointInfo",
@@ -30,6 +30,7 @@ __all__ = [
     "describe_error",
     "discover",
     "discover_sync",
+    "recount_output_tokens",
     "status_error",
     "tokenize_text",
 ]
@@ -271,6 +272,53 @@ async def tokenize_text(
     else:
         url, payload = f"{endpoint.base_url}/extras/tokenize", {"input": text}
     return _token_list(await _tokenize(endpoint, url, payload, timeout_s, secrets))
+
+
+async def recount_output_tokens(
+    endpoint: Endpoint,
+    info: EndpointInfo,
+    records: Sequence[RequestRecord],
+    *,
+    timeout_s: float = 5.0,
+    secrets: Mapping[str, Any] | None = None,
+    concurrency: int = 8,
+) -> tuple[RequestRecord, ...]:
+    """``records`` with each successful one whose output tokens are a chunk count (``output_tokens_source``
+    ``estimate``: the stream carried no usage) counted again by the server's tokenizer route.
+
+    The text counted is the answer as streamed (every token-bearing chunk's text in arrival order: reasoning, content,
+    tool calls), without special tokens (:func:`tokenize_text`), as ``vllm bench serve`` counts output when usage is
+    missing (``len(tokenizer(generated_text, add_special_tokens=False).input_ids)``). Call it after the timed requests
+    have ended: the calls then cannot delay a measured stream. Each distinct text is counted once (at most
+    ``concurrency`` calls at a time); the first failing call (no route, an error) ends the counting.
+
+    Returns:
+        The records in order; a recounted one has ``output_tokens`` from the tokenizer and ``output_tokens_source``
+        ``tokenizer``, the others are unchanged. Never raises for endpoint failures.
+    """
+    texts = list(dict.fromkeys(_answer(r) for r in records if r.ok and r.output_tokens_source == "estimate"))
+    if not texts:
+        return tuple(records)
+    first = await tokenize_text(endpoint, info, texts[0], timeout_s=timeout_s, secrets=secrets)
+    if not first:
+        return tuple(records)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def count(text: str) -> int | None:
+        async with gate:
+            ids = await tokenize_text(endpoint, info, text, timeout_s=timeout_s, secrets=secrets)
+        return len(ids) if ids else None
+
+    counts = dict(zip(texts, [len(first), *await asyncio.gather(*(count(t) for t in texts[1:]))], strict=True))
+    out = []
+    for r in records:
+        n = counts.get(_answer(r)) if r.ok and r.output_tokens_source == "estimate" else None
+        out.append(r if n is None else replace(r, output_tokens=n, output_tokens_source="tokenizer"))
+    return tuple(out)
+
+
+def _answer(record: RequestRecord) -> str:
+    return "".join(c.text for c in record.chunks)
 
 
 def discover_sync(

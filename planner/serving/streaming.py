@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 #: Values of :attr:`RequestRecord.error_kind`.
+#: ``empty``: the stream ended normally (a finish reason or ``[DONE]``) without any text, reasoning or tool call.
 #: ``worker``: the Ray load worker that held the request died before it ended (:mod:`planner.loadtest.ray_workers`).
 ERROR_KINDS: tuple[str, ...] = (
     "connect",
@@ -47,6 +48,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "http",
     "in_stream",
     "cut",
+    "empty",
     "context_length",
     "cancelled",
     "worker",
@@ -60,6 +62,7 @@ TOKEN_SOURCES: tuple[str, ...] = (
     "tgi_events",
     "llamacpp_timings",
     "chunks_one_token_each",
+    "tokenizer",
     "estimate",
 )
 #: How each token source reads in a table.
@@ -70,7 +73,8 @@ TOKEN_SOURCE_LABELS: dict[str, str] = {
     "tgi_events": "TGI token events",
     "llamacpp_timings": "llama.cpp timings",
     "chunks_one_token_each": "1 per chunk",
-    "estimate": "estimate",
+    "tokenizer": "server tokenizer",
+    "estimate": "1 per chunk, estimate",
 }
 
 
@@ -320,7 +324,8 @@ class RequestRecord:
 
     Attributes:
         endpoint: Endpoint name.
-        ok: The stream completed (finish reason or terminator seen, no error).
+        ok: The stream completed (finish reason or terminator seen, no error) with some output: a stream that ended
+            normally without any text, reasoning or tool call failed as ``empty``.
         error: One-line error message; None when ok.
         error_kind: One of :data:`ERROR_KINDS`; None when ok.
         http_status: HTTP status of the response (or of an in-stream error when it states one); None if none.
@@ -332,10 +337,12 @@ class RequestRecord:
         last_token_s: Last token-bearing chunk (the usage chunk and ``[DONE]`` do not move it).
         end_s: Stream end (``[DONE]``, the last event, or the failure).
         chunks: Token-bearing chunks in arrival order.
-        output_tokens: Generated tokens; None when unknown. 0 for an empty answer: a stream that ended normally
-            (finish reason or terminator, no error) without any token-bearing chunk and without a server count.
+        output_tokens: Generated tokens; None when unknown. 0 for an empty answer (a stream that ended normally
+            without any token-bearing chunk and without a server count).
         output_tokens_source: Where ``output_tokens`` came from, one of :data:`TOKEN_SOURCES`; None if unknown
-            (``chunks_one_token_each`` for an empty answer: zero chunks).
+            (``chunks_one_token_each`` for an empty answer: zero chunks). ``estimate`` (one per token-bearing chunk)
+            when the stream carried no count; :func:`planner.serving.discovery.recount_output_tokens` then counts
+            the text with the server's tokenizer route (``tokenizer``).
         prompt_tokens: Prompt tokens reported by the server; None when not reported.
         text: Answer text (content and tool-call text).
         reasoning_text: Reasoning text.
@@ -392,8 +399,9 @@ class StreamRecorder:
     """Collects the timestamped events of one streamed request and builds its :class:`RequestRecord`.
 
     Call :meth:`sent` first, then :meth:`first_byte`, :meth:`payload` for every parsed payload, and
-    :meth:`done` on the terminator or :meth:`fail` on a failure; :meth:`record` builds the result. Every method
-    takes an optional absolute ``t`` (``time.perf_counter()`` seconds; default: now).
+    :meth:`done` on the terminator (or :meth:`terminated` when it arrives and :meth:`eof` when the body has ended) or
+    :meth:`fail` on a failure; :meth:`record` builds the result. Every method takes an optional absolute ``t``
+    (``time.perf_counter()`` seconds; default: now).
 
     Args:
         endpoint: Endpoint name put in the record.
@@ -515,13 +523,16 @@ class StreamRecorder:
         return p
 
     def done(self, t: float | None = None) -> None:
-        """The terminator arrived (``[DONE]``, or the last TGI ``/generate_stream`` event)."""
-        if self._end is None:
-            self._end = self._rel(self._now(t))
+        """The terminator arrived (``[DONE]``, or the last TGI ``/generate_stream`` event) and the stream ends now."""
+        self.terminated()
+        self.eof(t)
+
+    def terminated(self) -> None:
+        """``[DONE]`` arrived; the stream's end is stamped by :meth:`eof` (every client drains the body after it)."""
         self._done = True
 
     def eof(self, t: float | None = None) -> None:
-        """The byte stream ended (without saying whether a terminator came; see :attr:`completed`)."""
+        """The byte stream ended (a terminator or not: see :attr:`completed`)."""
         if self._end is None:
             self._end = self._rel(self._now(t))
 
@@ -600,13 +611,19 @@ class StreamRecorder:
     def record(self) -> RequestRecord:
         """Build the record (idempotent; later events are ignored once built).
 
-        A stream that ended without a terminator, a finish reason or an error is marked ``cut``.
+        A stream that ended without a terminator, a finish reason or an error is marked ``cut``; one that ended
+        normally without any token-bearing chunk (no text, reasoning or tool call) is marked ``empty``.
         """
         if self._record is not None:
             return self._record
         if self._error is None and not self.completed:
             self.fail("cut", "stream ended before a finish reason or [DONE]")
         tokens, source = self._output_tokens()
+        if self._error is None and not self._chunks:
+            how = f"finish_reason {self._finish}" if self._finish is not None else "[DONE]"
+            counted = f"; the server counted {tokens} output token{'s' if tokens != 1 else ''}" if tokens else ""
+            what = "without any text, reasoning or tool call"
+            self.fail("empty", f"empty answer: the stream ended normally ({how}) {what}{counted}")
         ok = self._error is None
         error = self._error
         record = RequestRecord(

@@ -20,6 +20,7 @@ from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from tests.pages.apptest_text import page_text
 from tests.servers.empty_answer import empty_answer_server
+from tests.servers.scripted_stream import Script, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "compare.py")
@@ -273,20 +274,51 @@ def test_answers_stream_from_a_real_llama_cpp_server(llama_url, tmp_path, monkey
     assert metrics.loc["llama", "output tokens"].split()[0] == str(record.output_tokens)
 
 
-def test_empty_answer_says_so_instead_of_waiting(tmp_path, monkeypatch):
+def test_empty_answer_is_a_named_failure_instead_of_waiting(tmp_path, monkeypatch):
     with empty_answer_server() as url:
         _write(tmp_path, f'[[endpoint]]\nname = "lcp"\nkind = "llamacpp"\nbase_url = "{url}"\n', monkeypatch)
         at = _app()
         at.text_area(key="cmp.prompt").input("Write a long story about a dragon.")
         at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
         _poll_until_done(at)
-    assert not at.exception and not at.error
+    assert not at.exception
     record = at.session_state["compare.history"][-1].records[0]
-    assert (record.ok, record.output_tokens, record.first_token_s) == (True, 0, None)
-    assert "**lcp** · :green[:material/check_circle:] done · empty answer (0 tokens)" in [m.value for m in at.markdown]
-    captions = [c.value for c in at.caption]
-    assert "empty answer: the stream ended normally without any text (0 tokens)" in captions
-    assert "waiting for the first token…" not in captions
+    assert (record.ok, record.error_kind, record.output_tokens, record.first_token_s) == (False, "empty", 0, None)
+    assert "**lcp** · :red[:material/error:] error · empty answer (0 tokens)" in [m.value for m in at.markdown]
+    assert [e.value for e in at.error] == [
+        "empty answer: the stream ended normally (finish_reason stop) without any text, reasoning or tool call"
+    ]
+    assert "waiting for the first token…" not in [c.value for c in at.caption]
     metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
-    assert metrics.loc["lcp", "output tokens"] == "0 (1 per chunk)"
+    assert (metrics.loc["lcp", "ok / requests"], metrics.loc["lcp", "output tokens"]) == ("0/1", "n/a")
     assert (metrics.loc["lcp", ["TTFT ms", "TPOT ms", "E2E ms"]] == "n/a").all()
+
+
+def test_output_tokens_without_usage_are_counted_or_flagged(tmp_path, monkeypatch):
+    # No usage in the streams, 3 chunks of 4 tokens: the vllm server's /tokenize counts 12 (its column says so once
+    # the run is over); an openai kind has no tokenizer route, so its 3 (one per chunk) are flagged as an estimate.
+    with (
+        ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3, tokenize=True)) as counted,
+        ScriptedServer(Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3)) as chunky,
+    ):
+        endpoints = (
+            f'[[endpoint]]\nname = "counted"\nkind = "vllm"\nbase_url = "{counted.url}"\n\n'
+            f'[[endpoint]]\nname = "chunky"\nkind = "openai"\nbase_url = "{chunky.url}"\n'
+        )
+        _write(tmp_path, endpoints, monkeypatch)
+        at = _app(ep="counted,chunky")
+        at.text_area(key="cmp.prompt").input("hi")
+        at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+        _poll_until_done(at)
+    assert not at.exception
+    headers = [m.value for m in at.markdown]
+    assert "**counted** · :green[:material/check_circle:] done · 12 tokens" in headers
+    assert "**chunky** · :green[:material/check_circle:] done · 3 tokens" in headers
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    assert metrics.loc["counted", "output tokens"] == "12 (server tokenizer)"
+    assert metrics.loc["chunky", "output tokens"] == "3 (1 per chunk, estimate)"
+    assert [w.value for w in at.warning] == [
+        "chunky: output tokens are estimates, one per chunk (total_output_tokens 3, 1 of 1 requests): the stream "
+        "carried no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens "
+        "and output_throughput read low and TPOT high"
+    ]

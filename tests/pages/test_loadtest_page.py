@@ -27,15 +27,17 @@ def _no_endpoints_file(monkeypatch):
     monkeypatch.delenv("LLM_PLANNER_ALLOW_CUSTOM_ENDPOINTS", raising=False)
 
 
+def _endpoints(tmp_path, monkeypatch, *entries: tuple[str, str, str]) -> None:
+    """An endpoints.toml of ``(name, kind, base_url)`` entries, named in LLM_PLANNER_ENDPOINTS."""
+    path = tmp_path / "endpoints.toml"
+    tables = [f'[[endpoint]]\nname = "{n}"\nkind = "{k}"\nbase_url = "{u}"\n' for n, k, u in entries]
+    path.write_text("\n".join(tables), encoding="utf-8")
+    monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+
+
 @pytest.fixture
 def timed_endpoints(tmp_path, monkeypatch, timed_server, closed_port_url) -> None:
-    path = tmp_path / "endpoints.toml"
-    path.write_text(
-        f'[[endpoint]]\nname = "timed"\nkind = "vllm"\nbase_url = "{timed_server.url}"\n\n'
-        f'[[endpoint]]\nname = "down"\nkind = "vllm"\nbase_url = "{closed_port_url}"\n',
-        encoding="utf-8",
-    )
-    monkeypatch.setenv("LLM_PLANNER_ENDPOINTS", str(path))
+    _endpoints(tmp_path, monkeypatch, ("timed", "vllm", timed_server.url), ("down", "vllm", closed_port_url))
 
 
 def _app(**params: str) -> AppTest:
@@ -113,6 +115,7 @@ def test_run_shows_results_kv_and_downloads():
     table = _table(at, "request_throughput")
     assert list(table["endpoint"]) == ["timed", "down"]
     assert list(table["completed"]) == ["4", "0"] and list(table["failed"]) == ["0", "4"]  # counts as text
+    assert list(table["output_tokens_method"]) == ["usage", "n/a"]
     kv = _table(at, "measured KV tokens")
     assert kv.loc[kv["endpoint"] == "timed", "measured KV tokens"].item() == "32,768"  # 2048 blocks x 16
     labels = {b.label for b in at.get("download_button")}
@@ -316,3 +319,22 @@ def test_compare_run_shows_the_batching_ratio_and_the_spec_counters(spec_endpoin
     assert list(spec["mean_acceptance_length"]) == ["3.00", "3.00"]
     assert list(spec["per_position_acceptance"]) == ["1.00, 1.00, 0.00"] * 2
     assert list(spec["acceptance_rate"]) == ["66.7%", "66.7%"]
+
+
+def test_output_tokens_method_and_the_estimate_warning(tmp_path, monkeypatch):
+    # No usage in the streams: the vllm server's /tokenize counts the answers, the openai one has none (an estimate).
+    from tests.servers.scripted_stream import Script, ScriptedServer
+
+    script = Script(usage="none", ttft_ms=5, gap_ms=5, chunks=3, tokenize=True)
+    with ScriptedServer(script) as counted, ScriptedServer(script) as chunky:
+        _endpoints(tmp_path, monkeypatch, ("counted", "vllm", counted.url), ("chunky", "openai", chunky.url))
+        at = _run_to_end(_app(ep="counted,chunky", num_prompts="2", max_concurrency="2", input_sizing="words"))
+    assert not at.exception
+    table = _table(at, "request_throughput")
+    assert list(table["output_tokens_method"]) == ["tokenizer", "chunks (estimate)"]
+    warnings = [w.value for w in at.warning if "output tokens are estimates" in w.value]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        ": output tokens are estimates, one per chunk (total_output_tokens 6, 2 of 2 requests): the stream carried "
+        "no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens and "
+        "output_throughput read low and TPOT high"
+    )

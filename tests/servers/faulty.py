@@ -100,6 +100,15 @@ class _Conn:
         self.reader = reader
         self.writer = writer
 
+    async def request(self) -> tuple[str, str, dict[str, str], bytes]:
+        """The next request: method, target, headers (names lower-cased) and body."""
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        request_line, *lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = request_line.split(" ", 2)
+        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines if h)}
+        length = int(headers.get("content-length", "0"))
+        return method, target, headers, await self.reader.readexactly(length) if length else b""
+
     async def head(self, status: int, headers: dict[str, str]) -> None:
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", *(f"{k}: {v}" for k, v in headers.items())]
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -252,12 +261,7 @@ class FaultyServer:
                 writer.close()
 
     async def _one(self, conn: _Conn) -> bool:
-        head = await conn.reader.readuntil(b"\r\n\r\n")
-        request_line, *lines = head.decode("latin-1").split("\r\n")
-        method, target, _ = request_line.split(" ", 2)
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines if h)}
-        length = int(headers.get("content-length", "0"))
-        raw = await conn.reader.readexactly(length) if length else b""
+        method, target, headers, raw = await conn.request()
         self.hits += 1
         if "authorization" in headers:
             self.authorizations.append(headers["authorization"])

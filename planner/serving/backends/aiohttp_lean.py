@@ -255,7 +255,8 @@ def _cut_detail(exc: aiohttp.ClientPayloadError, response: aiohttp.ClientRespons
 
 
 async def _read_events(content: aiohttp.StreamReader, recorder: StreamRecorder, idle_s: float) -> None:
-    """Feed every ``data:`` payload to ``recorder`` until an in-stream error; drain the body after ``[DONE]``.
+    """Feed every ``data:`` payload to ``recorder`` until an in-stream error; tell it ``[DONE]`` arrived, drain the
+    body after it, then tell it the body ended.
 
     Raises:
         TimeoutError: no data event for ``idle_s`` seconds. aiohttp's ``sock_read`` restarts on every byte, so
@@ -273,6 +274,8 @@ async def _read_events(content: aiohttp.StreamReader, recorder: StreamRecorder, 
             for data in events:
                 if recorder.payload(_object(loads(data)), perf_counter()).is_error:
                     return
+            if decoder.done:
+                recorder.terminated()
             if events:
                 idle.reschedule(now() + idle_s)
     for data in decoder.close():

@@ -20,13 +20,15 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
+import httpx2
+
 from planner.errors import MalformedTextError
 from planner.parsing import json_value
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import WireRequest
-from planner.serving.streaming import StreamRecorder, one_line
+from planner.serving.streaming import SSEDecoder, StreamRecorder, one_line
 
-__all__ = ["Backend", "IdleTimeoutError", "body_message", "items_within", "transport_failure"]
+__all__ = ["Backend", "IdleTimeoutError", "body_message", "items_within", "transport_failure", "watch_for_done"]
 
 
 class Backend(ABC):
@@ -111,6 +113,31 @@ def body_message(body: Any) -> str:
         text = one_line(msg or "")
         return f"{text} ({etype})" if etype and text and str(etype) not in text else text
     return one_line(body) if body is not None else ""
+
+
+def watch_for_done(response: httpx2.Response, recorder: StreamRecorder) -> None:
+    """Tell ``recorder`` when ``response``'s body carries ``data: [DONE]`` (call from an ``httpx2`` response hook).
+
+    Why: the SDKs end their iteration at ``[DONE]`` and also when the body just ends, and do not say which, so a
+    stream that ends with ``[DONE]`` but no finish reason (several OpenAI-compatible servers and proxies end so)
+    would look cut. The decoded body (after any ``Content-Encoding``) passes through the same
+    :class:`~planner.serving.streaming.SSEDecoder` the ``aiohttp`` backend reads with, as the SDK pulls it;
+    :meth:`~planner.serving.streaming.StreamRecorder.terminated` is called once it has seen ``[DONE]``, so every
+    backend ends a stream on the same event. ``response.aiter_bytes`` is what both SDKs read the body through
+    (``openai.AsyncStream._iter_events``; ``huggingface_hub`` via ``aiter_lines`` → ``aiter_text``).
+    """
+    read = response.aiter_bytes
+    decoder = SSEDecoder()
+
+    async def tapped(chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        async for part in read(chunk_size):
+            if not decoder.done:
+                decoder.feed(part)
+                if decoder.done:
+                    recorder.terminated()
+            yield part
+
+    response.aiter_bytes = tapped  # type: ignore[method-assign]
 
 
 def transport_failure(recorder: StreamRecorder, url: str, cause: BaseException) -> None:

@@ -7,9 +7,10 @@ keyword of the same meaning (and anything else through ``extra_body`` on the cha
 tests check that the server receives the wire body's fields.
 
 The client's ``httpx2`` session is opened before the clock starts (opening it costs tens of milliseconds, a TLS
-context, that would land in TTFT), redirects are switched off on it, and the send time is stamped in its request
-hook. Requests on one client run one at a time (Live Compare sends an endpoint's repeats in turn), so the hook
-stamps the request in flight.
+context, that would land in TTFT), redirects are switched off on it, the send time is stamped in its request
+hook, and its response hook watches the body for ``[DONE]`` (:func:`~planner.serving.backends.base.watch_for_done`).
+Requests on one client run one at a time (Live Compare sends an endpoint's repeats in turn), so the hooks serve the
+request in flight.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ import httpx2
 from huggingface_hub import AsyncInferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, TextGenerationError
 
-from planner.serving.backends.base import Backend, IdleTimeoutError, body_message, items_within, transport_failure
+from planner.serving.backends.base import (
+    Backend,
+    IdleTimeoutError,
+    body_message,
+    items_within,
+    transport_failure,
+    watch_for_done,
+)
 from planner.serving.endpoints import Endpoint, api_key
 from planner.serving.requests import WireRequest
 from planner.serving.streaming import StreamRecorder, one_line
@@ -84,7 +92,13 @@ class HuggingFaceHub(Backend):
             async def _sent(_request: Any, recorder: StreamRecorder = recorder) -> None:
                 recorder.sent(time.perf_counter())
 
+            async def _head(response: httpx2.Response, recorder: StreamRecorder = recorder) -> None:
+                watch_for_done(response, recorder)
+
             hooks["request"] = [_sent]
+            # keep huggingface_hub's own response hook (it reads an error body before raising); replace ours
+            theirs = [hook for hook in hooks.get("response", ()) if getattr(hook, "__module__", None) != __name__]
+            hooks["response"] = [*theirs, _head]
 
     async def send(
         self,

@@ -8,7 +8,8 @@ keeps unknown fields such as ``reasoning_content``.
 
 Retries are off (the SDK retries twice by default, which hides failures and inflates latency) and every timeout
 is explicit. openai 3.x runs on the ``httpx2`` package: the send time is stamped in an ``httpx2`` request hook
-(when the request reaches the transport, after the SDK built it), the first byte in a response hook.
+(when the request reaches the transport, after the SDK built it), the first byte in a response hook, which also
+watches the body for ``[DONE]`` (:func:`~planner.serving.backends.base.watch_for_done`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ import openai
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from planner.serving.backends.base import Backend, IdleTimeoutError, body_message, items_within, transport_failure
+from planner.serving.backends.base import (
+    Backend,
+    IdleTimeoutError,
+    body_message,
+    items_within,
+    transport_failure,
+    watch_for_done,
+)
 from planner.serving.endpoints import Endpoint, api_key
 from planner.serving.requests import WireRequest
 from planner.serving.streaming import StreamRecorder
@@ -46,6 +54,7 @@ async def _first_byte_hook(response: httpx2.Response) -> None:
     recorder = _IN_FLIGHT.get(response.request.headers.get(_ID_HEADER, ""))
     if recorder is not None:
         recorder.first_byte(time.perf_counter(), http_status=response.status_code)
+        watch_for_done(response, recorder)
 
 
 def openai_client(

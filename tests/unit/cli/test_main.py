@@ -456,17 +456,23 @@ def test_head_dash_1_prints_one_line_without_traceback() -> None:
     assert proc.stdout.count("\n") == 1 and proc.stderr == ""
 
 
-# --- compare: an empty answer counts 0 tokens ------------------------------------------------------------------
+# --- compare: an empty answer is a failure, and nothing succeeded exits 1 ---------------------------------------
 
 
-def test_compare_empty_answer_prints_0_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_empty_answer_fails_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     with empty_answer_server() as url:
         code = main(["compare", "--endpoint", f"lcp=llamacpp:{url}", "--prompt", "Write a long story about a dragon."])
-    out = capsys.readouterr().out
-    assert code == 0
-    row = next(line.split() for line in out.splitlines() if line.startswith("lcp "))
-    # endpoint, ok, TTFT, TPOT, ITL, E2E, tokens: no token, so no latency; 0 tokens, not n/a
-    assert row == ["lcp", "1/1", "n/a", "n/a", "n/a", "n/a", "0"]
+    captured = capsys.readouterr()
+    assert code == 1
+    row = next(line.split() for line in captured.out.splitlines() if line.startswith("lcp "))
+    # endpoint, ok, TTFT, TPOT, ITL, E2E, tokens: it failed, so nothing is measured
+    assert row == ["lcp", "0/1", "n/a", "n/a", "n/a", "n/a", "n/a"]
+    reason = "empty answer: the stream ended normally (finish_reason stop) without any text, reasoning or tool call"
+    assert f"  lcp: empty: {reason}" in captured.out.splitlines()
+    assert (
+        captured.err
+        == f"python -m planner compare: error: all 1 request failed; most common: empty (1 of 1): {reason}\n"
+    )
 
 
 def test_a_deeply_nested_file_is_one_line_and_exit_2_from_the_shell(tmp_path) -> None:

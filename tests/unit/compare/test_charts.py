@@ -145,10 +145,13 @@ def test_history_frame_figure_and_csv():
 
 
 # llama.cpp's empty answer: the stream ended with finish_reason "stop" and no token-bearing chunk; the recorder
-# counts 0 tokens from the (zero) chunks, and no latency is defined.
+# counts 0 tokens from the (zero) chunks, no latency is defined, and the request failed as "empty".
+EMPTY_ERROR = "empty answer: the stream ended normally (finish_reason stop) without any text, reasoning or tool call"
 EMPTY = RequestRecord(
     endpoint="lcp",
-    ok=True,
+    ok=False,
+    error=EMPTY_ERROR,
+    error_kind="empty",
     first_byte_s=0.05,
     first_chunk_s=0.06,
     end_s=0.07,
@@ -161,22 +164,19 @@ EMPTY = RequestRecord(
 def test_status_of_an_empty_answer():
     status = endpoint_status(EndpointProgress("lcp", records=(EMPTY,), done=True), 1)
     assert (status.state, status.label, status.empty_answer, status.error) == (
-        "done",
-        "done · empty answer (0 tokens)",
+        "error",
+        "error · empty answer (0 tokens)",
         True,
-        None,
+        EMPTY_ERROR,
     )
     assert not endpoint_status(_done(A), 1).empty_answer
-    # repeat 2: the first answer was empty, the second has not started — still waiting, not "empty"
-    waiting = endpoint_status(EndpointProgress("lcp", records=(EMPTY,)), 2)
-    assert (waiting.state, waiting.empty_answer) == ("waiting", False)
 
 
 def test_endpoint_metrics_of_an_empty_answer():
     result = CompareResult(ChatRequest("Write a long story about a dragon."), infos=(), records=(EMPTY,))
     row = endpoint_metrics(result).iloc[0]
-    assert (row.requests, row.ok, row.output_tokens, row.ttft_n, row.tpot_n, row.e2e_n) == (1, 1, 0.0, 0, 0, 0)
+    assert (row.requests, row.ok, row.ttft_n, row.tpot_n, row.e2e_n) == (1, 0, 0, 0, 0)
     shown = display_metrics(endpoint_metrics(result)).iloc[0]
-    assert shown["output tokens"] == "0 (1 per chunk)"
+    assert (shown["ok / requests"], shown["output tokens"]) == ("0/1", "n/a")
     for column in ("TTFT ms", "TPOT ms", "E2E ms", "tokens/s", "ITL p50 ms"):
         assert shown[column] == "n/a"

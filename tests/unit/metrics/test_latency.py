@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from planner.metrics.latency import compute_metrics, percentile, summarize
+from planner.metrics.latency import (
+    chunk_tokens,
+    compute_metrics,
+    output_tokens_method,
+    output_tokens_warning,
+    percentile,
+    summarize,
+)
 from planner.serving.streaming import RequestRecord, TokenChunk
 
 
@@ -45,6 +52,61 @@ def test_unknown_chunk_size_counts_one_token_and_zero_token_chunk_carries_gap():
     assert m.itl_chunk_s == pytest.approx((0.1, 0.05, 0.15))
     assert m.itl_token_s == pytest.approx((0.1, 0.1, 0.1))
     assert m.tpot_s == pytest.approx((0.4 - 0.1) / 3)
+
+
+def test_a_final_count_is_spread_over_the_chunks_of_unknown_size():
+    # Issue 24: 12 chunks of 4 tokens 40 ms apart, only a final usage count of 48. Per token: 40 / 4 = 10 ms, 11 gaps
+    # x 4 tokens = 44 samples (it read 40 ms, one per chunk, for an endpoint without continuous usage).
+    record = _rec([(0.050 + 0.040 * j, None) for j in range(12)], output_tokens=48)
+    assert chunk_tokens(record) == (4,) * 12
+    m = compute_metrics(record)
+    assert m.itl_token_s == pytest.approx((0.010,) * 44)
+    assert m.itl_chunk_s == pytest.approx((0.040,) * 11)  # per chunk unchanged
+    assert m.tpot_s == pytest.approx(11 * 0.040 / 47)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "output_tokens", "expected"),
+    [
+        ((None, None, None), 7, (2, 2, 3)),  # 7 over 3: ⌊7/3⌋ − 0, ⌊14/3⌋ − ⌊7/3⌋, 7 − ⌊14/3⌋
+        ((1, None, None), 5, (1, 2, 2)),  # 5 − 1 known = 4 over the other 2
+        ((3, None), 2, (3, 1)),  # fewer than the known counts: 1 for the chunk of unknown size
+        ((None, None), None, (1, 1)),  # no count at all: 1 each
+        ((None, None, None), 2, (0, 1, 1)),  # fewer tokens than chunks: a 0 passes its gap on
+    ],
+)
+def test_chunk_tokens(sizes, output_tokens, expected):
+    record = _rec([(0.1 * (i + 1), n) for i, n in enumerate(sizes)], output_tokens=output_tokens)
+    assert chunk_tokens(record) == expected
+
+
+def _counted(source: str | None, n: int | None = 4, ok: bool = True) -> RequestRecord:
+    return RequestRecord(endpoint="ep", ok=ok, output_tokens=n, output_tokens_source=source)
+
+
+@pytest.mark.parametrize(
+    ("sources", "method"),
+    [
+        (("usage", "continuous_usage", "tgi_details", "tgi_events", "llamacpp_timings"), "usage"),
+        (("usage", "chunks_one_token_each"), "chunks (one token each)"),
+        (("usage", "tokenizer"), "tokenizer"),
+        (("tokenizer", "estimate", "usage"), "chunks (estimate)"),  # the least exact one any request needed
+        ((), None),
+    ],
+)
+def test_output_tokens_method(sources, method):
+    records = [_counted(s) for s in sources] + [_counted("estimate", ok=False)]  # a failed one does not count
+    assert output_tokens_method(records) == method
+
+
+def test_output_tokens_warning_names_the_figure():
+    records = [_counted("estimate", 12), _counted("tokenizer", 48), _counted("estimate", 3, ok=False)]
+    assert output_tokens_warning("ep", records) == (
+        "ep: output tokens are estimates, one per chunk (total_output_tokens 60, 1 of 2 requests): the stream carried "
+        "no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens and "
+        "output_throughput read low and TPOT high"
+    )
+    assert output_tokens_warning("ep", records[1:]) is None
 
 
 def test_one_output_token_has_no_tpot():

@@ -261,39 +261,48 @@ def test_on_event_receives_deltas_and_end():
     assert seen[-1].record is not None and seen[-1].record.ok
 
 
-# --- an empty answer: the stream ends normally without any token-bearing chunk ---
+# --- an empty answer: the stream ends normally without any token-bearing chunk: a failure, named ---
 # llama-cpp-python's chat stream for an answer of no text (its shape checked against llama_cpp.server 0.3 with the
 # gemma3 270M GGUF): the role chunk, a final chunk with an empty delta and finish_reason "stop", then [DONE]; no
 # usage chunk (stream_options is ignored) and no timings.
 LCP_ROLE, LCP_STOP = CHUNKS  # llama-cpp-python's stream of an empty answer
+EMPTY_STOP = "empty answer: the stream ended normally (finish_reason stop) without any text, reasoning or tool call"
 
 
 @pytest.mark.parametrize("one_token", [True, False])
-def test_empty_answer_has_zero_tokens_and_no_latency(one_token):
+def test_empty_answer_fails_with_zero_tokens_and_no_latency(one_token):
     from planner.metrics.latency import compute_metrics
 
     r = _record([LCP_ROLE, LCP_STOP], one_token_per_chunk=one_token)
+    assert (r.ok, r.error_kind, r.error, r.partial) == (False, "empty", EMPTY_STOP, False)
     # zero token-bearing chunks is exactly zero tokens, however many tokens a chunk holds
-    assert (r.ok, r.output_tokens, r.output_tokens_source, r.finish_reason) == (
-        True,
-        0,
-        "chunks_one_token_each",
-        "stop",
-    )
+    assert (r.output_tokens, r.output_tokens_source, r.finish_reason) == (0, "chunks_one_token_each", "stop")
     assert (r.first_token_s, r.last_token_s, r.text, r.chunks) == (None, None, "", ())
     m = compute_metrics(r)
     assert (m.ttft_s, m.tpot_s, m.e2e_s, m.output_tokens_per_s) == (None, None, None, None)  # no token: n/a
 
 
-def test_empty_answer_ended_by_done_alone_is_zero_tokens():
+def test_empty_answer_ended_by_done_alone_says_so():
     r = _record([LCP_ROLE])  # no finish reason, but [DONE]
-    assert (r.ok, r.output_tokens, r.output_tokens_source) == (True, 0, "chunks_one_token_each")
+    assert (r.ok, r.error_kind, r.output_tokens, r.output_tokens_source) == (False, "empty", 0, "chunks_one_token_each")
+    assert r.error == "empty answer: the stream ended normally ([DONE]) without any text, reasoning or tool call"
 
 
-def test_empty_answer_server_count_still_wins():
+def test_empty_answer_names_the_servers_count():
     usage = {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}}
     r = _record([LCP_ROLE, LCP_STOP, usage])  # e.g. only an EOS token was generated
-    assert (r.output_tokens, r.output_tokens_source) == (1, "usage")
+    assert (r.ok, r.output_tokens, r.output_tokens_source) == (False, 1, "usage")
+    assert r.error == EMPTY_STOP + "; the server counted 1 output token"
+
+
+def test_done_without_finish_reason_is_a_proper_end():
+    rec = StreamRecorder("ep")
+    rec.sent(0.0)
+    rec.payload(VLLM_TOKEN, 0.1)
+    rec.terminated()  # [DONE] seen, the body still draining
+    rec.eof(0.3)
+    r = rec.record()
+    assert (r.ok, r.error, r.finish_reason, r.text, r.end_s) == (True, None, None, "我是", 0.3)
 
 
 def test_stream_cut_before_any_token_has_unknown_tokens():
@@ -320,7 +329,7 @@ def test_empty_answer_same_record_on_both_client_paths(empty_answer_url):
     request = ChatRequest("Write a long story about a dragon.", max_tokens=64)
     records = [asyncio.run(stream_request(ep, request, timeout_s=5, backend=b)) for b in ("openai", "aiohttp")]
     for r in records:
-        assert (r.ok, r.error, r.finish_reason, r.text) == (True, None, "stop", "")
+        assert (r.ok, r.error_kind, r.error, r.finish_reason, r.text) == (False, "empty", EMPTY_STOP, "stop", "")
         assert (r.output_tokens, r.output_tokens_source) == (0, "chunks_one_token_each")
         assert (r.first_token_s, r.last_token_s) == (None, None)
         assert r.first_chunk_s is not None  # the role chunk arrived
