@@ -177,3 +177,47 @@ def test_predict_bad_speculative_input_is_one_line(capsys, argv: list[str], expe
     assert main(["predict", *DEPLOYMENT, *LOAD, *argv]) == 2
     err = capsys.readouterr().err
     assert expected in err and err.count("\n") == 1
+
+
+def test_the_headline_uses_the_given_acceptance_rates(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24 item 6: the headline and the JSON keys were simulated at the method's default 80% whatever
+    ``--spec-acceptance-rates`` said (2.80 ms at 0.3/0.2/0.1 as at 0.8); only the lines below took the rates."""
+    k3 = ["--num-speculative-tokens", "3"]
+    low = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, *k3, "--spec-acceptance-rates", "0.3,0.2,0.1", "--json")
+    high = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, *k3, "--spec-acceptance-rates", "0.8", "--json")
+    # by hand: 1 + 0.3 + 0.3·0.2 + 0.3·0.2·0.1 = 1.366 tokens a step; 1 + 0.8 + 0.64 + 0.512 = 2.952
+    assert low["planner_spec_tokens_per_step"] == pytest.approx(1.366)
+    assert high["planner_spec_tokens_per_step"] == pytest.approx(2.952)
+    for out in (low, high):  # the headline is the run the lines below report, not a second one at other rates
+        simulated = out["planner_spec_simulated"]
+        for key in ("median_tpot_ms", "output_throughput", "median_ttft_ms"):
+            assert out[key] == pytest.approx(simulated[key], rel=0.01), key
+    # a step's cost does not depend on acceptance (k drafts and k + 1 verified tokens either way), so TPOT scales
+    # with 1 / tokens per step: 2.952 / 1.366 = 2.16 (10%: prefill steps between the decode steps are the same)
+    assert low["median_tpot_ms"] / high["median_tpot_ms"] == pytest.approx(2.952 / 1.366, rel=0.1)
+    assert any("acceptance rates 30%, 20%, 10%" in n for n in low["planner_notes"])
+
+
+def test_the_readme_eagle3_example_needs_no_draft_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24 item 7: ``predict ... --spec-method eagle3 --num-speculative-tokens 3`` ended in "--speculative-model
+    is required": plan's older spelling of a draft model took ``--num-speculative-tokens`` for itself."""
+    rates = ["--spec-acceptance-rates", "0.8,0.75,0.75"]
+    out = _json(
+        capsys, "predict", *DEPLOYMENT, "--spec-method", "eagle3", "--num-speculative-tokens", "3", *rates, "--json"
+    )
+    assert out["planner_spec_tokens_per_step"] == pytest.approx(2.85)  # 1 + 0.8 + 0.6 + 0.45
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--static"],
+        ["--prefix-cache-hit-rate", "0.5"],
+        [*EAGLE3, "--num-speculative-tokens", "3"],
+        ["--save-result", "x"],
+    ],
+)
+def test_a_sweep_refuses_the_flags_it_would_ignore(capsys, flags: list[str]) -> None:
+    assert main(["predict", *DEPLOYMENT, "--sweep", "2", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{flags[0]} is not used by --sweep" in err
