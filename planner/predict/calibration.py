@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import InvalidParameterError
-from planner.loadtest.results import SavedRun
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.loadtest.results import SavedRun, import_runs
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics
 from planner.parsing import json_value
@@ -353,17 +353,37 @@ class CalibrationProfile:
         return data.model_dump_json(indent=1)
 
 
+def _refuse_results_file(text: str | bytes, name: str) -> None:
+    """Raise the one line that says ``text`` is a results file, the runs a profile is fitted on, when it reads as one
+    (:func:`~planner.loadtest.results.import_runs`); return when it does not."""
+    try:
+        runs = import_runs(text, name)
+    except PlannerError:
+        return
+    raise MalformedTextError(
+        name,
+        f"a results file ({len(runs)} run(s) of vllm bench serve --save-result or python -m planner bench), not a "
+        "calibration profile",
+        f"a profile: fit one on these runs with python -m planner calibrate {name} --out profile.json and the "
+        "deployment's flags (--model, --gpu, ...)",
+    )
+
+
 def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProfile:
     """Read a profile file written by :meth:`CalibrationProfile.to_json`.
 
     Raises:
-        InvalidParameterError: not JSON, too large, or a field outside what is accepted (named in the message).
+        InvalidParameterError: not JSON, too large, a results file instead of a profile (the message says how to fit
+            one on it), or a field outside what is accepted (named in the message).
     """
     if len(text) > MAX_PROFILE_BYTES:
         raise InvalidParameterError(name, f"{len(text):,} bytes", f"a profile of at most {MAX_PROFILE_BYTES:,} bytes")
     try:
         data = _ProfileFile.model_validate(json_value(text, name=name, accepted="a JSON calibration profile"))
-    except ValidationError as exc:
+    except (ValidationError, MalformedTextError) as exc:
+        _refuse_results_file(text, name)
+        if isinstance(exc, MalformedTextError):
+            raise
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "file"
         raise InvalidParameterError(f"{name}: {where}", err.get("input"), err["msg"]) from exc

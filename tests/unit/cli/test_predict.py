@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from planner.cli.main import main
 
+ROOT = Path(__file__).resolve().parents[3]
 DEPLOYMENT = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h200", "--max-model-len", "8192"]
 
 
@@ -221,3 +223,23 @@ def test_a_sweep_refuses_the_flags_it_would_ignore(capsys, flags: list[str]) -> 
     assert main(["predict", *DEPLOYMENT, "--sweep", "2", *flags]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{flags[0]} is not used by --sweep" in err
+
+
+@pytest.mark.parametrize("name", ["runs.json", "in512_c1.json.gz"])
+def test_a_results_file_given_as_a_profile_says_how_to_make_one(tmp_path, capsys, name: str) -> None:
+    """Issue 24 item 12: a results file as ``--calibration`` was a pydantic dump ("gpu {'date': ... is not valid:
+    expected Field required"); now one line naming the file, what it is, and the command that fits a profile."""
+    path = tmp_path / name
+    if name.endswith(".gz"):  # a real vllm bench serve result (bench/data/h200_sweeps), as the repository keeps it
+        path.write_bytes((ROOT / "bench/data/h200_sweeps/llama-3.1-8b/in512_c1.json.gz").read_bytes())
+    else:  # a result file this CLI writes
+        assert main(["predict", *DEPLOYMENT, "--num-prompts", "4", "--save-result", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["predict", *DEPLOYMENT, "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Field required" not in err
+    assert f"error: {path}: a results file (1 run(s) of vllm bench serve --save-result" in err
+    assert (
+        f"not a calibration profile; expected a profile: fit one on these runs with python -m planner calibrate {path}"
+        in err
+    )
