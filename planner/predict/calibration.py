@@ -44,6 +44,7 @@ from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients
 
 __all__ = [
+    "MAX_FIT_PREFIX_CACHE_HIT_RATE",
     "PROFILE_VERSION",
     "CalibrationProfile",
     "CalibrationRun",
@@ -52,6 +53,7 @@ __all__ = [
     "calibration_run",
     "fit",
     "load_profile",
+    "prefix_cache_refusal",
     "relative_errors",
     "score",
     "scored_values",
@@ -87,6 +89,28 @@ class CalibrationRun:
     shape: StepShape
     settings: LoadSettings
     measured: dict[str, float] = field(default_factory=dict)
+
+
+#: Highest prefix-cache hit rate of a run the fit takes (0–1). The fit simulates every prompt token prefilled, so a
+#: run whose prompts came mostly from the cache fits the prefill terms (TTFT, and the prefill chunks between decode
+#: steps) too low: 98.5% hits made a profile predict TTFT 76% short. 10% lets through the chat template's shared first
+#: block (16 of ~150+ prompt tokens) and costs at most that share of the prefill term, below the model's own TTFT error.
+MAX_FIT_PREFIX_CACHE_HIT_RATE = 0.10
+
+
+def prefix_cache_refusal(saved: SavedRun) -> str | None:
+    """Why the fit refuses ``saved`` for its prefix-cache hits, in one clause; None when it takes it (no measured hit
+    rate, or at most :data:`MAX_FIT_PREFIX_CACHE_HIT_RATE`). Call it on each run before :func:`calibration_run` where
+    runs are fitted (predicting a run's workload needs no such check)."""
+    rate = saved.prefix_cache_hit_rate
+    if rate is None or rate <= MAX_FIT_PREFIX_CACHE_HIT_RATE:
+        return None
+    source = saved.prefix_cache.source if saved.prefix_cache is not None else "the server's counters"
+    return (
+        f"{rate:.1%} of its prompt tokens came from the prefix cache ({source}), and the fit prefills every prompt "
+        f"token, so TTFT would fit too low; it takes runs with at most {MAX_FIT_PREFIX_CACHE_HIT_RATE:.0%} (measure "
+        "with prefix caching off, vllm serve --no-enable-prefix-caching, or with prompts that do not repeat)"
+    )
 
 
 def calibration_run(saved: SavedRun, shape: StepShape, *, label: str | None = None) -> CalibrationRun:

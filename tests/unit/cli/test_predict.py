@@ -243,3 +243,42 @@ def test_a_results_file_given_as_a_profile_says_how_to_make_one(tmp_path, capsys
         f"not a calibration profile; expected a profile: fit one on these runs with python -m planner calibrate {path}"
         in err
     )
+
+
+def _cached_run(tmp_path, capsys, concurrency: int, hit_rate: float) -> str:
+    """A result file of a deployment whose prefix cache served ``hit_rate`` of every prompt: the predicted run of
+    that cache, with the server's counters a Load Test run records (``planner_prefix_cache_*``) at that rate."""
+    path = tmp_path / f"cached_c{concurrency}.json"
+    load = ["--input-len", "2048", "--output-len", "128", "--num-prompts", "16", "--max-concurrency", str(concurrency)]
+    cache = ["--prefix-cache-hit-rate", str(hit_rate)]
+    assert main(["predict", *DEPLOYMENT, *load, *cache, "--save-result", str(path)]) == 0
+    capsys.readouterr()
+    data = json.loads(path.read_text())
+    queries = 16 * 2048
+    data.update(
+        planner_prefix_cache_queries=queries,
+        planner_prefix_cache_hits=hit_rate * queries,
+        planner_prefix_cache_source="vllm:prefix_cache_queries/hits",
+    )
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_calibrate_refuses_runs_answered_from_the_prefix_cache(tmp_path, capsys) -> None:
+    """Issue 24 item 8: runs with 98.5% prefix-cache hits were fitted as if every prompt token had been prefilled,
+    without a word, and the profile then predicted TTFT far too low (here 116 ms against the defaults' 356 ms for
+    the same uncached load). Now such a run is refused in one line naming it and its hit rate."""
+    runs = [_cached_run(tmp_path, capsys, c, 0.985) for c in (1, 16)]
+    out = tmp_path / "profile.json"
+    assert main(["calibrate", *runs, "--out", str(out), *DEPLOYMENT]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists()
+    assert "error: cached_c1.json: predicted · Llama-3.1-8B-Instruct · c=1: 98.5% of its prompt tokens came" in err
+    assert "from the prefix cache (vllm:prefix_cache_queries/hits)" in err and "at most 10%" in err
+
+
+def test_calibrate_takes_runs_with_a_few_cache_hits(tmp_path, capsys) -> None:
+    # 5%: about the chat template's shared first block of 16 tokens on ~300-token prompts
+    runs = [_cached_run(tmp_path, capsys, c, 0.05) for c in (1, 4)]
+    assert main(["calibrate", *runs, "--out", str(tmp_path / "profile.json"), *DEPLOYMENT]) == 0
+    assert "fit error" in capsys.readouterr().out
