@@ -32,7 +32,7 @@ FILES = {
 #: Subcommands whose examples need a live server (or serve until Ctrl-C), and where they are tested against one.
 NEEDS_A_SERVER = {
     "bench": "tests/unit/cli/test_bench.py (the tests' timed server)",
-    "compare": "tests/unit/cli/test_compare.py (the README's endpoints file, the demo server for vllm-a)",
+    "compare": "tests/integration/test_compare_endpoints_file.py (the README's endpoints file)",
     "demo-server": "tests/integration/test_demo_server.py and tests/unit/cli/test_demo.py",
 }
 #: Examples that are not planner commands: install, start the app, run the tests, a benchmark script.

@@ -1,4 +1,5 @@
-"""``python -m planner compare``: the README's endpoints file, one endpoint of which cannot be prepared."""
+"""``python -m planner compare`` with the README's endpoints file against the demo server: one endpoint cannot be
+prepared (its API key is not set), and the others still run."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from planner.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_example_endpoints_file_runs_with_one_endpoint_missing_its_key(
