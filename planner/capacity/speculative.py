@@ -141,7 +141,9 @@ class SpeculativeConfig:
 
 
 def _bad(value: object, why: str = "") -> InvalidParameterError:
-    accepted = _ACCEPTED if not why else f"{why} ({_ACCEPTED})"
+    """The one error of a bad ``speculative_config``: what is accepted, then what is wrong with this one (``why``, a
+    clause whose subject is the value: ``"has an unknown key bogus"``)."""
+    accepted = _ACCEPTED if not why else f"{_ACCEPTED}; this one {why}"
     return InvalidParameterError("speculative_config", value, accepted)
 
 
@@ -156,16 +158,16 @@ def _method(method: object, model: str | None, given: object) -> str:
         if "eagle3" in name:
             return "eagle3"
         if model is None:
-            raise _bad(given, "num_speculative_tokens needs a model or a method")
+            raise _bad(given, "has num_speculative_tokens but neither a model nor a method")
         return "draft_model"
     if not isinstance(method, str):
-        raise _bad(given, "method must be a string")
+        raise _bad(given, "has a method that is not a string")
     if method in _MTP_ALIASES:
         return "mtp"
     if method == "[ngram]":
         return "ngram"
     if method not in SPECULATIVE_METHODS:
-        raise _bad(given, f"method {method!r} is not one the planner sizes")
+        raise _bad(given, f"has method {method!r}, which is not one the planner sizes")
     return method
 
 
@@ -186,30 +188,30 @@ def parse_speculative_config(value: str | Mapping[str, object]) -> SpeculativeCo
     given: object = value
     if isinstance(value, str):
         if len(value) > 2000:
-            raise _bad(value[:60] + "...", "at most 2,000 characters")
+            raise _bad(value[:60] + "...", "is longer than 2,000 characters")
         try:
             value = json_value(value, name="speculative_config", accepted="a JSON object")
-        except MalformedTextError as exc:
-            raise _bad(given, "not valid JSON") from exc
+        except MalformedTextError as exc:  # its value is the problem: "not valid JSON (Expecting value)"
+            raise _bad(given, f"is {exc.value}") from exc
     if not isinstance(value, Mapping):
-        raise _bad(given, "not a JSON object")
+        raise _bad(given, "is not a JSON object")
     unknown = [str(k) for k in value if k not in _SIZED_KEYS and k not in _PASSED_KEYS]
     if unknown:
-        raise _bad(given, "unknown key " + ", ".join(unknown))
+        raise _bad(given, "has an unknown key " + ", ".join(unknown))
     model = value.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip() or len(model) > 200):
-        raise _bad(given, "model must be a repo id of at most 200 characters")
+        raise _bad(given, "has a model that is not a repo id of at most 200 characters")
     method = _method(value.get("method"), model, given)
     tokens = value.get("num_speculative_tokens")
     if type(tokens) is not int or not 1 <= tokens <= MAX_SPECULATIVE_TOKENS:
-        raise _bad(given, f"num_speculative_tokens must be an integer from 1 to {MAX_SPECULATIVE_TOKENS}")
+        raise _bad(given, f"has a num_speculative_tokens that is not an integer from 1 to {MAX_SPECULATIVE_TOKENS}")
     if method in ("draft_model", "eagle", "eagle3") and model is None:
-        raise _bad(given, f"method {method} needs a model")
+        raise _bad(given, f"has method {method}, which needs a model")
     if method in ("mtp", "ngram"):
         model = None if model in (None, "ngram", "[ngram]") or method == "ngram" else model
     draft_tp = value.get("draft_tensor_parallel_size")
     if draft_tp is not None and (type(draft_tp) is not int or not 1 <= draft_tp <= 64):
-        raise _bad(given, "draft_tensor_parallel_size must be an integer from 1 to 64")
+        raise _bad(given, "has a draft_tensor_parallel_size that is not an integer from 1 to 64")
     passed = tuple((str(k), json.dumps(v)) for k, v in value.items() if k in _PASSED_KEYS)
     return SpeculativeConfig(method, tokens, model, draft_tp, passed)
 

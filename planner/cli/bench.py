@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from planner.cli import max_rate
@@ -20,8 +21,10 @@ from planner.errors import InvalidParameterError, MalformedTextError, PlannerErr
 from planner.loadtest.settings import BATCHINGS, DATASETS, INPUT_SIZINGS, TRACE_DATASETS, LoadSettings
 
 if TYPE_CHECKING:
+    from planner.loadtest.results import SavedRun
     from planner.loadtest.runner import LoadResult
     from planner.loadtest.sweep import SweepPoint
+    from planner.loadtest.worker import Job
 
 __all__ = ["add_parser", "run"]
 
@@ -322,6 +325,30 @@ def _sweep_text(points: Sequence[SweepPoint], knee: int | None, stopped: str | N
     return "\n".join(lines)
 
 
+def _levels_note(jobs: Sequence[Job], num_prompts: int) -> str | None:
+    """One line naming the sweep levels that send another number of requests than ``--num-prompts`` (a level sends
+    at least ``rounds`` per slot, :meth:`planner.loadtest.sweep.SweepSpec.num_prompts`); None when none does."""
+    counts = {j.level: j.settings.num_prompts for j in jobs if j.level is not None}
+    other = [(level, n) for level, n in counts.items() if n != num_prompts]
+    if not other:
+        return None
+    rounds = next(j.sweep_spec.rounds for j in jobs if j.sweep_spec is not None)
+    sizes = ", ".join(f"{n} at concurrency {level}" for level, n in other)
+    return (
+        f"a sweep level sends at least {rounds} requests per slot: {sizes}, not --num-prompts {num_prompts} "
+        "(--prompts-per-level N sends N at every level)"
+    )
+
+
+def _level_count_noted(run: SavedRun, num_prompts: int, rounds: int) -> SavedRun:
+    """``run`` (a sweep level's saved run) with a note when it sent another number of requests than ``--num-prompts``
+    (``rounds``: the least requests per slot of a level)."""
+    if run.num_prompts is None or run.num_prompts == num_prompts:
+        return run
+    note = f"{run.num_prompts} requests at concurrency {run.max_concurrency}, not --num-prompts {num_prompts}"
+    return replace(run, notes=(*run.notes, f"{note} (a sweep level sends at least {rounds} per slot)"))
+
+
 def _turns_text(frame: object) -> str:
     """TTFT by turn: one row per turn (``planner.loadtest.results.ttft_by_turn``)."""
     lines = [
@@ -491,6 +518,9 @@ def run(args: argparse.Namespace) -> int:
         jobs = plan_jobs(
             [endpoint], settings, prompts, tag=tag, prompts_per_level=args.prompts_per_level, trace_rows=rows
         )
+        levels_note = _levels_note(jobs, args.num_prompts) if args.prompts_per_level is None else None
+        if levels_note is not None:  # before the first request: the run is not the size that was typed
+            print(f"{PROG}: note: {levels_note}", file=sys.stderr)
         queue = JobQueue(jobs, started=started, scrape=settings.scrape_metrics)
         outcomes = asyncio.run(queue.run())
         failed_to_start = next((o.error for o in outcomes if o.error is not None), None)
@@ -518,6 +548,9 @@ def run(args: argparse.Namespace) -> int:
         for o in outcomes
         if o.result
     ]
+    if levels_note is not None:  # and in the result: each level that sent another count says so
+        rounds = next(j.sweep_spec.rounds for j in jobs if j.sweep_spec is not None)
+        runs = [_level_count_noted(r, args.num_prompts, rounds) for r in runs]
     if settings.mode == "sweep":
         # with --batching compare the table is the continuous sweep's; the static one goes into the ratios below
         points = sorted(
@@ -540,6 +573,8 @@ def run(args: argparse.Namespace) -> int:
         if settings.batching == "compare":
             summary["comparison"] = batching_frame(runs).to_dict(orient="records")
         shown = json.dumps(summary, indent=2) if args.json else _sweep_text(points, knee, stopped)
+        if levels_note is not None and not args.json:
+            shown += f"\nnote: {levels_note}"
         if settings.batching == "compare" and not args.json:
             shown += "\n\n" + _batching_text(batching_frame(runs))
     elif settings.batching == "compare":  # static, then continuous: both tables and the ratio

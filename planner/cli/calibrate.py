@@ -17,7 +17,14 @@ from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.results import MAX_IMPORT_BYTES, import_runs
-from planner.predict.calibration import CalibrationProfile, RunScore, calibration_run, fit, score
+from planner.predict.calibration import (
+    CalibrationProfile,
+    RunScore,
+    calibration_run,
+    fit,
+    prefix_cache_refusal,
+    score,
+)
 from planner.predict.shape import step_shape
 
 __all__ = ["add_parser", "run"]
@@ -74,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise InvalidParameterError("runs", path, f"a readable result file ({exc.strerror})") from exc
             for saved in import_runs(data, name=path):
-                runs.append(calibration_run(saved, shape, label=f"{Path(path).name}: {saved.label}"))
+                label = f"{Path(path).name}: {saved.label}"
+                refused = prefix_cache_refusal(saved)
+                if refused is not None:
+                    raise PlannerError(f"{label}: {refused}")
+                runs.append(calibration_run(saved, shape, label=label))
         fitted = fit(runs)
         before = score(runs)
     except PlannerError as exc:

@@ -271,7 +271,23 @@ def _rates(args: argparse.Namespace) -> tuple[float, ...]:
     )
 
 
-def _speculative(args: argparse.Namespace, scenario: Scenario, settings: LoadSettings) -> SpeculativePrediction | None:
+def _deployment_flags(args: argparse.Namespace) -> argparse.Namespace:
+    """The flags the scenario is read from: with ``--spec-method`` and no draft named (``--speculative-model`` or
+    ``--speculative-config``), ``--num-speculative-tokens`` is that method's ``k``, not plan's older spelling of a
+    draft model (which needs ``--speculative-model``): an EAGLE/MTP head is timed as one target layer without one."""
+    if args.spec_method is None or args.speculative_model is not None or args.speculative_config is not None:
+        return args
+    return argparse.Namespace(**{**vars(args), "num_speculative_tokens": None})
+
+
+def _speculative(
+    args: argparse.Namespace,
+    scenario: Scenario,
+    settings: LoadSettings,
+    rates: tuple[float, ...],
+    head_bytes: float | None,
+    profile: CalibrationProfile | None,
+) -> SpeculativePrediction | None:
     # a scenario that carries vLLM's speculative_config (plan's flags) gives the method, k and draft by default
     config = scenario.speculative_config
     given = {"method": args.spec_method, "num_speculative_tokens": args.num_speculative_tokens}
@@ -281,23 +297,28 @@ def _speculative(args: argparse.Namespace, scenario: Scenario, settings: LoadSet
         return None
     if method is None or tokens is None:
         raise InvalidParameterError("spec_method", method, "both --spec-method and --num-speculative-tokens")
-    head = None if args.spec_head_gib is None else args.spec_head_gib * GIB
-    try:
-        return predict_speculative(
-            scenario,
-            settings,
-            method=method,
-            num_speculative_tokens=tokens,
-            acceptance_rates=_rates(args),
-            draft_model=draft,
-            draft_weight_bytes=head,
-            profile=read_profile(args.calibration),
-        )
-    except InvalidParameterError as exc:  # the config's field names -> this command's flags
-        flag = {"acceptance_rates": "spec_acceptance_rates", "method": "spec_method"}.get(exc.name)
-        if flag is None:
-            raise
-        raise InvalidParameterError(flag, exc.value, exc.accepted) from exc
+    return predict_speculative(
+        scenario,
+        settings,
+        method=method,
+        num_speculative_tokens=tokens,
+        acceptance_rates=rates,
+        draft_model=draft,
+        draft_weight_bytes=head_bytes,
+        profile=profile,
+    )
+
+
+#: Flags a ``--sweep`` does not use (its levels are plain predictions of the scenario), refused with it.
+_NOT_WITH_SWEEP = (
+    "static",
+    "prefix_cache_hit_rate",
+    "spec_method",
+    "spec_acceptance_rates",
+    "spec_acceptance_from",
+    "spec_head_gib",
+    "save_result",
+)
 
 
 def _spec_text(p: SpeculativePrediction) -> str:
@@ -337,23 +358,41 @@ def _spec_json(p: SpeculativePrediction) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Run ``predict``; returns the exit code (0, or 2 for bad input or a deployment that does not fit)."""
     try:
-        scenario = scenario_from_args(args)
+        scenario = scenario_from_args(_deployment_flags(args))
         settings = workload_from_args(args)
         profile = read_profile(args.calibration)
         if args.sweep is not None:
             if args.concurrency is not None:
                 raise InvalidParameterError("max_concurrency", args.concurrency, "no --max-concurrency with --sweep")
+            unused = next((k for k in _NOT_WITH_SWEEP if getattr(args, k) not in (None, False, 0.0)), None)
+            if unused is not None:
+                flag = "--" + unused.replace("_", "-")
+                raise PlannerError(f"{flag} is not used by --sweep (one plain prediction per level): leave one out")
             try:
                 sweep_levels(args.sweep)
             except InvalidParameterError as exc:  # named after the flag, not sweep_levels' argument
                 raise InvalidParameterError("sweep", args.sweep, exc.accepted) from exc
             curve = predict_curve(scenario, settings, profile=profile)
         else:
-            hit_rate = args.prefix_cache_hit_rate
-            prediction = predict(
-                scenario, settings, profile=profile, static=args.static, prefix_cache_hit_rate=hit_rate
-            )
-            speculative = _speculative(args, scenario, settings)
+            rates = _rates(args)
+            head = None if args.spec_head_gib is None else args.spec_head_gib * GIB
+            try:
+                # one set of rates for the headline (the scenario's speculative_config) and the lines below
+                prediction = predict(
+                    scenario,
+                    settings,
+                    profile=profile,
+                    static=args.static,
+                    prefix_cache_hit_rate=args.prefix_cache_hit_rate,
+                    acceptance_rates=rates,
+                    draft_weight_bytes=head,
+                )
+                speculative = _speculative(args, scenario, settings, rates, head, profile)
+            except InvalidParameterError as exc:  # the config's field names -> this command's flags
+                flag = {"acceptance_rates": "spec_acceptance_rates", "method": "spec_method"}.get(exc.name)
+                if flag is None:
+                    raise
+                raise InvalidParameterError(flag, exc.value, exc.accepted) from exc
     except PlannerError as exc:
         return usage_error(args.command, exc, flags=args)
     if args.sweep is not None:

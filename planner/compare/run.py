@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import InvalidParameterError
+from planner.errors import InvalidParameterError, PlannerError
 from planner.metrics.latency import (
     LatencyMetrics,
     Summary,
@@ -97,9 +97,10 @@ async def run_compare(
     """Send ``request`` to every endpoint concurrently, ``repeat`` times in a row per endpoint.
 
     Each endpoint is discovered first (model when not given, context limit); requests then go through one
-    reused client per endpoint. Failures never raise: they are records with ``ok=False``. Once every stream has
-    ended, answers whose stream carried no token count are counted with the endpoint's tokenizer route
-    (:func:`~planner.serving.discovery.recount_output_tokens`).
+    reused client per endpoint. Failures never raise: they are records with ``ok=False``, also for an endpoint
+    that cannot be prepared (its API-key variable not set: ``error_kind`` ``setup``, the others still run). Once
+    every stream has ended, answers whose stream carried no token count are counted with the endpoint's tokenizer
+    route (:func:`~planner.serving.discovery.recount_output_tokens`).
 
     Args:
         endpoints: Endpoints with unique names.
@@ -114,7 +115,6 @@ async def run_compare(
 
     Raises:
         InvalidParameterError: no endpoint, duplicate names, ``repeat`` < 1 or ``timeout_s`` ≤ 0.
-        MissingAPIKeyError: an endpoint's API-key variable is not set.
     """
     _check(endpoints, repeat, timeout_s)
 
@@ -130,20 +130,29 @@ async def run_compare(
             await opener()
         return info, prompt_tokens, client
 
+    async def prepare_or_refuse(endpoint: Endpoint) -> tuple[EndpointInfo, int | None, Any] | PlannerError:
+        # A problem of one endpoint (its API-key variable not set) is that endpoint's, as in the Load Test: its
+        # requests fail with the one line, the others run.
+        try:
+            return await prepare(endpoint)
+        except PlannerError as exc:
+            return exc
+
     # Every client is built before any request is sent: building one (an SSL context, ~30 ms of blocking work)
     # while another endpoint's request is in flight would stall the shared event loop and inflate its TTFT.
     try:
-        prepared = await asyncio.gather(*(prepare(e) for e in endpoints))
+        prepared = await asyncio.gather(*(prepare_or_refuse(e) for e in endpoints))
     except asyncio.CancelledError:
         # cancelled during discovery: each endpoint still gets its "cancelled" record, as a cancelled stream does
         for endpoint in endpoints:
-            recorder = StreamRecorder(endpoint.name)
-            recorder.fail("cancelled", "cancelled before it was sent")
-            if on_event is not None:
-                on_event(StreamUpdate(endpoint.name, "end", 0.0, record=recorder.record()))
+            _never_sent(endpoint, "cancelled", "cancelled before it was sent", on_event)
         raise
 
-    async def one(endpoint: Endpoint, info: EndpointInfo, prompt_tokens: int | None, client: Any):
+    async def one(endpoint: Endpoint, ready: tuple[EndpointInfo, int | None, Any] | PlannerError):
+        if isinstance(ready, PlannerError):
+            info = EndpointInfo(endpoint.name, endpoint.kind, healthy=False, error=str(ready))
+            return info, [_never_sent(endpoint, "setup", str(ready), on_event) for _ in range(repeat)]
+        info, prompt_tokens, client = ready
         records: list[RequestRecord] = []
         try:
             for _ in range(repeat):
@@ -163,7 +172,7 @@ async def run_compare(
             await client.close()
         return info, records
 
-    results = await asyncio.gather(*(one(e, *p) for e, p in zip(endpoints, prepared, strict=True)))
+    results = await asyncio.gather(*(one(e, p) for e, p in zip(endpoints, prepared, strict=True)))
     # Answers whose stream carried no token count: the server's tokenizer counts them, now that no stream is timed.
     counted = await asyncio.gather(
         *(
@@ -176,6 +185,19 @@ async def run_compare(
         infos=tuple(info for info, _ in results),
         records=tuple(r for records in counted for r in records),
     )
+
+
+def _never_sent(
+    endpoint: Endpoint, kind: str, message: str, on_event: Callable[[StreamUpdate], None] | None
+) -> RequestRecord:
+    """The failed record of a request that was never sent (``kind`` one of the record's error kinds), reported to
+    ``on_event`` as a finished stream is."""
+    recorder = StreamRecorder(endpoint.name)
+    recorder.fail(kind, message)
+    record = recorder.record()
+    if on_event is not None:
+        on_event(StreamUpdate(endpoint.name, "end", 0.0, record=record))
+    return record
 
 
 # --- background run for UIs ------------------------------------------------------------------------------------------

@@ -123,6 +123,8 @@ def predict(
     spec: ModelSpec | None = None,
     plan: Plan | None = None,
     prefix_cache_hit_rate: float = 0.0,
+    acceptance_rates: tuple[float, ...] = (),
+    draft_weight_bytes: float | None = None,
 ) -> Prediction:
     """Predict ``settings``' workload on the deployment ``scenario``.
 
@@ -137,11 +139,16 @@ def predict(
         prefix_cache_hit_rate: share of each prompt the prefix cache holds (0–1, whole blocks: ⌊r · prompt / B⌋ · B
             tokens); those tokens are not prefilled (:func:`planner.predict.simulator.simulate`'s
             ``cached_tokens``). A measured run's hit rate (Load Test, ``vllm:prefix_cache_hits / queries``) fits here.
+        acceptance_rates: conditional acceptance rate of each draft position of the scenario's ``speculative_config``
+            (each in [0, 1], as :class:`~planner.predict.speculative.SpecDecodeConfig` takes them); empty = the
+            method's published rate.
+        draft_weight_bytes: bytes of the scenario's EAGLE/MTP head, when known (as :func:`predict_speculative`).
 
     A scenario with ``speculative_config`` is simulated with it (continuous batching; static batching has no
     drafter): the target as planned without the draft, its KV blocks as planned with it, the drafter as
-    :func:`predict_speculative` builds it, at the method's published acceptance rate
-    (:data:`planner.predict.speculative.DEFAULT_ACCEPTANCE`; ``ngram`` has none and is left out, with a note).
+    :func:`predict_speculative` builds it, at ``acceptance_rates`` or else the method's published acceptance rate
+    (:data:`planner.predict.speculative.DEFAULT_ACCEPTANCE`; ``ngram`` has none: without rates it is left out, with
+    a note).
 
     Returns:
         The prediction.
@@ -153,7 +160,7 @@ def predict(
     """
     result, shape = planned_shape(scenario, plan=plan, spec=spec)
     coefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
-    shape, speculative, notes = _speculative_shape(scenario, shape, spec)
+    shape, speculative, notes = _speculative_shape(scenario, shape, spec, tuple(acceptance_rates), draft_weight_bytes)
     if profile is None:
         source = DEFAULT_SOURCE
         if shape.gpu_id != "h200-sxm-141gb":
@@ -320,16 +327,21 @@ def _drafting(
 
 
 def _speculative_shape(
-    scenario: Scenario, shape: StepShape, spec: ModelSpec | None
+    scenario: Scenario,
+    shape: StepShape,
+    spec: ModelSpec | None,
+    rates: tuple[float, ...] = (),
+    head_bytes: float | None = None,
 ) -> tuple[StepShape, SpecDecodeConfig | None, list[str]]:
     """The target's step shape and drafter of a scenario that carries ``speculative_config``: the target timed as
     planned without the draft (the drafter's forwards are timed apart), holding the KV blocks of the plan with it
-    (the draft's layers share every block); the method's published acceptance rates. ``ngram`` has no default rates:
-    it is left out, and a note says so."""
+    (the draft's layers share every block); ``rates`` per position, else the method's published acceptance rate;
+    an EAGLE/MTP head of ``head_bytes`` when given. ``ngram`` has no default rate: without ``rates`` it is left out,
+    and a note says so."""
     config = scenario.speculative_config
     if config is None:
         return shape, None, []
-    if config.method not in DEFAULT_ACCEPTANCE:
+    if not rates and config.method not in DEFAULT_ACCEPTANCE:
         return (
             shape,
             None,
@@ -345,8 +357,14 @@ def _speculative_shape(
         target,
         method=config.method,
         num_speculative_tokens=config.num_speculative_tokens,
+        acceptance_rates=rates,
         draft_model=config.model,
+        draft_weight_bytes=head_bytes,
     )
+    if rates:
+        given = ", ".join(f"{a:.0%}" for a in drafter.rates)
+        notes.append(f"speculative decoding ({config.describe()}) simulated at acceptance rates {given} by position")
+        return target, drafter, notes
     rate = DEFAULT_ACCEPTANCE[config.method]
     notes.append(
         f"speculative decoding ({config.describe()}) simulated at "

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import InvalidParameterError
-from planner.loadtest.results import SavedRun
+from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.loadtest.results import SavedRun, import_runs
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics
 from planner.parsing import json_value
@@ -44,6 +44,7 @@ from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficients
 
 __all__ = [
+    "MAX_FIT_PREFIX_CACHE_HIT_RATE",
     "PROFILE_VERSION",
     "CalibrationProfile",
     "CalibrationRun",
@@ -52,6 +53,7 @@ __all__ = [
     "calibration_run",
     "fit",
     "load_profile",
+    "prefix_cache_refusal",
     "relative_errors",
     "score",
     "scored_values",
@@ -87,6 +89,28 @@ class CalibrationRun:
     shape: StepShape
     settings: LoadSettings
     measured: dict[str, float] = field(default_factory=dict)
+
+
+#: Highest prefix-cache hit rate of a run the fit takes (0–1). The fit simulates every prompt token prefilled, so a
+#: run whose prompts came mostly from the cache fits the prefill terms (TTFT, and the prefill chunks between decode
+#: steps) too low: 98.5% hits made a profile predict TTFT 76% short. 10% lets through the chat template's shared first
+#: block (16 of ~150+ prompt tokens) and costs at most that share of the prefill term, below the model's own TTFT error.
+MAX_FIT_PREFIX_CACHE_HIT_RATE = 0.10
+
+
+def prefix_cache_refusal(saved: SavedRun) -> str | None:
+    """Why the fit refuses ``saved`` for its prefix-cache hits, in one clause; None when it takes it (no measured hit
+    rate, or at most :data:`MAX_FIT_PREFIX_CACHE_HIT_RATE`). Call it on each run before :func:`calibration_run` where
+    runs are fitted (predicting a run's workload needs no such check)."""
+    rate = saved.prefix_cache_hit_rate
+    if rate is None or rate <= MAX_FIT_PREFIX_CACHE_HIT_RATE:
+        return None
+    source = saved.prefix_cache.source if saved.prefix_cache is not None else "the server's counters"
+    return (
+        f"{rate:.1%} of its prompt tokens came from the prefix cache ({source}), and the fit prefills every prompt "
+        f"token, so TTFT would fit too low; it takes runs with at most {MAX_FIT_PREFIX_CACHE_HIT_RATE:.0%} (measure "
+        "with prefix caching off, vllm serve --no-enable-prefix-caching, or with prompts that do not repeat)"
+    )
 
 
 def calibration_run(saved: SavedRun, shape: StepShape, *, label: str | None = None) -> CalibrationRun:
@@ -353,17 +377,37 @@ class CalibrationProfile:
         return data.model_dump_json(indent=1)
 
 
+def _refuse_results_file(text: str | bytes, name: str) -> None:
+    """Raise the one line that says ``text`` is a results file, the runs a profile is fitted on, when it reads as one
+    (:func:`~planner.loadtest.results.import_runs`); return when it does not."""
+    try:
+        runs = import_runs(text, name)
+    except PlannerError:
+        return
+    raise MalformedTextError(
+        name,
+        f"a results file ({len(runs)} run(s) of vllm bench serve --save-result or python -m planner bench), not a "
+        "calibration profile",
+        f"a profile: fit one on these runs with python -m planner calibrate {name} --out profile.json and the "
+        "deployment's flags (--model, --gpu, ...)",
+    )
+
+
 def load_profile(text: str | bytes, *, name: str = "profile") -> CalibrationProfile:
     """Read a profile file written by :meth:`CalibrationProfile.to_json`.
 
     Raises:
-        InvalidParameterError: not JSON, too large, or a field outside what is accepted (named in the message).
+        InvalidParameterError: not JSON, too large, a results file instead of a profile (the message says how to fit
+            one on it), or a field outside what is accepted (named in the message).
     """
     if len(text) > MAX_PROFILE_BYTES:
         raise InvalidParameterError(name, f"{len(text):,} bytes", f"a profile of at most {MAX_PROFILE_BYTES:,} bytes")
     try:
         data = _ProfileFile.model_validate(json_value(text, name=name, accepted="a JSON calibration profile"))
-    except ValidationError as exc:
+    except (ValidationError, MalformedTextError) as exc:
+        _refuse_results_file(text, name)
+        if isinstance(exc, MalformedTextError):
+            raise
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "file"
         raise InvalidParameterError(f"{name}: {where}", err.get("input"), err["msg"]) from exc

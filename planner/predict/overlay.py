@@ -28,6 +28,7 @@ from planner.predict.calibration import (
     RunScore,
     calibration_run,
     fit,
+    prefix_cache_refusal,
     score,
 )
 from planner.predict.shape import StepShape
@@ -143,7 +144,9 @@ def recalibrate(
 
     Args:
         scenario: the deployment the runs measured (vLLM).
-        runs: measured or imported runs (predicted ones are ignored), each with completed requests and TPOT/TTFT.
+        runs: measured or imported runs (predicted ones are ignored), each with completed requests and TPOT/TTFT;
+            one served mostly from the prefix cache is left out with why
+            (:func:`~planner.predict.calibration.prefix_cache_refusal`).
         plan: the scenario's plan when the caller has it already.
         spec: the model, when it is not resolved from ``scenario.model``.
 
@@ -154,7 +157,9 @@ def recalibrate(
         InvalidParameterError: as :func:`predict_runs`, or no run can be fitted (the message says why).
     """
     _, shape = planned_shape(scenario, plan=plan, spec=spec)
-    usable, skipped = _calibration_runs(runs, shape)
+    refused = [(run, prefix_cache_refusal(run)) for run in runs]
+    usable, skipped = _calibration_runs([run for run, why in refused if why is None], shape)
+    skipped = [f"{run.label}: {why}" for run, why in refused if why is not None] + skipped
     if not usable:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise InvalidParameterError("runs", len(runs), f"at least one measured run with TPOT and TTFT{why}")

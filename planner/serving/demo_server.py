@@ -30,13 +30,18 @@ The prompt selects the behaviour with bracketed options, e.g. ``"hello [mode=cut
   ``reject_continuous`` (400 naming ``continuous_usage_stats`` when it is sent, else normal).
 
 Routes: ``GET /health``, ``/v1/models`` (``max_model_len`` 4096), ``/version``, ``/info`` (TGI), ``/metrics``
-(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not), ``POST /v1/completions`` (streamed,
-``choices[0].text``; the prompt may be text or token ids), ``POST /`` and ``/generate_stream`` (TGI native stream:
-one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
+(vLLM V1 Prometheus text, below), ``POST /v1/chat/completions`` (stream or not: ``chat.completion.chunk`` events or
+one ``chat.completion`` body, ``choices[0].message``), ``POST /v1/completions`` (stream or not: ``text_completion``
+events or body, ``choices[0].text``; the prompt may be text or token ids), ``POST /`` and ``/generate_stream`` (TGI
+native stream: one token per event, the last with ``generated_text`` and ``details``, no ``[DONE]``).
 
-End of sequence: the "model" ends its answer after 12 tokens (``finish_reason: "stop"``) unless ``max_tokens`` is
-smaller (``"length"``) or the request asks for ``ignore_eos`` where vLLM reads it, at the top level of the body; then
-it generates exactly ``max_tokens`` tokens (``"length"``). A ``tokens=N`` option overrides both.
+Answer length, as a real server decides it: the answer runs to ``max_tokens`` (TGI ``max_new_tokens``;
+``finish_reason: "length"``), or, when the request gives none, to vLLM's default: 16 on ``/v1/completions`` (its
+``CompletionRequest`` default, as OpenAI's), what the context leaves (``max_model_len`` − prompt tokens) on chat and
+TGI. The placeholder model never ends its answer by itself unless the server is given an end of sequence
+(``--eos-tokens N``, :data:`TEST_DEFAULTS`' 12): then an answer longer than N ends after N tokens with
+``finish_reason: "stop"``, unless the request asks for ``ignore_eos`` where vLLM reads it, at the top level of the body
+(the tests check that the clients send it there). A ``tokens=N`` option overrides all of this.
 
 Recording: every request is kept (method, path, headers, the body's exact text, and the server's wall-clock
 ``received_s`` and, for generation requests, ``finished_s``) and ``GET /_recorded`` returns them
@@ -187,13 +192,15 @@ class _State:
         self.spec_accepted_per_draft = 0
         self.spec_drafts = 0
         self.spec_accepted = 0
+        #: the placeholder model's end of sequence, tokens (``--eos-tokens``); None = it never ends by itself
+        self.eos_tokens: int | None = None
 
 
 _STATE = _State()
 #: Most requests :data:`_State.recorded` keeps.
 MAX_RECORDED = 10_000
-#: End-of-sequence position of every answer (tokens) when the request does not ask for ``ignore_eos``.
-EOS_TOKENS = 12
+#: vLLM's ``max_tokens`` when a ``/v1/completions`` request gives none (``CompletionRequest``, as OpenAI's API).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 
 
 def chat_template(messages: list[dict[str, Any]]) -> str:
@@ -267,14 +274,22 @@ def count_drafts(n_tokens: int) -> None:
         _STATE.spec_accepted += drafts * a
 
 
-def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None) -> tuple[int, str]:
-    """``(tokens, finish_reason)`` of an answer: ``tokens=N`` option, else EOS at 12 unless ``ignore_eos``."""
+def answer_tokens(body: dict[str, Any], opts: dict[str, str], max_tokens: int | None, n_prompt: int) -> tuple[int, str]:
+    """``(tokens, finish_reason)`` of an answer (the module docstring's "Answer length"): a ``tokens=N`` option;
+    else ``max_tokens``, or vLLM's default for the route when it is not given (``body`` with a ``prompt`` is
+    ``/v1/completions``; ``n_prompt``: the prompt's tokens), cut at ``--eos-tokens`` unless ``ignore_eos``."""
     if "tokens" in opts:
         return int(opts["tokens"]), "length"
-    limit = int(max_tokens or EOS_TOKENS)
-    if body.get("ignore_eos") is True:
+    if max_tokens:
+        limit = int(max_tokens)
+    elif "prompt" in body:
+        limit = COMPLETIONS_DEFAULT_MAX_TOKENS
+    else:
+        limit = max(1, _STATE.max_model_len - n_prompt)
+    eos = _STATE.eos_tokens
+    if eos is None or limit <= eos or body.get("ignore_eos") is True:
         return limit, "length"
-    return (EOS_TOKENS, "stop") if limit > EOS_TOKENS else (limit, "length")
+    return eos, "stop"
 
 
 # CacheConfig.metrics_info() labels (vllm/config/cache.py: every field as str), as a recent vLLM V1 exposes them
@@ -472,6 +487,29 @@ def usage_of(n: int, n_prompt: int = PROMPT_TOKENS) -> dict:
     return {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}
 
 
+def answer_chunk(completions: bool, text: str, finish: str | None, usage: dict | None) -> dict:
+    """One streamed event of an answer: a ``text_completion`` choice with ``text`` on ``/v1/completions``, a
+    ``chat.completion.chunk`` with ``delta.content`` on chat (vLLM's shapes)."""
+    if not completions:
+        return chat_chunk({"content": text}, finish, usage)
+    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+    out = {"id": "cmpl-timed", "object": "text_completion", "created": 0, "model": _STATE.model_id, "choices": [choice]}
+    return out | ({"usage": usage} if usage else {})
+
+
+def whole_answer(completions: bool, n: int, n_prompt: int, finish: str) -> dict:
+    """The body of a non-streamed answer of ``n`` tokens: ``text_completion`` with ``choices[0].text`` on
+    ``/v1/completions``, ``chat.completion`` with ``choices[0].message`` on chat, both with ``usage``."""
+    text = "".join(token_text(k) for k in range(1, n + 1))
+    if completions:
+        choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        head = {"id": "cmpl-timed", "object": "text_completion"}
+    else:
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+        head = {"id": "chatcmpl-timed", "object": "chat.completion"}
+    return {**head, "created": 0, "model": _STATE.model_id, "choices": [choice], "usage": usage_of(n, n_prompt)}
+
+
 async def _chat(conn: _Conn, body: dict, t0: float) -> None:
     if "prompt" in body:  # /v1/completions
         prompt = body["prompt"] if isinstance(body["prompt"], str) else ""
@@ -479,7 +517,8 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     opts = _options(prompt)
     mode = opts.get("mode", "ok")
-    n, last_finish = answer_tokens(body, opts, body.get("max_tokens"))
+    n_prompt = prompt_tokens(body)
+    n, last_finish = answer_tokens(body, opts, body.get("max_tokens"), n_prompt)
     completions = "prompt" in body
     ttft = float(opts.get("ttft_ms", _STATE.ttft_ms)) / 1000
     itl = float(opts.get("itl_ms", _STATE.itl_ms)) / 1000
@@ -511,21 +550,8 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
     if not body.get("stream"):
         await _sleep_until(t0 + ttft + itl * (n - 1))
         _STATE.generation_tokens += n
-        text = "".join(token_text(k) for k in range(1, n + 1))
-        await conn.json(
-            200,
-            {
-                "id": "chatcmpl-timed",
-                "object": "chat.completion",
-                "model": _STATE.model_id,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
-                ],
-                "usage": usage_of(n, prompt_tokens(body)),
-            },
-        )
+        await conn.json(200, whole_answer(completions, n, n_prompt, last_finish))
         return
-    n_prompt = prompt_tokens(body)
     due = t0 + ttft
     await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
     if not completions:
@@ -554,16 +580,9 @@ async def _chat(conn: _Conn, body: dict, t0: float) -> None:
         _STATE.generation_tokens += size
         finish = last_finish if sent == n else None
         usage = usage_of(sent, n_prompt) if continuous else None
-        if completions:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-            await conn.event(
-                {"id": "cmpl-timed", "object": "text_completion", "model": _STATE.model_id, "choices": [choice]}
-                | ({"usage": usage} if usage else {})
-            )
-        else:
-            await conn.event(chat_chunk({"content": text}, finish, usage))
+        await conn.event(answer_chunk(completions, text, finish, usage))
     if include_usage:
-        await conn.event({**chat_chunk({}, None, usage_of(n, n_prompt)), "choices": []})
+        await conn.event({**answer_chunk(completions, "", None, usage_of(n, n_prompt)), "choices": []})
     await conn.event("[DONE]")
     await conn.end()
 
@@ -573,8 +592,8 @@ async def _planned(conn: _Conn, body: dict) -> None:
     engine = _STATE.engine
     assert engine is not None and _STATE.wake is not None
     completions = "prompt" in body
-    n, last_finish = answer_tokens(body, {}, body.get("max_tokens"))
     n_prompt = prompt_tokens(body)
+    n, last_finish = answer_tokens(body, {}, body.get("max_tokens"), n_prompt)
     cached = min(cache_prompt(body), n_prompt - 1)  # the engine prefills only what the prefix cache does not hold
     await asyncio.sleep(engine.request_overhead_s)  # HTTP, parsing, tokenization before the engine sees it
     try:
@@ -605,30 +624,12 @@ async def _planned(conn: _Conn, body: dict) -> None:
                 continue
             finish = last_finish if done else None
             usage = usage_of(count, n_prompt) if continuous else None
-            if completions:
-                choice = {"index": 0, "text": token_text(count), "logprobs": None, "finish_reason": finish}
-                await conn.event(
-                    {"id": "cmpl-planned", "object": "text_completion", "model": _STATE.model_id, "choices": [choice]}
-                    | ({"usage": usage} if usage else {})
-                )
-            else:
-                await conn.event(chat_chunk({"content": token_text(count)}, finish, usage))
-        text = "".join(token_text(k) for k in range(1, n + 1))
+            await conn.event(answer_chunk(completions, token_text(count), finish, usage))
         if not stream:
-            message = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": last_finish}
-            await conn.json(
-                200,
-                {
-                    "id": "chatcmpl-planned",
-                    "object": "chat.completion",
-                    "model": _STATE.model_id,
-                    "choices": [message],
-                    "usage": usage_of(n, n_prompt),
-                },
-            )
+            await conn.json(200, whole_answer(completions, n, n_prompt, last_finish))
             return
         if options.get("include_usage"):
-            await conn.event({**chat_chunk({}, None, usage_of(n, n_prompt)), "choices": []})
+            await conn.event({**answer_chunk(completions, "", None, usage_of(n, n_prompt)), "choices": []})
         await conn.event("[DONE]")
         await conn.end()
     finally:
@@ -664,7 +665,7 @@ async def _generate_stream(conn: _Conn, body: dict, t0: float) -> None:
     """TGI ``/generate_stream``: one token per event, the last with ``generated_text`` and ``details``."""
     opts = _options(str(body.get("inputs", "")))
     params = body.get("parameters") or {}
-    n, _ = answer_tokens({}, opts, params.get("max_new_tokens"))
+    n, _ = answer_tokens({}, opts, params.get("max_new_tokens"), PROMPT_TOKENS)
     ttft = float(opts.get("ttft_ms", _STATE.ttft_ms)) / 1000
     itl = float(opts.get("itl_ms", _STATE.itl_ms)) / 1000
     await conn.head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
@@ -798,13 +799,15 @@ async def _serve(args: argparse.Namespace, announce: Callable[[int], str]) -> No
     _STATE.prefix_caching, _STATE.prefill_ms_per_token = args.enable_prefix_caching, args.prefill_ms_per_token
     _STATE.num_speculative_tokens = args.num_speculative_tokens
     _STATE.spec_accepted_per_draft = min(args.spec_accepted_per_draft, args.num_speculative_tokens)
+    _STATE.eos_tokens = args.eos_tokens
     server = await asyncio.start_server(_handle, args.host, args.port)
     print(announce(server.sockets[0].getsockname()[1]), flush=True)
     async with server:
         await server.serve_forever()
 
 
-#: The flags' defaults for the tests' timed server (``python -m planner.serving.demo_server``): no load effects.
+#: The flags' defaults for the tests' timed server (``python -m planner.serving.demo_server``): no load effects, and
+#: an end of sequence at 12 tokens, so a test sees whether the client sent ``ignore_eos``.
 TEST_DEFAULTS = {
     "port": 0,
     "tokenizer": "fixed",
@@ -812,6 +815,7 @@ TEST_DEFAULTS = {
     "max_num_seqs": None,
     "enable_prefix_caching": False,
     "prefill_ms_per_token": 0.0,
+    "eos_tokens": 12,
 }
 #: The defaults of ``python -m planner demo-server``: vLLM's port, a byte-level tokenizer with ``/tokenize``, and a
 #: decode step that grows with the batch (0.1 ms per other running request; ``planner/cli/demo.py`` caps it at 64 at
@@ -824,6 +828,7 @@ DEMO_DEFAULTS = {
     "max_num_seqs_text": "64; with --model, the engine's",
     "enable_prefix_caching": True,
     "prefill_ms_per_token": 0.05,
+    "eos_tokens": None,
 }
 
 
@@ -879,6 +884,14 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
         type=int,
         default=0,
         help="draft tokens accepted per draft, the first ones (with --num-speculative-tokens; default: 0)",
+    )
+    parser.add_argument(
+        "--eos-tokens",
+        type=int,
+        default=defaults["eos_tokens"],
+        help="the placeholder model ends an answer by itself after this many tokens (finish_reason stop) unless "
+        "the request sets ignore_eos; otherwise answers run to max_tokens (default: "
+        f"{defaults['eos_tokens'] or 'none'})",
     )
     parser.add_argument(
         "--legacy-metrics", action="store_true", help="serve /metrics with vLLM's pre-0.9 names (gpu_cache_usage_perc)"

@@ -42,6 +42,7 @@ __all__ = [
 #: Values of :attr:`RequestRecord.error_kind`.
 #: ``empty``: the stream ended normally (a finish reason or ``[DONE]``) without any text, reasoning or tool call.
 #: ``worker``: the Ray load worker that held the request died before it ended (:mod:`planner.loadtest.ray_workers`).
+#: ``setup``: the request was never sent because its endpoint could not be prepared (its API-key variable not set).
 ERROR_KINDS: tuple[str, ...] = (
     "connect",
     "timeout",
@@ -52,6 +53,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "context_length",
     "cancelled",
     "worker",
+    "setup",
 )
 
 #: Values of :attr:`RequestRecord.output_tokens_source`, most trusted first.

@@ -322,3 +322,34 @@ def test_output_tokens_without_usage_are_counted_or_flagged(tmp_path, monkeypatc
         "carried no usage and no tokenizer route counted the text; with several tokens per chunk, total_output_tokens "
         "and output_throughput read low and TPOT high"
     ]
+
+
+def test_an_endpoint_without_its_api_key_fails_alone(timed_server, tmp_path, monkeypatch):
+    """Issue 24 item 5: one endpoint whose ``api_key_env`` is not set aborted the whole run ("The run failed: ...")
+    and every column then showed "done" with an empty answer. Now that endpoint's column shows its one line and the
+    others run, as the Load Test does."""
+    monkeypatch.delenv("CMP_UNSET_KEY", raising=False)
+    _write(
+        tmp_path,
+        f'[[endpoint]]\nname = "fast"\nkind = "vllm"\nbase_url = "{timed_server.url}"\n'
+        f'[[endpoint]]\nname = "hosted"\nkind = "openai"\nbase_url = "{timed_server.url}"\nmodel = "m"\n'
+        'api_key_env = "CMP_UNSET_KEY"\n',
+        monkeypatch,
+    )
+    at = _app()
+    at.text_area(key="cmp.prompt").input("Say something [tokens=3]")
+    at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
+    _poll_until_done(at)
+    markdown = [m.value for m in at.markdown]
+    assert "**fast** · :green[:material/check_circle:] done · 3 tokens" in markdown
+    assert "t1 t2 t3" in markdown  # its answer streamed into its column
+    assert "**hosted** · :red[:material/error:] error" in markdown
+    errors = [e.value for e in at.error]
+    assert errors == ["endpoint 'hosted': API key variable CMP_UNSET_KEY is not set (env or secrets)"]
+    (result,) = at.session_state["compare.history"]
+    assert [(r.endpoint, r.ok, r.error_kind) for r in result.records] == [
+        ("fast", True, None),
+        ("hosted", False, "setup"),
+    ]
+    metrics = next(df.value for df in at.dataframe if "TTFT ms" in df.value.columns).set_index("endpoint")
+    assert metrics.loc["hosted", "TTFT ms"] == "n/a" and metrics.loc["fast", "TTFT ms"] != "n/a"

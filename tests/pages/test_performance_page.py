@@ -3,6 +3,7 @@ states (a scenario that does not fit, an engine the simulator does not model, a 
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,19 @@ def test_a_workload_too_large_for_a_page_is_refused_with_the_cli_named():
     at = _app(num_prompts="10000", output_len="32768")
     assert not at.exception and not at.metric
     assert "python -m planner predict" in at.error[0].value
+
+
+def test_a_results_file_uploaded_as_a_profile_is_one_line_saying_what_to_do():
+    """Issue 24 item 12: a results file in the profile uploader gave pydantic's "Field required" with the file's
+    first fields; now one line: a results file, and how to fit a profile on it."""
+    # a real vllm bench serve result (bench/data/h200_sweeps), as its --save-result wrote it
+    results = gzip.decompress((ROOT / "bench/data/h200_sweeps/llama-3.1-8b/in512_c1.json.gz").read_bytes())
+    at = _app()
+    (uploader,) = at.get("file_uploader")
+    uploader.set_value(("run_c1.json", results, "application/json")).run(timeout=TIMEOUT_S)
+    assert not at.exception
+    (shown,) = [e.value for e in at.error]
+    assert shown.startswith("run_c1.json not used: run_c1.json: a results file (1 run(s) of vllm bench serve")
+    assert "python -m planner calibrate run_c1.json --out profile.json" in shown
+    assert "\n" not in shown and "Field required" not in shown
+    assert any("Coefficients: default coefficients" in c.value for c in at.caption)  # the page predicts on

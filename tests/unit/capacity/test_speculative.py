@@ -81,7 +81,7 @@ def test_passed_keys_survive_the_round_trip() -> None:
     ("text", "fragment"),
     [
         ("{not json", "not valid JSON"),
-        ("[" * 1000 + "]" * 1000, "not valid JSON"),  # 2,000 characters, nested past Python's recursion limit
+        ("[" * 1000 + "]" * 1000, "nested too deeply to read"),  # 2,000 characters, past Python's recursion limit
         ("[1, 2]", "not a JSON object"),
         ('{"method": "draft_model", "num_speculative_tokens": 5}', "needs a model"),
         ('{"model": "x/y", "num_speculative_tokens": 0}', "from 1 to 16"),

@@ -197,3 +197,28 @@ def test_bench_with_some_success_exits_0(timed_server, capsys):
     argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--num-prompts", "2", "--prompt", FAST]
     assert main(argv) == 0
     assert _rows(capsys.readouterr().out)["Request throughput (req/s)"] != "n/a"
+
+
+def test_a_sweep_says_when_a_level_sends_more_than_num_prompts(timed_server, capsys, tmp_path):
+    """Issue 24 item 9: ``--sweep 16 --num-prompts 16`` ran 32 and 64 requests at the higher levels without saying
+    so. A level sends at least 4 requests per slot (``SweepSpec.num_prompts``): at --num-prompts 4, levels 1, 2 and 4
+    send max(4, 4 x level) = 4, 8 and 16; one line says so before the run, and the result's levels carry it."""
+    out = tmp_path / "sweep.json"
+    argv = ["bench", "--endpoint", f"vllm:{timed_server.url}", "--sweep", "4", "--num-prompts", "4"]
+    assert main([*argv, "--prompt", FAST, "--output-len", "2", "--save-result", str(out), "--no-sweep-stop"]) == 0
+    captured = capsys.readouterr()
+    note = (
+        "a sweep level sends at least 4 requests per slot: 8 at concurrency 2, 16 at concurrency 4, not --num-prompts 4"
+        " (--prompts-per-level N sends N at every level)"
+    )
+    assert captured.err.startswith(f"python -m planner bench: note: {note}\n")
+    assert captured.out.rstrip().endswith(f"note: {note}")
+    saved = json.loads(out.read_text())
+    assert [lv["num_prompts"] for lv in saved] == [4, 8, 16] and [lv["completed"] for lv in saved] == [4, 8, 16]
+    assert [n for lv in saved for n in lv["planner_notes"] if "--num-prompts" in n] == [
+        "8 requests at concurrency 2, not --num-prompts 4 (a sweep level sends at least 4 per slot)",
+        "16 requests at concurrency 4, not --num-prompts 4 (a sweep level sends at least 4 per slot)",
+    ]
+    # with --prompts-per-level the count typed is the count sent: nothing to say
+    assert main([*argv, "--prompt", FAST, "--output-len", "2", "--prompts-per-level", "4", "--no-sweep-stop"]) == 0
+    assert "--num-prompts" not in capsys.readouterr().err

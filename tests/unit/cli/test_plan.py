@@ -243,6 +243,27 @@ def test_bad_speculative_flags_exit_2_with_one_line(capsys: pytest.CaptureFixtur
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ('{"method": eagle3}', "this one is not valid JSON (Expecting value)"),
+        ('{"method": "eagle3", "num_speculative_tokens": 3}', "this one has method eagle3, which needs a model"),
+        (
+            '{"model": "x/y", "num_speculative_tokens": 99}',
+            "this one has a num_speculative_tokens that is not an integer from 1 to 16",
+        ),
+    ],
+)
+def test_a_bad_speculative_config_says_what_is_wrong_after_what_is_accepted(capsys, config: str, problem: str) -> None:
+    """Issue 24 item 12: the problem was put where the accepted form goes: "expected not valid JSON (a JSON
+    object ...)". Now: the value, what is accepted, then what is wrong with this one, on one line."""
+    code, _, err = run([*LLAMA, "--speculative-config", config], capsys)
+    assert code == 2 and err.count("\n") == 1
+    head = f"--speculative-config {config!r} is not valid: expected a JSON object as vLLM's --speculative-config takes"
+    assert head in err and err.rstrip().endswith(problem)
+    assert "expected not" not in err and "expected method" not in err
+
+
 def test_target_beyond_the_models_limit_is_not_a_fit(capsys: pytest.CaptureFixture[str]) -> None:
     # Llama-3.1-8B's max_position_embeddings is 131,072: no concurrency at 1,000,000, and the verdict says so
     argv = [*LLAMA_8B, "--gpu", "h100", "--max-model-len", "8192", "--target-context", "1000000"]

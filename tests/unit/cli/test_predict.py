@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from planner.cli.main import main
 
+ROOT = Path(__file__).resolve().parents[3]
 DEPLOYMENT = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h200", "--max-model-len", "8192"]
 
 
@@ -177,3 +179,106 @@ def test_predict_bad_speculative_input_is_one_line(capsys, argv: list[str], expe
     assert main(["predict", *DEPLOYMENT, *LOAD, *argv]) == 2
     err = capsys.readouterr().err
     assert expected in err and err.count("\n") == 1
+
+
+def test_the_headline_uses_the_given_acceptance_rates(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24 item 6: the headline and the JSON keys were simulated at the method's default 80% whatever
+    ``--spec-acceptance-rates`` said (2.80 ms at 0.3/0.2/0.1 as at 0.8); only the lines below took the rates."""
+    k3 = ["--num-speculative-tokens", "3"]
+    low = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, *k3, "--spec-acceptance-rates", "0.3,0.2,0.1", "--json")
+    high = _json(capsys, "predict", *DEPLOYMENT, *LOAD, *EAGLE3, *k3, "--spec-acceptance-rates", "0.8", "--json")
+    # by hand: 1 + 0.3 + 0.3·0.2 + 0.3·0.2·0.1 = 1.366 tokens a step; 1 + 0.8 + 0.64 + 0.512 = 2.952
+    assert low["planner_spec_tokens_per_step"] == pytest.approx(1.366)
+    assert high["planner_spec_tokens_per_step"] == pytest.approx(2.952)
+    for out in (low, high):  # the headline is the run the lines below report, not a second one at other rates
+        simulated = out["planner_spec_simulated"]
+        for key in ("median_tpot_ms", "output_throughput", "median_ttft_ms"):
+            assert out[key] == pytest.approx(simulated[key], rel=0.01), key
+    # a step's cost does not depend on acceptance (k drafts and k + 1 verified tokens either way), so TPOT scales
+    # with 1 / tokens per step: 2.952 / 1.366 = 2.16 (10%: prefill steps between the decode steps are the same)
+    assert low["median_tpot_ms"] / high["median_tpot_ms"] == pytest.approx(2.952 / 1.366, rel=0.1)
+    assert any("acceptance rates 30%, 20%, 10%" in n for n in low["planner_notes"])
+
+
+def test_the_readme_eagle3_example_needs_no_draft_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24 item 7: ``predict ... --spec-method eagle3 --num-speculative-tokens 3`` ended in "--speculative-model
+    is required": plan's older spelling of a draft model took ``--num-speculative-tokens`` for itself."""
+    rates = ["--spec-acceptance-rates", "0.8,0.75,0.75"]
+    out = _json(
+        capsys, "predict", *DEPLOYMENT, "--spec-method", "eagle3", "--num-speculative-tokens", "3", *rates, "--json"
+    )
+    assert out["planner_spec_tokens_per_step"] == pytest.approx(2.85)  # 1 + 0.8 + 0.6 + 0.45
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--static"],
+        ["--prefix-cache-hit-rate", "0.5"],
+        [*EAGLE3, "--num-speculative-tokens", "3"],
+        ["--save-result", "x"],
+    ],
+)
+def test_a_sweep_refuses_the_flags_it_would_ignore(capsys, flags: list[str]) -> None:
+    assert main(["predict", *DEPLOYMENT, "--sweep", "2", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{flags[0]} is not used by --sweep" in err
+
+
+@pytest.mark.parametrize("name", ["runs.json", "in512_c1.json.gz"])
+def test_a_results_file_given_as_a_profile_says_how_to_make_one(tmp_path, capsys, name: str) -> None:
+    """Issue 24 item 12: a results file as ``--calibration`` was a pydantic dump ("gpu {'date': ... is not valid:
+    expected Field required"); now one line naming the file, what it is, and the command that fits a profile."""
+    path = tmp_path / name
+    if name.endswith(".gz"):  # a real vllm bench serve result (bench/data/h200_sweeps), as the repository keeps it
+        path.write_bytes((ROOT / "bench/data/h200_sweeps/llama-3.1-8b/in512_c1.json.gz").read_bytes())
+    else:  # a result file this CLI writes
+        assert main(["predict", *DEPLOYMENT, "--num-prompts", "4", "--save-result", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["predict", *DEPLOYMENT, "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Field required" not in err
+    assert f"error: {path}: a results file (1 run(s) of vllm bench serve --save-result" in err
+    assert (
+        f"not a calibration profile; expected a profile: fit one on these runs with python -m planner calibrate {path}"
+        in err
+    )
+
+
+def _cached_run(tmp_path, capsys, concurrency: int, hit_rate: float) -> str:
+    """A result file of a deployment whose prefix cache served ``hit_rate`` of every prompt: the predicted run of
+    that cache, with the server's counters a Load Test run records (``planner_prefix_cache_*``) at that rate."""
+    path = tmp_path / f"cached_c{concurrency}.json"
+    load = ["--input-len", "2048", "--output-len", "128", "--num-prompts", "16", "--max-concurrency", str(concurrency)]
+    cache = ["--prefix-cache-hit-rate", str(hit_rate)]
+    assert main(["predict", *DEPLOYMENT, *load, *cache, "--save-result", str(path)]) == 0
+    capsys.readouterr()
+    data = json.loads(path.read_text())
+    queries = 16 * 2048
+    data.update(
+        planner_prefix_cache_queries=queries,
+        planner_prefix_cache_hits=hit_rate * queries,
+        planner_prefix_cache_source="vllm:prefix_cache_queries/hits",
+    )
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_calibrate_refuses_runs_answered_from_the_prefix_cache(tmp_path, capsys) -> None:
+    """Issue 24 item 8: runs with 98.5% prefix-cache hits were fitted as if every prompt token had been prefilled,
+    without a word, and the profile then predicted TTFT far too low (here 116 ms against the defaults' 356 ms for
+    the same uncached load). Now such a run is refused in one line naming it and its hit rate."""
+    runs = [_cached_run(tmp_path, capsys, c, 0.985) for c in (1, 16)]
+    out = tmp_path / "profile.json"
+    assert main(["calibrate", *runs, "--out", str(out), *DEPLOYMENT]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists()
+    assert "error: cached_c1.json: predicted · Llama-3.1-8B-Instruct · c=1: 98.5% of its prompt tokens came" in err
+    assert "from the prefix cache (vllm:prefix_cache_queries/hits)" in err and "at most 10%" in err
+
+
+def test_calibrate_takes_runs_with_a_few_cache_hits(tmp_path, capsys) -> None:
+    # 5%: about the chat template's shared first block of 16 tokens on ~300-token prompts
+    runs = [_cached_run(tmp_path, capsys, c, 0.05) for c in (1, 4)]
+    assert main(["calibrate", *runs, "--out", str(tmp_path / "profile.json"), *DEPLOYMENT]) == 0
+    assert "fit error" in capsys.readouterr().out

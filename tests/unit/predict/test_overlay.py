@@ -15,6 +15,7 @@ from planner.predict.api import DEFAULT_SOURCE, predict, predicted_run
 from planner.predict.calibration import CalibrationProfile
 from planner.predict.overlay import predict_runs, recalibrate
 from planner.predict.step_time import StepCoefficients
+from planner.serving.server_metrics import PrefixCacheStats
 from tests.unit.predict.conftest import TRUTH
 
 SCENARIO = Scenario(gpu="h200-sxm-141gb", max_model_len=8192)
@@ -89,3 +90,16 @@ def test_recalibration_needs_a_measured_run():
     measured = _measured()
     with pytest.raises(InvalidParameterError, match="at least one measured run"):
         recalibrate(SCENARIO, [replace(measured[0], source="predicted")])
+
+
+def test_recalibration_leaves_out_runs_served_from_the_prefix_cache():
+    """Issue 24 item 8: "Recalibrate from these runs" fitted a run whose prompts came 98.5% from the prefix cache as
+    if every token had been prefilled; it is now left out, with its hit rate, and the others are fitted."""
+    measured = _measured()
+    cached = replace(
+        measured[0], label="cached", prefix_cache=PrefixCacheStats(10_000, 9_850, "vllm:prefix_cache_hits")
+    )
+    result = recalibrate(SCENARIO, [cached, *measured[1:]])
+    assert [s.label for s in result.fit.scores] == ["c=4", "c=16", "c=64"]
+    (skipped,) = result.skipped
+    assert skipped.startswith("cached: 98.5% of its prompt tokens came from the prefix cache (vllm:prefix_cache_hits)")
