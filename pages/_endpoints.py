@@ -81,15 +81,30 @@ def _add_form(
     with st.expander("Add an endpoint for this session", expanded=not available):
         with st.form(f"{prefix}.add", clear_on_submit=False, border=False):
             c1, c2, c3 = st.columns([2, 1, 3])
-            name = c1.text_input("Name", key=f"{prefix}.new.name", placeholder="vllm-a")
+            name = c1.text_input(
+                "Name",
+                key=f"{prefix}.new.name",
+                placeholder="e.g. my-vllm",
+                help="Letters, digits, '_', '.', '-'; unique among the endpoints.",
+            )
             kind = c2.selectbox("Kind", KINDS, key=f"{prefix}.new.kind")
-            base_url = c3.text_input("Base URL", key=f"{prefix}.new.url", placeholder="http://127.0.0.1:8000")
+            base_url = c3.text_input(
+                "Base URL",
+                key=f"{prefix}.new.url",
+                placeholder="e.g. http://127.0.0.1:8000",
+                help="The server's root, http:// or https://, without /v1.",
+            )
             c4, c5 = st.columns(2)
-            model = c4.text_input("Model (optional)", key=f"{prefix}.new.model", help="Discovered when left empty.")
+            model = c4.text_input(
+                "Model (optional)",
+                key=f"{prefix}.new.model",
+                placeholder="discovered when empty",
+                help="The served model id to request, e.g. Qwen/Qwen3-0.6B.",
+            )
             key_env = c5.text_input(
                 "API-key variable (optional)",
                 key=f"{prefix}.new.key_env",
-                placeholder="VLLM_API_KEY",
+                placeholder="e.g. VLLM_API_KEY",
                 help="The NAME of an environment variable or a secrets.toml entry that holds the key — never the "
                 "key itself.",
             )

@@ -111,6 +111,23 @@ def test_add_endpoint_form_rejects_bad_values_in_one_line(monkeypatch):
     assert len(at.error) == 1 and PLANTED not in at.error[0].value and "<not shown>" in at.error[0].value
 
 
+@pytest.mark.parametrize(("page", "prefix"), [("compare.py", "cmp"), ("loadtest.py", "lt")])
+def test_add_form_placeholders_read_as_examples_and_an_empty_name_is_one_line(page, prefix):
+    # issue 24: the placeholders looked like filled values, and "Add" then said "name='' is not valid"
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=TIMEOUT_S).run(timeout=TIMEOUT_S)
+    for field in ("name", "url", "key_env"):
+        assert at.text_input(key=f"{prefix}.new.{field}").placeholder.startswith("e.g. "), field
+    at.text_input(key=f"{prefix}.new.url").input("http://127.0.0.1:1")
+    next(b for b in at.button if b.label == "Add endpoint").click()
+    at.run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Endpoint not added: name is empty: expected a name of letters, digits, '_', '.', '-' (not starting with a "
+        "symbol), e.g. my-vllm"
+    ]
+    assert at.text_input(key=f"{prefix}.new.url").value == "http://127.0.0.1:1"  # nothing typed is lost
+
+
 def test_add_form_refuses_a_name_in_use_and_keeps_what_was_typed(tmp_path, monkeypatch):
     # the new-user trial: a second "local" was added, then the run refused ("expected endpoints with unique names")
     _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
