@@ -155,11 +155,13 @@ class StreamlitPage:
 
     # --- widgets (found by aria-label, which Streamlit sets to the widget's label) ---------------------------------
     def _input(self, kind: str, label: str, nth: int) -> Locator:
-        """The ``nth`` input of ``kind`` (combobox, number, textarea, text) labelled ``label`` in the main area.
+        """The ``nth`` input of ``kind`` (combobox, textarea, text; number boxes are text) labelled ``label`` in the
+        main area.
 
         CSS rather than ``get_by_role``: an open popover marks the rest of the page aria-hidden.
         """
-        css = {"combobox": "input[role='combobox']", "number": "input[type='number']", "textarea": "textarea"}
+        # a number box is a text input (pages/_numbers.py: the browser's number input rewrites what is typed)
+        css = {"combobox": "input[role='combobox']", "textarea": "textarea"}
         selector = css.get(kind, "input[type='text']") + f"[aria-label={json.dumps(label)}]"
         return self.page.get_by_test_id("stMain").locator(selector).nth(nth)
 
@@ -185,7 +187,7 @@ class StreamlitPage:
         self.act(lambda: box.press("Enter"))
 
     def number(self, label: str, value: float | int | str, *, nth: int = 0) -> None:
-        """Type ``value`` into the ``nth`` number input labelled ``label`` and press Enter (nothing when it already
+        """Type ``value`` into the ``nth`` number box labelled ``label`` and press Enter (nothing when it already
         shows ``value``: an unchanged widget causes no rerun to wait for; the same holds for the other setters)."""
         box = self._input("number", label, nth)
         if box.input_value() == str(value):  # no change, no rerun

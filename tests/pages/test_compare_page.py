@@ -157,8 +157,8 @@ def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     assert not at.exception
     assert at.multiselect(key="cmp.endpoints").value == ["a"]
     assert at.text_area(key="cmp.prompt").value == "Hi there"
-    assert at.number_input(key="cmp.max_tokens").value == 64
-    assert at.number_input(key="cmp.repeat").value == 3
+    assert at.text_input(key="cmp.max_tokens").value == "64"
+    assert at.text_input(key="cmp.repeat").value == "3"
     warnings = " ".join(w.value for w in at.warning)
     assert "temperature" in warnings and "api_key" in warnings and "ghost" in warnings
     assert "zzz" not in warnings
@@ -234,7 +234,7 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     assert "cannot connect" in discovery.loc["down", "error"]
 
     at.text_area(key="cmp.prompt").input("Say something [tokens=12]")
-    at.number_input(key="cmp.repeat").set_value(5)
+    at.text_input(key="cmp.repeat").input("5")
     at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
     assert not at.exception
     _poll_until_done(at)

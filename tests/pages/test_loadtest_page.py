@@ -74,9 +74,9 @@ def test_link_restores_the_settings():
     assert not at.exception and not at.warning
     assert at.multiselect(key="lt.endpoints").value == ["timed"]
     assert at.radio(key="lt.mode").value == "sweep"
-    assert at.number_input(key="lt.num_prompts").value == 6
-    assert at.number_input(key="lt.sweep_max").value == 4
-    assert at.number_input(key="lt.request_rate").value == 2.5
+    assert at.text_input(key="lt.num_prompts").value == "6"
+    assert at.text_input(key="lt.sweep_max").value == "4"
+    assert at.text_input(key="lt.request_rate").value == "2.5"
     assert at.text_input(key="lt.goodput_ms").value == "ttft:500"
     assert "3 run(s)" in " ".join(c.value for c in at.caption)  # levels 1, 2, 4
     assert at.query_params["sweep_max"] == "4"
@@ -86,9 +86,9 @@ def test_link_restores_the_settings():
 def test_ray_workers_go_into_the_run_and_stay_out_of_the_link(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "ray://10.0.0.5:10001")
     at = _app(ep="timed")
-    assert at.number_input(key="lt.num_workers").value == 0
+    assert at.text_input(key="lt.num_workers").value == "0"
     assert at.session_state["lt.settings"].num_workers is None  # 0: one process, no Ray
-    at.number_input(key="lt.num_workers").set_value(3).run()
+    at.text_input(key="lt.num_workers").input("3").run()
     assert not at.exception
     settings = at.session_state["lt.settings"]
     assert (settings.num_workers, settings.ray_address) == (3, "ray://10.0.0.5:10001")
@@ -102,7 +102,7 @@ def test_hostile_link_warns_by_name_and_keeps_defaults():
     text = " ".join(w.value for w in at.warning)
     assert "num_prompts=" in text and "request_rate=" in text and "ep=" in text
     assert "sk-x" not in text
-    assert at.number_input(key="lt.num_prompts").value == 32
+    assert at.text_input(key="lt.num_prompts").value == "32"
 
 
 @pytest.mark.usefixtures("timed_endpoints")
@@ -254,7 +254,7 @@ def test_multi_turn_run_shows_the_hit_rate_and_ttft_by_turn(cache_endpoint):
         output_len="4",
         ignore_eos="true",
     )
-    assert at.session_state["lt.num_turns"] == 3
+    assert at.session_state["lt.num_turns"] == "3"
     at = _run_to_end(at)
     assert not at.exception
     cache = _table(at, "cache_flushed")
