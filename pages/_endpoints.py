@@ -137,12 +137,13 @@ def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], k
     """Health, served model, context limit and version of each endpoint (cached 30 s), one row each."""
     if not endpoints:
         return
-    rows = []
+    rows, errors = [], []
     for endpoint in endpoints:
         try:
             info = state.cached_discovery(endpoint, 5.0, dict(secrets))
         except PlannerError as exc:
-            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down", "error": str(exc)})
+            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down"})
+            errors.append(f"{endpoint.name}: {exc}")
             continue
         context = "n/a" if info.max_model_len_tokens is None else f"{info.max_model_len_tokens:,}"
         if info.max_input_tokens is not None:
@@ -155,15 +156,13 @@ def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], k
                 "model": info.model or "n/a",
                 "context (tokens)": context,
                 "version": info.version or "n/a",
-                "error": info.error or "",
             }
         )
-    st.dataframe(
-        pd.DataFrame(rows).fillna(""),
-        hide_index=True,
-        column_config={"error": st.column_config.TextColumn("error", width="large")},
-        key=key,
-    )
+        if info.error:
+            errors.append(f"{endpoint.name}: {info.error}")
+    st.dataframe(pd.DataFrame(rows).fillna("n/a"), hide_index=True, key=key)
+    for line in errors:  # a sentence each, under the table: in a grid column it ran past the page's edge
+        st.caption(f":orange[:material/cloud_off: {line}]")
     st.caption("Discovery (health, served model, context limit, version) is cached for 30 s.")
 
 

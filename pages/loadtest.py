@@ -13,6 +13,7 @@ from pages import _endpoints as endpoints_ui
 from pages import _max_rate
 from pages import _state as state
 from pages._numbers import accepted_value, field_boxes, number_box
+from pages._tables import wide_table
 from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
@@ -22,11 +23,14 @@ from planner.loadtest import ray_workers
 from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
+    PREFIX_CACHE_HEADLINE,
+    RUNS_HEADLINE,
     curve_knees,
     curves_figure,
     display_runs,
     live_figure,
     live_frames,
+    run_headline,
     runs_figure,
     sweep_curves,
     sweep_figure,
@@ -419,9 +423,16 @@ if b2.button("Cancel", key="lt.cancel", disabled=not active, icon=":material/sto
 
 
 def render_live(snap: BenchmarkSnapshot) -> None:
-    """Progress, counters and the live chart of the run in progress (or the last one)."""
+    """Progress, counters and the live chart of the run in progress (or the last one); once done, each run's answer
+    first, right under the Run button where the eye is (the Results below may be screens away)."""
     for line in snap.errors:
         st.error(line)
+    if snap.done:
+        for run in snap.saved:
+            failed = run.metrics.failed or not run.metrics.completed
+            (st.warning if failed else st.success)(run_headline(run))
+        if snap.saved:
+            st.caption("Every metric, chart and download: [Results](#results), below.")
     done_requests, total_requests = snap.requests_done, snap.requests_total
     if snap.done:
         text = f"{done_requests:,} / {total_requests:,} requests · {len(snap.saved)} of {snap.jobs_total} run(s) kept"
@@ -544,7 +555,7 @@ if shown:
 predicted = list(overlay.predicted) if overlay is not None else []
 tabled = [*shown, *predicted]
 
-st.dataframe(display_runs(tabled), hide_index=True, key="lt.table")
+wide_table(display_runs(tabled), RUNS_HEADLINE, key="lt.table")
 st.caption(
     "vLLM's key names; latencies in ms. TTFT = first token − sent · TPOT = (E2EL − TTFT)/(output tokens − 1) · "
     "ITL = gap between chunks (one sample per chunk) · E2EL = last token − sent · throughput = tokens / run "
@@ -580,7 +591,7 @@ if len(cache):
         shown_cache[col] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_cache[col]]
     for col in ("prefix_cache_hits", "prefix_cache_queries", "median_ttft_ms"):
         shown_cache[col] = [f"{v:,.0f}" if v is not None else "n/a" for v in shown_cache[col]]
-    st.dataframe(shown_cache.fillna("n/a"), hide_index=True, key="lt.cache.table")
+    wide_table(shown_cache.fillna("n/a"), PREFIX_CACHE_HEADLINE, key="lt.cache.table")
     st.caption(
         "Hit rate = Δ hits / Δ queries of the server's counters over the measured requests (vLLM "
         "`prefix_cache_queries`/`prefix_cache_hits`, SGLang `cached_tokens`/`prompt_tokens`); n/a where the server "

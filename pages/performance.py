@@ -9,12 +9,14 @@ import streamlit as st
 
 from pages import _state as state
 from pages._numbers import field_boxes
+from pages._tables import wide_table
 from planner.capacity.charts import scenario_label
 from planner.errors import PlannerError
 from planner.links import performance as perf_links
 from planner.links.loadtest import parse_field
 from planner.links.rules import BadValue
 from planner.predict.charts import (
+    POINTS_HEADLINE,
     curve_points,
     headline_metrics,
     performance_figure,
@@ -191,7 +193,7 @@ with answer:
 
 points = curve_points(curves, labels)
 st.subheader("All points")
-st.dataframe(points_table(points), hide_index=True, key="perf.table")
+wide_table(points_table(points), POINTS_HEADLINE, key="perf.table")
 st.download_button(
     "Download points (CSV)", points.to_csv(index=False), "predicted_performance.csv", "text/csv", key="perf.csv"
 )

@@ -13,6 +13,7 @@ import streamlit as st
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
 from pages._numbers import field_boxes, number_box
+from pages._tables import wide_table
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.catalog.gpus import list_gpus
 from planner.catalog.models import model_ids
@@ -20,7 +21,7 @@ from planner.errors import PlannerError
 from planner.links import sizing as sizing_links
 from planner.links.rules import parse_number
 from planner.metrics.slo import format_slos, parse_slos
-from planner.sizing.charts import VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
+from planner.sizing.charts import OPTIONS_HEADLINE, VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
 from planner.sizing.pareto import pareto_points
 from planner.sizing.search import size
 from planner.sizing.settings import DEFAULT, DEFAULT_NODE_GPUS, QUANTIZATIONS, SizingSettings
@@ -254,7 +255,7 @@ with answer:
                 f"#{r}: {ranked[r - 1].replicas} × {ranked[r - 1].config.label}, ${ranked[r - 1].usd_per_hour:,.2f}/h"
             ),
         )
-        st.code(chosen.launch_command, language="bash")
+        st.code(chosen.launch_command, language="bash", wrap_lines=True)
         st.caption(
             f"Run {chosen.replicas} replica(s) of this command behind a load balancer; each is predicted to meet the "
             f"SLOs up to at least {chosen.replica_rate:.3g} req/s"
@@ -280,7 +281,18 @@ st.subheader("Every configuration, cheapest first")
 table = options_table(result)
 verdicts = [VERDICT_TEXT[v] for v in counts if counts[v]]
 shown = st.multiselect("Show", verdicts, default=verdicts[:3], key="size.filter")
-st.dataframe(table[table["verdict"].isin(shown)], hide_index=True, key="size.table")
+wide_table(
+    table[table["verdict"].isin(shown)],
+    OPTIONS_HEADLINE,
+    key="size.table",
+    # the reasons are sentences: wrapped in a fixed width (rows tall enough for three lines) rather than past the edge
+    column_config={
+        "GPU": st.column_config.TextColumn(width=130),
+        "$/M output tokens": st.column_config.TextColumn("$/M output", help="USD per million output tokens."),
+        "why": st.column_config.TextColumn(width=220),
+    },
+    row_height=70,
+)
 d = st.columns([1, 1, 4])
 d[0].download_button("Table (CSV)", table.to_csv(index=False), "sizing.csv", "text/csv", key="size.csv")
 d[1].download_button(

@@ -217,9 +217,10 @@ class StreamlitPage:
         return self.page.locator(f".st-key-{re.sub(r'[^A-Za-z0-9_-]', '-', key)}")
 
     def dataframe(self, column: str) -> Locator:
-        """The ``st.dataframe`` with a column headed ``column`` (dataframes carry no key class in the page)."""
+        """The first ``st.dataframe`` with a column headed ``column`` (dataframes carry no key class in the page; a wide
+        table's folded "All columns" copy, ``pages/_tables.py``, comes after its headline grid)."""
         header = self.page.locator("th").filter(has_text=re.compile(rf"^{re.escape(column)}$"))
-        return self.page.get_by_test_id("stDataFrame").filter(has=header)
+        return self.page.get_by_test_id("stDataFrame").filter(has=header).first
 
     def table(self, column: str, *, timeout_s: float | None = None) -> list[dict[str, str]]:
         """The rows of the ``st.dataframe`` with a column headed ``column``, as shown text, read from the
@@ -255,6 +256,46 @@ class StreamlitPage:
             }"""
         )
         return [(label, value) for label, value in pairs]
+
+    # --- layout ---------------------------------------------------------------------------------------------------
+    def overflowing_grids(self) -> list[dict[str, float]]:
+        """The visible data grids (``st.dataframe``) wider than their box: each one's columns and box width, px.
+
+        A grid wider than its box scrolls sideways inside itself, so its right-hand columns look cut off.
+        """
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
+                .filter(el => el.offsetParent !== null)
+                .map(el => el.querySelector('.dvn-scroller'))
+                .filter(s => s && s.scrollWidth > s.clientWidth + 1)
+                .map(s => ({columns_px: s.scrollWidth, box_px: s.clientWidth}))"""
+        )
+
+    def clipped_code(self) -> list[str]:
+        """The start of each visible ``st.code`` block whose text runs past its right edge."""
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCode"] pre')]
+                .filter(el => el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
+                .map(el => el.innerText.slice(0, 60))"""
+        )
+
+    def cut_inputs(self, label: str) -> list[str]:
+        """The shown values of the inputs (selectboxes, text boxes) labelled ``label`` whose text is wider than the
+        box, measured with the box's own font."""
+        return self.page.evaluate(
+            """(label) => {
+                const ctx = document.createElement('canvas').getContext('2d');
+                const out = [];
+                for (const box of document.querySelectorAll(`[data-testid="stMain"] input[aria-label="${label}"]`)) {
+                    const style = getComputedStyle(box);
+                    ctx.font = style.font;
+                    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                    if (ctx.measureText(box.value).width > room) out.push(box.value);
+                }
+                return out;
+            }""",
+            label,
+        )
 
     # --- checks and artifacts -------------------------------------------------------------------------------------
     def text(self) -> str:

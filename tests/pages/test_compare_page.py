@@ -231,7 +231,10 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     discovery = at.dataframe[0].value.set_index("endpoint")
     assert discovery.loc["fast", "model"] == "timed-model"
     assert discovery.loc["fast", "context (tokens)"] == "4,096"
-    assert "cannot connect" in discovery.loc["down", "error"]
+    assert discovery.loc["down", "health"] == "down"
+    assert any(
+        c.value.startswith(":orange[:material/cloud_off: down: ") and "cannot connect" in c.value for c in at.caption
+    )
 
     at.text_area(key="cmp.prompt").input("Say something [tokens=12]")
     at.text_input(key="cmp.repeat").input("5")
