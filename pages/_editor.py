@@ -31,11 +31,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import fields
 from datetime import UTC, datetime
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
-from pages._state import CONFIG_MEMORY_KEY, EDITOR_MEMORY_KEY, UPLOADS_KEY, upload_label
+from pages._numbers import Parse, number_box
+from pages._state import CONFIG_MEMORY_KEY, EDITOR_MEMORY_KEY, UPLOADS_KEY, refuse_upload, upload_label
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.capacity.scenario import (
     ARTICLE_PRECISIONS,
@@ -57,6 +59,8 @@ from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
 from planner.catalog.hub import ResolvedModel, describe, model_from_config
 from planner.catalog.models import model_ids
 from planner.errors import PlannerError
+from planner.links.budget import DEFAULT_CUSTOM_GPU_MEMORY_GIB, parse_field
+from planner.links.rules import BadValue, parse_number
 from planner.units import GIB
 
 __all__ = ["COUNT_WIDGET", "edit_scenario", "model_details", "seed", "widget_key"]
@@ -203,26 +207,46 @@ def _forget_hidden(index: int, drawn: set[str]) -> None:
             del st.session_state[key]
 
 
-def _int_input(
+def _number(
     k: Callable[[str], str],
+    numbers: dict[str, object],
     name: str,
     label: str,
-    help_text: str,
+    help_text: str | None = None,
     placeholder: str = "default",
     *,
     disabled: bool = False,
-) -> None:
-    low, high = LIMITS[name]
-    st.number_input(
+    parse: Parse | None = None,
+) -> object:
+    """A number box (:func:`pages._numbers.number_box`) for the scenario field ``name``, read as a link reads it
+    (:func:`planner.links.budget.parse_field`); its value is put in ``numbers`` and returned."""
+    default = getattr(_DEFAULT, name)
+    if name == "custom_gpu_memory_gib":
+        default = DEFAULT_CUSTOM_GPU_MEMORY_GIB
+    numbers[name] = number_box(
         label,
-        min_value=int(low),
-        max_value=int(high),
-        step=1,
-        key=k(name),
-        placeholder=placeholder,
+        k(name),
+        parse or partial(parse_field, name),
+        default=_to_widget(name, default),
+        optional=default is None,
         help=help_text,
+        placeholder=placeholder,
         disabled=disabled,
     )
+    return numbers[name]
+
+
+def _max_model_len_parser(engine: str) -> Parse:
+    """The max model length box's parser: the link's, where ``auto`` (or -1) is vLLM's only."""
+
+    def parse(text: str) -> object:
+        value = parse_field("max_model_len", text)
+        if value == MAX_MODEL_LEN_AUTO and engine != "vllm":
+            low, high = LIMITS["max_model_len"]
+            raise BadValue(f"an integer from {int(low):,} to {int(high):,} (auto is for vLLM)")
+        return value
+
+    return parse
 
 
 def _gpu_label(gpu_id: str) -> str:
@@ -239,6 +263,7 @@ def edit_scenario(index: int) -> Scenario:
     linger in the URL.
     """
     drawn: set[str] = set()  # the fields whose widgets this run draws: every widget takes its key from k()
+    numbers: dict[str, object] = {}  # the number boxes' values, by field
 
     def k(name: str) -> str:
         drawn.add(name)
@@ -261,13 +286,12 @@ def edit_scenario(index: int) -> Scenario:
         help="Memory shown is what the CUDA driver reports (GiB = 2^30 bytes).",
     )
     if gpu == CUSTOM_GPU_ID:
-        st.number_input(
+        _number(
+            k,
+            numbers,
+            "custom_gpu_memory_gib",
             "Custom GPU memory (GiB)",
-            min_value=0.1,
-            max_value=4096.0,
-            step=1.0,
-            key=k("custom_gpu_memory_gib"),
-            help="Total as the driver reports it (vLLM's total_gpu_memory).",
+            "Total as the driver reports it (vLLM's total_gpu_memory).",
         )
     model_slot = st.container()  # the model box is drawn after the config expander, which can disable it
     uploaded = _config_input(index)
@@ -288,14 +312,18 @@ def edit_scenario(index: int) -> Scenario:
     if engine != "article":
         c1, c2 = st.columns(2)
         with c1:
-            _int_input(
-                k, "tensor_parallel_size", "Tensor parallel", "GPUs per pipeline stage (--tensor-parallel-size)."
+            tp = _number(
+                k,
+                numbers,
+                "tensor_parallel_size",
+                "Tensor parallel",
+                "GPUs per pipeline stage (--tensor-parallel-size).",
             )
         with c2:
-            _int_input(k, "pipeline_parallel_size", "Pipeline parallel", "Pipeline stages (--pipeline-parallel-size).")
-        st.caption(
-            f"GPUs used: {st.session_state[k('tensor_parallel_size')] * st.session_state[k('pipeline_parallel_size')]}"
-        )
+            pp = _number(
+                k, numbers, "pipeline_parallel_size", "Pipeline parallel", "Pipeline stages (--pipeline-parallel-size)."
+            )
+        st.caption(f"GPUs used: {tp * pp}")  # type: ignore[operator]
         st.selectbox("Weights dtype", DTYPES, key=k("dtype"), help="--dtype; auto follows the checkpoint.")
         quant_options = [q or _CHECKPOINT for q in QUANTIZATION_CHOICES]
         st.selectbox(
@@ -325,16 +353,19 @@ def edit_scenario(index: int) -> Scenario:
                 "start-up (older versions get the resolved number in the launch command).",
             )
         with length:
-            _int_input(
+            _number(
                 k,
+                numbers,
                 "max_model_len",
                 "Max model length (tokens)",
                 "--max-model-len; empty = the model's maximum" + ("; auto for vLLM." if engine == "vllm" else "."),
                 placeholder="fit to memory (auto)" if auto else "model maximum",
                 disabled=auto,
+                parse=_max_model_len_parser(engine),
             )
-    _int_input(
+    _number(
         k,
+        numbers,
         "target_context",
         "Target context (tokens)",
         "A second context length to report concurrency at; the article engine's context.",
@@ -342,9 +373,9 @@ def edit_scenario(index: int) -> Scenario:
     )
     if engine == "tgi":
         with st.expander("TGI launcher settings"):
-            _int_input(k, "max_input_tokens", "max-input-tokens", "--max-input-tokens")
-            _int_input(k, "max_total_tokens", "max-total-tokens", "--max-total-tokens")
-            _int_input(k, "max_batch_prefill_tokens", "max-batch-prefill-tokens", "--max-batch-prefill-tokens")
+            _number(k, numbers, "max_input_tokens", "max-input-tokens", "--max-input-tokens")
+            _number(k, numbers, "max_total_tokens", "max-total-tokens", "--max-total-tokens")
+            _number(k, numbers, "max_batch_prefill_tokens", "max-batch-prefill-tokens", "--max-batch-prefill-tokens")
             st.slider(
                 "cuda-memory-fraction",
                 min_value=0.01,
@@ -360,33 +391,22 @@ def edit_scenario(index: int) -> Scenario:
         with c2:
             st.selectbox("KV precision", ARTICLE_PRECISIONS, key=k("kv_quant"))
         with st.expander("Article inputs (empty = from the catalog)"):
-            st.number_input(
-                "Parameters (billions)",
-                min_value=0.001,
-                max_value=10_000.0,
-                key=k("params_b"),
-                placeholder="from the catalog",
-            )
-            _int_input(k, "num_layers", "Layers", "Transformer layers", placeholder="from the catalog")
-            _int_input(k, "num_kv_heads", "KV heads", "Key/value heads", placeholder="from the catalog")
-            _int_input(k, "head_dim", "Head dim", "Dimension of one head", placeholder="from the catalog")
-            st.number_input(
-                "GPU memory (GB, as marketed)",
-                min_value=0.1,
-                max_value=4096.0,
-                key=k("gpu_memory_gb"),
-                placeholder="from the catalog",
-            )
+            _number(k, numbers, "params_b", "Parameters (billions)", placeholder="from the catalog")
+            _number(k, numbers, "num_layers", "Layers", "Transformer layers", placeholder="from the catalog")
+            _number(k, numbers, "num_kv_heads", "KV heads", "Key/value heads", placeholder="from the catalog")
+            _number(k, numbers, "head_dim", "Head dim", "Dimension of one head", placeholder="from the catalog")
+            _number(k, numbers, "gpu_memory_gb", "GPU memory (GB, as marketed)", placeholder="from the catalog")
     else:
         with st.expander("Advanced"):
-            _int_input(k, "max_num_seqs", "max-num-seqs", "--max-num-seqs; empty = the engine default.")
-            _int_input(
+            _number(k, numbers, "max_num_seqs", "max-num-seqs", "--max-num-seqs; empty = the engine default.")
+            _number(
                 k,
+                numbers,
                 "max_num_batched_tokens",
                 "max-num-batched-tokens",
                 "--max-num-batched-tokens; empty = the engine default.",
             )
-            _int_input(k, "block_size", "block-size", "--block-size (tokens per KV block).")
+            _number(k, numbers, "block_size", "block-size", "--block-size (tokens per KV block).")
             st.checkbox("enforce-eager (no CUDA graphs)", key=k("enforce_eager"))
             st.text_input(
                 "Engine version",
@@ -407,18 +427,17 @@ def edit_scenario(index: int) -> Scenario:
                 )
     if engine != "article":
         _speculative_input(k, engine)
-        st.number_input(
+        _number(
+            k,
+            numbers,
+            "kv_compression_ratio",
             "What-if KV compression ratio",
-            min_value=1.0,
-            max_value=64.0,
-            step=0.5,
-            key=k("kv_compression_ratio"),
             placeholder="none",
-            help="What-if — not an engine setting: KV bytes divided by this, for a KV-cache compression no engine "
+            help_text="What-if — not an engine setting: KV bytes divided by this, for a KV-cache compression no engine "
             "ships (the article's DMS, KVTC-style). The launch command says it leaves it out.",
         )
     _remember(index)
-    scenario = _collect(index, engine, gpu, used, uploaded)
+    scenario = _collect(index, engine, gpu, used, uploaded, numbers)
     _forget_hidden(index, drawn)
     return scenario
 
@@ -446,7 +465,12 @@ def _speculative_input(k: Callable[[str], str], engine: str) -> None:
             help="A catalog id (meta-llama/Llama-3.2-1B-Instruct, yuhuili/EAGLE3-LLaMA3.1-Instruct-8B) or any Hugging "
             "Face repo id.",
         )
-        tokens = st.number_input("num_speculative_tokens", 1, MAX_SPECULATIVE_TOKENS, step=1, key=k(_SPEC_TOKENS))
+        tokens = number_box(
+            "num_speculative_tokens",
+            k(_SPEC_TOKENS),
+            partial(parse_number, low=1, high=MAX_SPECULATIVE_TOKENS, integer=True),
+            default=5,
+        )
         kept = st.session_state.get(k("speculative_config"))
         config = None
         if method != _SPEC_OFF:
@@ -470,11 +494,13 @@ def _speculative_input(k: Callable[[str], str], engine: str) -> None:
         st.session_state[k("speculative_config")] = config
 
 
-def _config_input(index: int) -> ResolvedModel | None:
-    """The "Use a config.json instead" expander of column ``index``: the model its config describes, or ``None``.
+def _config_input(index: int) -> str | None:
+    """The "Use a config.json instead" expander of column ``index``: the label of the config pasted there (the model
+    the scenario plans), or ``None`` when there is none.
 
-    A parsed config is registered in :data:`pages._state.UPLOADS_KEY` under its label; an invalid one gives
-    one error line, keeps its text, and the model box's model is planned instead.
+    A parsed config is registered in :data:`pages._state.UPLOADS_KEY` under its label. A refused one keeps its text
+    and its label, and is remembered with its error (:func:`pages._state.refuse_upload`): the scenario's verdict
+    says, once, why it is not planned, instead of planning the model box's model as if it had been meant.
     """
     text_key, file_key, seen_key = (widget_key(index, n) for n in ("config_text", "config_file", "config_seen"))
     if text_key not in st.session_state:  # dropped on another page: restore what was pasted
@@ -507,32 +533,43 @@ def _config_input(index: int) -> ResolvedModel | None:
         st.session_state[CONFIG_MEMORY_KEY] = {**st.session_state.get(CONFIG_MEMORY_KEY, {}), index: text}
         if not text.strip():
             return None
-        label = upload_label(text)  # None when not a JSON object: model_from_config says why
+        label = upload_label(text)
         try:
-            resolved = model_from_config(text, label=label or "config.json")
+            resolved = model_from_config(text, label=label)
         except PlannerError as exc:
-            st.error(f"Config not used, planning the model above: {exc}")
-            return None
+            refuse_upload(label, exc)
+            st.caption(":material/arrow_upward: Not planned: the verdict at the top of the page says why.")
+            return label
         st.session_state[UPLOADS_KEY] = {**st.session_state.get(UPLOADS_KEY, {}), label: resolved}
         st.caption(
             f"Planned as **{label}**. The link carries this name only, not the config: whoever opens it "
             "needs the same config.json pasted here."
         )
-        return resolved
+        return label
 
 
-def _collect(index: int, engine: str, gpu: str, used: set[str], uploaded: ResolvedModel | None) -> Scenario:
+def _collect(
+    index: int,
+    engine: str,
+    gpu: str,
+    used: set[str],
+    uploaded: str | None,
+    numbers: dict[str, object],
+) -> Scenario:
     typed = st.session_state[widget_key(index, "model")]
     values: dict[str, object] = {
         "engine": engine,
         "gpu": gpu,
-        "model": uploaded.model_id if uploaded is not None else (typed or "").strip(),
-        "target_context": st.session_state[widget_key(index, "target_context")],
+        "model": uploaded if uploaded is not None else (typed or "").strip(),
+        "target_context": numbers["target_context"],
     }
     if gpu == CUSTOM_GPU_ID:
-        values["custom_gpu_memory_gib"] = st.session_state[widget_key(index, "custom_gpu_memory_gib")]
+        values["custom_gpu_memory_gib"] = numbers["custom_gpu_memory_gib"]
     for name in used:
-        value = st.session_state.get(widget_key(index, name), getattr(_DEFAULT, name))
+        if name in numbers:
+            value = numbers[name]
+        else:
+            value = st.session_state.get(widget_key(index, name), getattr(_DEFAULT, name))
         if name == "quantization":
             value = None if value == _CHECKPOINT else value
         elif name == "engine_version":

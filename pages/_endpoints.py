@@ -81,15 +81,30 @@ def _add_form(
     with st.expander("Add an endpoint for this session", expanded=not available):
         with st.form(f"{prefix}.add", clear_on_submit=False, border=False):
             c1, c2, c3 = st.columns([2, 1, 3])
-            name = c1.text_input("Name", key=f"{prefix}.new.name", placeholder="vllm-a")
+            name = c1.text_input(
+                "Name",
+                key=f"{prefix}.new.name",
+                placeholder="e.g. my-vllm",
+                help="Letters, digits, '_', '.', '-'; unique among the endpoints.",
+            )
             kind = c2.selectbox("Kind", KINDS, key=f"{prefix}.new.kind")
-            base_url = c3.text_input("Base URL", key=f"{prefix}.new.url", placeholder="http://127.0.0.1:8000")
+            base_url = c3.text_input(
+                "Base URL",
+                key=f"{prefix}.new.url",
+                placeholder="e.g. http://127.0.0.1:8000",
+                help="The server's root, http:// or https://, without /v1.",
+            )
             c4, c5 = st.columns(2)
-            model = c4.text_input("Model (optional)", key=f"{prefix}.new.model", help="Discovered when left empty.")
+            model = c4.text_input(
+                "Model (optional)",
+                key=f"{prefix}.new.model",
+                placeholder="discovered when empty",
+                help="The served model id to request, e.g. Qwen/Qwen3-0.6B.",
+            )
             key_env = c5.text_input(
                 "API-key variable (optional)",
                 key=f"{prefix}.new.key_env",
-                placeholder="VLLM_API_KEY",
+                placeholder="e.g. VLLM_API_KEY",
                 help="The NAME of an environment variable or a secrets.toml entry that holds the key — never the "
                 "key itself.",
             )
@@ -122,12 +137,13 @@ def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], k
     """Health, served model, context limit and version of each endpoint (cached 30 s), one row each."""
     if not endpoints:
         return
-    rows = []
+    rows, errors = [], []
     for endpoint in endpoints:
         try:
             info = state.cached_discovery(endpoint, 5.0, dict(secrets))
         except PlannerError as exc:
-            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down", "error": str(exc)})
+            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down"})
+            errors.append(f"{endpoint.name}: {exc}")
             continue
         context = "n/a" if info.max_model_len_tokens is None else f"{info.max_model_len_tokens:,}"
         if info.max_input_tokens is not None:
@@ -140,15 +156,13 @@ def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], k
                 "model": info.model or "n/a",
                 "context (tokens)": context,
                 "version": info.version or "n/a",
-                "error": info.error or "",
             }
         )
-    st.dataframe(
-        pd.DataFrame(rows).fillna(""),
-        hide_index=True,
-        column_config={"error": st.column_config.TextColumn("error", width="large")},
-        key=key,
-    )
+        if info.error:
+            errors.append(f"{endpoint.name}: {info.error}")
+    st.dataframe(pd.DataFrame(rows).fillna("n/a"), hide_index=True, key=key)
+    for line in errors:  # a sentence each, under the table: in a grid column it ran past the page's edge
+        st.caption(f":orange[:material/cloud_off: {line}]")
     st.caption("Discovery (health, served model, context limit, version) is cached for 30 s.")
 
 

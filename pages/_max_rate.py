@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import streamlit as st
 
+from pages._numbers import number_box
 from planner.errors import PlannerError
+from planner.links.rules import parse_number
 from planner.loadtest.max_rate import VARIABLES, MaxRateSpec
 from planner.loadtest.max_rate_charts import steps_figure, steps_table
 from planner.loadtest.max_rate_worker import MaxRateRun, MaxRateSnapshot
@@ -88,9 +91,15 @@ def render(
             horizontal=True,
             format_func={"request_rate": "request rate", "max_concurrency": "concurrency"}.get,
         )
-        max_steps = c[2].number_input("max runs", 2, 30, value=8, key="lt.mr.steps")
-        tolerance = c[3].number_input("tolerance", 0.01, 0.5, value=0.05, step=0.01, key="lt.mr.tol")
-        probe_s = c[4].number_input("s per run", 1.0, 600.0, value=20.0, step=5.0, key="lt.mr.probe_s")
+        max_steps = number_box(
+            "max runs", "lt.mr.steps", partial(parse_number, low=2, high=30, integer=True), default=8, where=c[2]
+        )
+        tolerance = number_box(
+            "tolerance", "lt.mr.tol", partial(parse_number, low=0.01, high=0.5), default=0.05, where=c[3]
+        )
+        probe_s = number_box(
+            "s per run", "lt.mr.probe_s", partial(parse_number, low=1.0, high=600.0), default=20.0, where=c[4]
+        )
         problem = None
         spec = None
         try:

@@ -44,6 +44,7 @@ __all__ = [
     "CONFIG_MEMORY_KEY",
     "CURVES_KEY",
     "EDITOR_MEMORY_KEY",
+    "REFUSED_KEY",
     "SCENARIOS_KEY",
     "UPLOADS_KEY",
     "UPLOAD_NAMESPACE",
@@ -60,6 +61,7 @@ __all__ = [
     "load",
     "plan_scenarios",
     "profile_upload",
+    "refuse_upload",
     "resolve",
     "save",
     "set_scenarios",
@@ -75,6 +77,11 @@ VIEW_KEY = "planner.view"
 EDITOR_MEMORY_KEY = "planner.editor_memory"
 #: Session-state key of the models parsed from pasted/uploaded config.json files, ``{label: ResolvedModel}``.
 UPLOADS_KEY = "planner.uploads"
+#: Session-state key of the pasted config.json texts that were refused, ``{label: why}``: a scenario naming one is not
+#: planned, and its verdict says why (never the model box's model in its place).
+REFUSED_KEY = "planner.refused_uploads"
+#: Most refused pastes remembered (a label per text).
+_MAX_REFUSED = 16
 #: Session-state key of each editor column's pasted config.json text, ``{index: text}`` (kept where
 #: Streamlit does not drop it, like :data:`EDITOR_MEMORY_KEY`).
 CONFIG_MEMORY_KEY = "planner.config_memory"
@@ -194,6 +201,9 @@ def resolve(model_id: str) -> ResolvedModel:
     uploaded = st.session_state.get(UPLOADS_KEY, {}).get(model_id)
     if uploaded is not None:
         return uploaded
+    refused = st.session_state.get(REFUSED_KEY, {}).get(model_id)
+    if refused is not None:
+        raise UnsupportedModelError(f"pasted {refused}")
     if isinstance(model_id, str) and model_id.startswith(UPLOAD_NAMESPACE + "/"):
         raise UnsupportedModelError(
             f"{model_id} names a config.json pasted in another session: paste the same config.json under "
@@ -204,25 +214,33 @@ def resolve(model_id: str) -> ResolvedModel:
         return _cached_resolve(model_id, hub_token())
 
 
-def upload_label(text: str) -> str | None:
+def refuse_upload(label: str, error: PlannerError) -> None:
+    """Remember that the pasted config.json named ``label`` was refused with ``error`` (see :func:`resolve`); the
+    message calls it config.json, not by its label (a hash the user never typed)."""
+    refused = {k: v for k, v in st.session_state.get(REFUSED_KEY, {}).items() if k != label}
+    refused[label] = str(error).replace(label, "config.json", 1)
+    st.session_state[REFUSED_KEY] = dict(list(refused.items())[-_MAX_REFUSED:])
+
+
+def upload_label(text: str) -> str:
     """The model name a pasted config.json gets: ``uploaded-config/<name>-<hash>``, a valid repo id.
 
     ``<name>`` is the last part of the config's ``_name_or_path`` (or its ``model_type``), reduced to
     ``[A-Za-z0-9._-]``; ``<hash>`` is the first 8 hex digits of the SHA-256 of the config's canonical JSON, so
-    the same config always gets the same name (and a link names exactly one config).
-
-    Returns:
-        The label, or ``None`` when ``text`` is not a JSON object.
+    the same config always gets the same name (and a link names exactly one config). A text that is not a JSON
+    object is named ``uploaded-config/config-<hash of the text>``: a refused paste is a scenario too, whose verdict
+    says why it is not planned.
     """
     try:
         data = json_value(text, name="config.json", accepted="a JSON object")
     except MalformedTextError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    name = str(data.get("_name_or_path") or data.get("model_type") or "model").rstrip("/").split("/")[-1]
+        data = None
+    if isinstance(data, dict):
+        name = str(data.get("_name_or_path") or data.get("model_type") or "model").rstrip("/").split("/")[-1]
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    else:
+        name, canonical = "config", text
     slug = _UNSAFE.sub("-", name).strip("-._")[:40].strip("-._") or "model"
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{UPLOAD_NAMESPACE}/{slug}-{digest}"
 

@@ -57,8 +57,18 @@ if fresh or editor.COUNT_WIDGET not in st.session_state:
     st.session_state[editor.COUNT_WIDGET] = len(scenarios)
 count = st.radio("Scenarios to compare", range(1, MAX_SCENARIOS + 1), key=editor.COUNT_WIDGET, horizontal=True)
 
+
+def _editor_cells(count: int) -> list:
+    """One bordered cell per scenario editor, at most two a row: four side by side cut model and GPU names."""
+    per_row = min(count, 2)
+    cells = []
+    for start in range(0, count, per_row):
+        cells += [column.container(border=True) for column in st.columns(per_row)[: count - start]]
+    return cells
+
+
 edited = []
-for index, column in enumerate(st.columns(count, border=True)):
+for index, column in enumerate(_editor_cells(count)):
     # A column hidden by a lower count keeps its remembered values; a brand-new one copies the last.
     editor.seed(index, scenarios[min(index, len(scenarios) - 1)], overwrite=fresh)
     with column:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
+from pages._numbers import field_boxes
 from planner.compare.charts import (
     METRIC_HELP,
     display_metrics,
@@ -92,25 +93,16 @@ with st.expander("Prompt and sampling", expanded=True):
     system = st.text_input("System prompt (optional)", key=W["system"])
     prompt = st.text_area("Prompt", key=W["prompt"], height=90)
     c = st.columns(7)
-    temperature = c[0].number_input(
-        "temperature",
-        min_value=0.0,
-        max_value=2.0,
-        step=0.1,
-        value=None,
-        key=W["temperature"],
-        help="Empty = server default.",
+    box = field_boxes(compare_state.parse_field, DEFAULT, W)
+    temperature = box(
+        c[0], "temperature", "temperature", optional=True, placeholder="default", help="Empty = server default."
     )
-    top_p = c[1].number_input(
-        "top_p", min_value=0.0, max_value=1.0, step=0.05, value=None, key=W["top_p"], help="Empty = server default."
-    )
-    max_tokens = c[2].number_input("max_tokens", min_value=1, max_value=32768, step=16, key=W["max_tokens"])
+    top_p = box(c[1], "top_p", "top_p", optional=True, placeholder="default", help="Empty = server default.")
+    max_tokens = box(c[2], "max_tokens", "max_tokens")
     stop = c[3].text_input("stop (comma separated)", key=W["stop"])
-    seed = c[4].number_input("seed", min_value=0, step=1, value=None, key=W["seed"], help="Empty = no seed.")
-    repeat = c[5].number_input(
-        "repeat", min_value=1, max_value=20, step=1, key=W["repeat"], help="Requests per endpoint, one after the other."
-    )
-    timeout_s = c[6].number_input("timeout (s)", min_value=1.0, max_value=600.0, step=5.0, key=W["timeout_s"])
+    seed = box(c[4], "seed", "seed", placeholder="none", help="Empty = no seed.")
+    repeat = box(c[5], "repeat", "repeat", help="Requests per endpoint, one after the other.")
+    timeout_s = box(c[6], "timeout_s", "timeout (s)")
 
 settings = CompareSettings(
     endpoints=tuple(names),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -11,19 +12,25 @@ import streamlit as st
 from pages import _endpoints as endpoints_ui
 from pages import _max_rate
 from pages import _state as state
+from pages._numbers import accepted_value, field_boxes, number_box
+from pages._tables import wide_table
 from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.links import loadtest as loadtest_state
+from planner.links.rules import parse_number
 from planner.loadtest import ray_workers
 from planner.loadtest import settings as load_settings
 from planner.loadtest.charts import (
     LATENCY_AXES,
+    PREFIX_CACHE_HEADLINE,
+    RUNS_HEADLINE,
     curve_knees,
     curves_figure,
     display_runs,
     live_figure,
     live_frames,
+    run_headline,
     runs_figure,
     sweep_curves,
     sweep_figure,
@@ -110,7 +117,10 @@ DATASET_LABELS = {
 
 def _kept(field: str) -> object:
     """A setting whose widget is not shown for this workload: the value it last had (or the default)."""
-    return st.session_state.get(W[field], getattr(load_settings.DEFAULT, field))
+    return accepted_value(W[field], getattr(load_settings.DEFAULT, field))
+
+
+box = field_boxes(loadtest_state.parse_field, load_settings.DEFAULT, W)
 
 
 with st.expander("Workload", expanded=True):
@@ -125,21 +135,15 @@ with st.expander("Workload", expanded=True):
         "the conversation so far and a new message · files: prompts (JSONL, ShareGPT) or traces replayed at their "
         "timestamps (Mooncake's JSONL layout, BurstGPT's CSV).",
     )
-    input_len = c[1].number_input(
+    input_len = box(
+        c[1],
         "input_len",
-        1,
-        131_072,
-        step=64,
-        key=W["input_len"],
+        "input_len",
         disabled=dataset not in ("random", "multi_turn"),
         help="multi-turn: the tokens of each turn's new user message.",
     )
-    output_len = c[2].number_input(
-        "output_len", 1, 32_768, step=16, key=W["output_len"], help="max_tokens (traces: the trace's own)."
-    )
-    range_ratio = c[3].number_input(
-        "range_ratio", 0.0, 0.99, step=0.1, key=W["range_ratio"], help="Lengths drawn from [L(1−r), L(1+r)]."
-    )
+    output_len = box(c[2], "output_len", "output_len", help="max_tokens (traces: the trace's own).")
+    range_ratio = box(c[3], "range_ratio", "range_ratio", help="Lengths drawn from [L(1−r), L(1+r)].")
     ignore_eos = c[4].toggle(
         "ignore_eos",
         key=W["ignore_eos"],
@@ -167,40 +171,33 @@ with st.expander("Workload", expanded=True):
     time_scale, chunk_hash = _kept("time_scale"), _kept("trace_chunk_hash_size")
     if dataset == "prefix_repetition":
         c = st.columns(4)
-        prefix_len = c[0].number_input("prefix_len", 0, 131_072, step=64, key=W["prefix_len"], help="Shared prefix.")
-        suffix_len = c[1].number_input("suffix_len", 1, 131_072, step=16, key=W["suffix_len"], help="Each its own.")
-        num_prefixes = c[2].number_input("num_prefixes", 1, 1000, step=1, key=W["num_prefixes"])
+        prefix_len = box(c[0], "prefix_len", "prefix_len", help="Shared prefix.")
+        suffix_len = box(c[1], "suffix_len", "suffix_len", help="Each its own.")
+        num_prefixes = box(c[2], "num_prefixes", "num_prefixes")
         c[3].caption(
             "vLLM's `prefix_repetition`: num_prompts // num_prefixes requests share each prefix, byte for byte."
         )
     elif dataset == "multi_turn":
         c = st.columns(4)
-        num_turns = c[0].number_input("num_turns", 1, load_settings.MAX_TURNS, step=1, key=W["num_turns"])
-        think_time = c[1].number_input(
-            "think time (s)", 0.0, 600.0, step=0.5, key=W["think_time_s"], help="Between an answer and the next turn."
-        )
+        num_turns = box(c[0], "num_turns", "num_turns")
+        think_time = box(c[1], "think_time_s", "think time (s)", help="Between an answer and the next turn.")
         c[2].caption(
             "Each turn sends the whole conversation so far (the answers as received) and a new message of input_len "
             "tokens. max_concurrency = conversations at once."
         )
     elif dataset in ("timed_trace", "burstgpt"):
         c = st.columns(4)
-        time_scale = c[0].number_input(
+        time_scale = box(
+            c[0],
             "time_scale",
-            0.0001,
-            1000.0,
-            step=0.1,
-            format="%g",
-            key=W["time_scale"],
+            "time_scale",
             help="Arrival = timestamp × time_scale, seconds (vLLM --timed-trace-sec-multiplier): 1 = as recorded "
             "in seconds, 0.5 = twice as fast, 0.001 for millisecond timestamps (Mooncake's traces).",
         )
-        chunk_hash = c[1].number_input(
+        chunk_hash = box(
+            c[1],
+            "trace_chunk_hash_size",
             "chunk hash size",
-            1,
-            65_536,
-            step=16,
-            key=W["trace_chunk_hash_size"],
             disabled=dataset != "timed_trace",
             help="Tokens per hash_ids block (vLLM --timed-trace-chunk-hash-size; 512 for Mooncake's traces).",
         )
@@ -225,9 +222,7 @@ with st.expander("Workload", expanded=True):
                 elif dataset == "sharegpt":
                     prompts = read_sharegpt(upload.getvalue(), limit=load_settings.MAX_PROMPTS)
                 else:
-                    limit = int(st.session_state.get(W["num_prompts"], 32)) + int(
-                        st.session_state.get(W["num_warmups"], 0)
-                    )
+                    limit = int(_kept("num_prompts")) + int(_kept("num_warmups"))  # type: ignore[call-overload]
                     rows = read_trace(upload.getvalue(), dataset, limit=limit, chunk_hash_size=int(chunk_hash))
             except PlannerError as exc:
                 st.error(f"{upload.name}: {exc}")
@@ -247,36 +242,31 @@ with st.expander("Load", expanded=True):
         format_func={"run": "one run per endpoint", "sweep": "concurrency sweep 1, 2, 4, …"}.get,
     )
     c = st.columns(6)
-    num_prompts = c[0].number_input("num_prompts", 1, load_settings.MAX_PROMPTS, step=8, key=W["num_prompts"])
-    max_concurrency = c[1].number_input(
+    num_prompts = box(c[0], "num_prompts", "num_prompts")
+    max_concurrency = box(
+        c[1],
         "max_concurrency",
-        1,
-        1024,
-        value=None,
-        step=1,
-        key=W["max_concurrency"],
+        "max_concurrency",
         disabled=mode == "sweep",
+        placeholder="no cap",
         help="Empty = no cap. A sweep sets it per level.",
     )
-    request_rate = c[2].number_input(
+    request_rate = box(
+        c[2],
+        "request_rate",
         "request_rate (req/s)",
-        min_value=0.01,
-        max_value=10_000.0,
-        value=None,
-        step=1.0,
-        key=W["request_rate"],
-        help="Empty = inf: every request is released at once (then only max_concurrency limits the load).",
+        optional=True,
+        placeholder="inf",
+        help="Empty or inf: every request is released at once (then only max_concurrency limits the load).",
     )
-    burstiness = c[3].number_input("burstiness", 0.01, 100.0, step=0.5, key=W["burstiness"], help="1 = Poisson.")
-    num_warmups = c[4].number_input("num_warmups", 0, 100, step=1, key=W["num_warmups"], help="Not counted.")
-    seed = c[5].number_input("seed", 0, 2**32 - 1, step=1, key=W["seed"])
+    burstiness = box(c[3], "burstiness", "burstiness", help="1 = Poisson.")
+    num_warmups = box(c[4], "num_warmups", "num_warmups", help="Not counted.")
+    seed = box(c[5], "seed", "seed")
     c = st.columns(6)
-    duration = c[0].number_input("duration cap (s)", 1.0, 3600.0, step=30.0, key=W["duration_s"], help="Per run.")
-    timeout = c[1].number_input("timeout (s)", 1.0, 600.0, step=5.0, key=W["timeout_s"], help="Per request.")
+    duration = box(c[0], "duration_s", "duration cap (s)", help="Per run.")
+    timeout = box(c[1], "timeout_s", "timeout (s)", help="Per request.")
     goodput = c[2].text_input("goodput SLOs", key=W["goodput_ms"], placeholder="ttft:500,tpot:50", help="ms.")
-    sweep_max = c[3].number_input(
-        "sweep up to concurrency", 1, 1024, step=1, key=W["sweep_max"], disabled=mode != "sweep"
-    )
+    sweep_max = box(c[3], "sweep_max", "sweep up to concurrency", disabled=mode != "sweep")
     scrape = c[4].toggle(
         "/metrics",
         key=W["scrape_metrics"],
@@ -290,12 +280,10 @@ with st.expander("Load", expanded=True):
         "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache); the warm-up requests then prime it; then the measured run.",
     )
     c = st.columns([1, 2, 2, 2, 2])
-    num_runs = c[0].number_input(
+    num_runs = box(
+        c[0],
+        "num_runs",
         "repeats",
-        1,
-        load_settings.MAX_RUNS,
-        step=1,
-        key=W["num_runs"],
         disabled=mode == "sweep",
         help="Run it K times: mean and 95% confidence interval of each headline metric.",
     )
@@ -313,13 +301,12 @@ with st.expander("Load", expanded=True):
         help="Add the level between the last growing level and the first saturated one.",
     )
     ray_address = ray_workers.configured_address()
-    num_workers = c[3].number_input(
+    num_workers = number_box(
         "Ray workers",
-        0,
-        load_settings.MAX_WORKERS,
-        value=0,
-        step=1,
-        key="lt.num_workers",
+        "lt.num_workers",
+        partial(parse_number, low=0, high=load_settings.MAX_WORKERS, integer=True),
+        default=0,
+        where=c[3],
         help="Send the measured requests from N Ray workers, the concurrency cap and the rate split between them "
         f"(0 = one process on this machine); on {'the cluster at ' + ray_address if ray_address else 'this machine'}"
         " (set RAY_ADDRESS for a cluster). Needs requirements-ray.txt.",
@@ -436,9 +423,16 @@ if b2.button("Cancel", key="lt.cancel", disabled=not active, icon=":material/sto
 
 
 def render_live(snap: BenchmarkSnapshot) -> None:
-    """Progress, counters and the live chart of the run in progress (or the last one)."""
+    """Progress, counters and the live chart of the run in progress (or the last one); once done, each run's answer
+    first, right under the Run button where the eye is (the Results below may be screens away)."""
     for line in snap.errors:
         st.error(line)
+    if snap.done:
+        for run in snap.saved:
+            failed = run.metrics.failed or not run.metrics.completed
+            (st.warning if failed else st.success)(run_headline(run))
+        if snap.saved:
+            st.caption("Every metric, chart and download: [Results](#results), below.")
     done_requests, total_requests = snap.requests_done, snap.requests_total
     if snap.done:
         text = f"{done_requests:,} / {total_requests:,} requests · {len(snap.saved)} of {snap.jobs_total} run(s) kept"
@@ -561,7 +555,7 @@ if shown:
 predicted = list(overlay.predicted) if overlay is not None else []
 tabled = [*shown, *predicted]
 
-st.dataframe(display_runs(tabled), hide_index=True, key="lt.table")
+wide_table(display_runs(tabled), RUNS_HEADLINE, key="lt.table")
 st.caption(
     "vLLM's key names; latencies in ms. TTFT = first token − sent · TPOT = (E2EL − TTFT)/(output tokens − 1) · "
     "ITL = gap between chunks (one sample per chunk) · E2EL = last token − sent · throughput = tokens / run "
@@ -597,7 +591,7 @@ if len(cache):
         shown_cache[col] = [f"{v:.1%}" if v is not None else "n/a" for v in shown_cache[col]]
     for col in ("prefix_cache_hits", "prefix_cache_queries", "median_ttft_ms"):
         shown_cache[col] = [f"{v:,.0f}" if v is not None else "n/a" for v in shown_cache[col]]
-    st.dataframe(shown_cache.fillna("n/a"), hide_index=True, key="lt.cache.table")
+    wide_table(shown_cache.fillna("n/a"), PREFIX_CACHE_HEADLINE, key="lt.cache.table")
     st.caption(
         "Hit rate = Δ hits / Δ queries of the server's counters over the measured requests (vLLM "
         "`prefix_cache_queries`/`prefix_cache_hits`, SGLang `cached_tokens`/`prompt_tokens`); n/a where the server "

@@ -8,12 +8,15 @@ from dataclasses import replace
 import streamlit as st
 
 from pages import _state as state
+from pages._numbers import field_boxes
+from pages._tables import wide_table
 from planner.capacity.charts import scenario_label
 from planner.errors import PlannerError
 from planner.links import performance as perf_links
-from planner.links.loadtest import NUMBERS
+from planner.links.loadtest import parse_field
 from planner.links.rules import BadValue
 from planner.predict.charts import (
+    POINTS_HEADLINE,
     curve_points,
     headline_metrics,
     performance_figure,
@@ -66,20 +69,16 @@ if new_link or W["input_len"] not in st.session_state:
 
 answer = st.container()  # the answer first; it is filled once the workload below has been read
 
+_box = field_boxes(parse_field, DEFAULT_WORKLOAD, W)
+
 with st.expander("Workload", expanded=True):
     c = st.columns(4)
-    input_len = c[0].number_input("input_len", *NUMBERS["input_len"][:2], step=128, key=W["input_len"])
-    output_len = c[1].number_input("output_len", *NUMBERS["output_len"][:2], step=64, key=W["output_len"])
-    num_prompts = c[2].number_input(
-        "num_prompts",
-        *NUMBERS["num_prompts"][:2],
-        step=64,
-        key=W["num_prompts"],
-        help="Requests a level; a concurrency level sends at least 4 per slot.",
+    input_len = _box(c[0], "input_len", "input_len")
+    output_len = _box(c[1], "output_len", "output_len")
+    num_prompts = _box(
+        c[2], "num_prompts", "num_prompts", help="Requests a level; a concurrency level sends at least 4 per slot."
     )
-    range_ratio = c[3].number_input(
-        "range_ratio", 0.0, NUMBERS["range_ratio"][1], step=0.1, key=W["range_ratio"], help="Lengths in L(1 ± r)."
-    )
+    range_ratio = _box(c[3], "range_ratio", "range_ratio", help="Lengths in L(1 ± r).")
     c = st.columns([2, 1, 2, 1])
     axis = c[0].radio(
         "Sweep",
@@ -90,18 +89,14 @@ with st.expander("Workload", expanded=True):
         help="concurrency: closed loop at 1, 2, 4, … requests in flight · request rates: open loop, requests arrive "
         "at each rate.",
     )
-    sweep_max = c[1].number_input(
-        "up to concurrency", *NUMBERS["sweep_max"][:2], step=1, key=W["sweep_max"], disabled=axis != "concurrency"
-    )
+    sweep_max = _box(c[1], "sweep_max", "up to concurrency", disabled=axis != "concurrency")
     rates_text = c[2].text_input(
         "request rates (req/s)", key=W["rates"], disabled=axis != "rate", help="Comma separated, e.g. 1, 2, 4, 8."
     )
-    burstiness = c[3].number_input(
+    burstiness = _box(
+        c[3],
         "burstiness",
-        float(NUMBERS["burstiness"][0]),
-        float(NUMBERS["burstiness"][1]),
-        step=0.5,
-        key=W["burstiness"],
+        "burstiness",
         disabled=axis != "rate",
         help="Gamma shape of the arrival gaps: 1 = Poisson, below 1 burstier.",
     )
@@ -198,7 +193,7 @@ with answer:
 
 points = curve_points(curves, labels)
 st.subheader("All points")
-st.dataframe(points_table(points), hide_index=True, key="perf.table")
+wide_table(points_table(points), POINTS_HEADLINE, key="perf.table")
 st.download_button(
     "Download points (CSV)", points.to_csv(index=False), "predicted_performance.csv", "text/csv", key="perf.csv"
 )

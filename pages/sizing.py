@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
+from pages._numbers import field_boxes, number_box
+from pages._tables import wide_table
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.catalog.gpus import list_gpus
 from planner.catalog.models import model_ids
 from planner.errors import PlannerError
 from planner.links import sizing as sizing_links
+from planner.links.rules import parse_number
 from planner.metrics.slo import format_slos, parse_slos
-from planner.sizing.charts import VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
+from planner.sizing.charts import OPTIONS_HEADLINE, VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
 from planner.sizing.pareto import pareto_points
 from planner.sizing.search import size
-from planner.sizing.settings import DEFAULT, DEFAULT_NODE_GPUS, LIMITS, QUANTIZATIONS, SizingSettings
+from planner.sizing.settings import DEFAULT, DEFAULT_NODE_GPUS, QUANTIZATIONS, SizingSettings
 
 VIEW_KEY = "size.view"  # the last DecodedSizing read from the widgets
 MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, this session's last searches
@@ -30,6 +34,9 @@ _MEMO_SIZE = 8
 #: Widget key of each setting: the link's keys, the GPUs per node and the price table's prices.
 W = {name: f"size.{name}" for name in (*sizing_links.KEYS, "node_gpus", "prices")}
 CATALOG_GPUS = {g.id: g for g in list_gpus()}
+#: Most GPUs of one node the page takes (the link's GPU list says the same per GPU).
+_MAX_NODE_GPUS = 64
+box = field_boxes(sizing_links.parse_field, DEFAULT, W)
 
 
 def _to_widgets(decoded: sizing_links.DecodedSizing) -> None:
@@ -93,21 +100,10 @@ with st.expander("Target load and SLOs", expanded=True):
         accept_new_options=True,
         help="A catalog model or any Hugging Face repo id (type it and press Enter).",
     )
-    c[1].number_input(
-        "target rate (req/s)",
-        LIMITS["target_rate"][0],
-        LIMITS["target_rate"][1],
-        step=1.0,
-        key=W["target_rate"],
-        help="For all replicas.",
-    )
-    c[2].number_input("input_len", 1, int(LIMITS["input_len"][1]), step=128, key=W["input_len"], help="Prompt tokens.")
-    c[3].number_input(
-        "output_len", 1, int(LIMITS["output_len"][1]), step=32, key=W["output_len"], help="Output tokens (ignore_eos)."
-    )
-    c[4].number_input(
-        "burstiness", 0.01, 100.0, step=0.5, key=W["burstiness"], help="Gamma shape of the arrivals: 1 = Poisson."
-    )
+    target_rate = box(c[1], "target_rate", "target rate (req/s)", help="For all replicas.")
+    input_len = box(c[2], "input_len", "input_len", help="Prompt tokens.")
+    output_len = box(c[3], "output_len", "output_len", help="Output tokens (ignore_eos).")
+    burstiness = box(c[4], "burstiness", "burstiness", help="Gamma shape of the arrivals: 1 = Poisson.")
     c = st.columns([3, 1])
     slo_text = c[0].text_input(
         "SLOs (percentiles)",
@@ -116,12 +112,10 @@ with st.expander("Target load and SLOs", expanded=True):
         help="METRIC_STAT_ms=LIMIT, comma separated: METRIC ttft, tpot, itl or e2el; STAT p50, p90, p99 or mean. "
         "Every replica must meet them at its share of the load (percentiles over the simulated requests).",
     )
-    c[1].number_input(
+    headroom = box(
+        c[1],
         "headroom",
-        0.0,
-        1.0,
-        step=0.05,
-        key=W["headroom"],
+        "headroom",
         help="Spare capacity: replicas = ⌈target rate × (1 + headroom) / capacity of one replica⌉.",
     )
 
@@ -133,8 +127,15 @@ with st.expander("GPUs and prices"):
         key=W["gpus"],
         format_func=lambda g: CATALOG_GPUS[g].name,
     )
-    c[1].number_input("GPUs per node", 1, 64, step=1, key=W["node_gpus"], help="Tensor parallelism stays in a node.")
-    c[2].number_input("max GPUs per replica", 1, 64, step=1, key=W["max_gpus"], help="Tensor × pipeline parallel.")
+    node = number_box(
+        "GPUs per node",
+        W["node_gpus"],
+        partial(parse_number, low=1, high=_MAX_NODE_GPUS, integer=True),
+        default=DEFAULT_NODE_GPUS,
+        where=c[1],
+        help="Tensor parallelism stays in a node.",
+    )
+    max_gpus = box(c[2], "max_gpus", "max GPUs per replica", help="Tensor × pipeline parallel.")
     searched = [CATALOG_GPUS[g] for g in st.session_state[W["gpus"]]] or list(CATALOG_GPUS.values())
     st.caption(
         "Prices in USD per GPU-hour: the catalog's public on-demand prices with where they were seen (never invented; "
@@ -170,16 +171,14 @@ with st.expander("Weights, KV cache and engine"):
         "catalog's export of the model in that scheme, when there is one.",
     )
     c[1].multiselect("KV-cache dtypes", KV_CACHE_DTYPES, key=W["kv_cache_dtype"], help="--kv-cache-dtype.")
-    c[2].number_input(
+    max_model_len = box(
+        c[2],
         "max_model_len",
-        16,
-        10_485_760,
-        value=None,
-        step=1024,
-        key=W["max_model_len"],
+        "max_model_len",
+        placeholder="fitted to the workload",
         help="Empty: the next power of two at or above input_len + output_len (at least 2,048).",
     )
-    c[3].number_input("gpu_memory_utilization", 0.01, 1.0, step=0.01, key=W["gpu_memory_utilization"])
+    gpu_memory_utilization = box(c[3], "gpu_memory_utilization", "gpu_memory_utilization")
 
 profile = state.profile_upload("size.profile")
 
@@ -188,23 +187,22 @@ problem = None
 try:
     slos = parse_slos([slo_text]) if slo_text.strip() else ()
     gpus = tuple(st.session_state[W["gpus"]])
-    node = int(st.session_state[W["node_gpus"]])
     settings = SizingSettings(
         model=str(st.session_state[W["model"]] or DEFAULT.model),
-        target_rate=float(st.session_state[W["target_rate"]]),
-        input_len=int(st.session_state[W["input_len"]]),
-        output_len=int(st.session_state[W["output_len"]]),
-        burstiness=float(st.session_state[W["burstiness"]]),
+        target_rate=float(target_rate),
+        input_len=int(input_len),
+        output_len=int(output_len),
+        burstiness=float(burstiness),
         slos=slos,
         gpus=gpus,
         node_gpus=tuple((g, node) for g in gpus) if node != DEFAULT_NODE_GPUS else (),
-        max_gpus=int(st.session_state[W["max_gpus"]]),
+        max_gpus=int(max_gpus),
         prices=st.session_state[W["prices"]],
-        headroom=float(st.session_state[W["headroom"]]),
+        headroom=float(headroom),
         quantizations=tuple(st.session_state[W["quantization"]]),
         kv_cache_dtypes=tuple(st.session_state[W["kv_cache_dtype"]]),
-        max_model_len=st.session_state[W["max_model_len"]],
-        gpu_memory_utilization=float(st.session_state[W["gpu_memory_utilization"]]),
+        max_model_len=max_model_len,
+        gpu_memory_utilization=float(gpu_memory_utilization),
     )
 except PlannerError as exc:
     problem, settings = str(exc), st.session_state.get(VIEW_KEY, sizing_links.DecodedSizing()).settings
@@ -259,7 +257,7 @@ with answer:
                 f"#{r}: {ranked[r - 1].replicas} × {ranked[r - 1].config.label}, ${ranked[r - 1].usd_per_hour:,.2f}/h"
             ),
         )
-        st.code(chosen.launch_command, language="bash")
+        st.code(chosen.launch_command, language="bash", wrap_lines=True)
         st.caption(
             f"Run {chosen.replicas} replica(s) of this command behind a load balancer; each is predicted to meet the "
             f"SLOs up to at least {chosen.replica_rate:.3g} req/s"
@@ -285,7 +283,18 @@ st.subheader("Every configuration, cheapest first")
 table = options_table(result)
 verdicts = [VERDICT_TEXT[v] for v in counts if counts[v]]
 shown = st.multiselect("Show", verdicts, default=verdicts[:3], key="size.filter")
-st.dataframe(table[table["verdict"].isin(shown)], hide_index=True, key="size.table")
+wide_table(
+    table[table["verdict"].isin(shown)],
+    OPTIONS_HEADLINE,
+    key="size.table",
+    # the reasons are sentences: wrapped in a fixed width (rows tall enough for three lines) rather than past the edge
+    column_config={
+        "GPU": st.column_config.TextColumn(width=130),
+        "$/M output tokens": st.column_config.TextColumn("$/M output", help="USD per million output tokens."),
+        "why": st.column_config.TextColumn(width=220),
+    },
+    row_height=70,
+)
 d = st.columns([1, 1, 4])
 d[0].download_button("Table (CSV)", table.to_csv(index=False), "sizing.csv", "text/csv", key="size.csv")
 d[1].download_button(

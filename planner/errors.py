@@ -32,13 +32,17 @@ class PlannerError(Exception):
 class InvalidParameterError(PlannerError, ValueError):
     """A parameter has a value outside what is accepted.
 
-    The message names the parameter, the bad value and what is accepted, on one line.
+    The message names the parameter, the bad value and what is accepted, on one line; an empty or blank text is
+    called empty (``name is empty: expected ...``), not shown as a value.
     """
 
     def __init__(self, name: str, value: object, accepted: str) -> None:
         self.name = name
         self.value = value
         self.accepted = accepted
+        if isinstance(value, str) and not value.strip():  # name='' reads as a bad value; nothing was given
+            super().__init__(f"{name} is empty: expected {accepted}")
+            return
         super().__init__(f"{name}={shown(value)} is not valid: expected {accepted}")
 
 

@@ -90,6 +90,7 @@ __all__ = [
     "DecodedState",
     "decode",
     "encode",
+    "parse_field",
     "parse_model",
     "scenario_key",
 ]
@@ -150,8 +151,12 @@ def scenario_key(index: int, field_name: str) -> str:
     return field_name if index == 0 else f"s{index + 1}.{field_name}"
 
 
-def _parse_field(name: str, text: str) -> object:
-    """Decode one scenario field from its query value; raises :class:`~planner.links.rules.BadValue`."""
+def parse_field(name: str, text: str) -> object:
+    """One scenario field from its text, as a link gives it (the editor's number boxes read typed text with it too).
+
+    Raises:
+        BadValue: the text is not acceptable; ``accepted`` says what is.
+    """
     if name in _CHOICES:
         return parse_choice(text, _CHOICES[name])
     if name in _BOOL_FIELDS:
@@ -261,7 +266,7 @@ def decode(params: Mapping[str, str | Sequence[str]], *, foreign: Collection[str
                 page[key] = int(parse_number(text, *_CONTEXT_LIMITS, integer=True))  # type: ignore[arg-type]
             elif split is not None:
                 index, name = split
-                values[index][name] = _parse_field(name, text)
+                values[index][name] = parse_field(name, text)
             else:
                 unknown.append(show(key))
                 continue

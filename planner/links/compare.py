@@ -43,7 +43,17 @@ from planner.links.rules import (
     parse_number,
 )
 
-__all__ = ["KEYS", "LIMITS", "DecodedCompare", "DecodedLink", "decode", "decode_link", "encode", "encode_link"]
+__all__ = [
+    "KEYS",
+    "LIMITS",
+    "DecodedCompare",
+    "DecodedLink",
+    "decode",
+    "decode_link",
+    "encode",
+    "encode_link",
+    "parse_field",
+]
 
 #: Most query parameters read; the rest are ignored with one warning.
 _MAX_PARAMS = 32
@@ -117,7 +127,12 @@ def _number(name: str, text: str) -> int | float | None:
     return parse_number(text, low, high, integer=name in _INTS, optional=optional, low_open=name == "top_p")
 
 
-def _field(name: str, text: str) -> object:
+def parse_field(name: str, text: str) -> object:
+    """One setting from its text, as a link gives it (the page's number boxes read typed text with it too).
+
+    Raises:
+        BadValue: the text is not acceptable; ``accepted`` says what is.
+    """
     if name == "endpoints":
         return parse_endpoint_names(text)
     if name in ("prompt", "system"):
@@ -146,7 +161,7 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedCompare:
         (:func:`planner.links.budget.decode`): the page's link carries the scenarios too.
     """
     own = {key: value for key, value in query.items() if key in _OWN}
-    settings, warnings = decode_settings(own, DEFAULT, KEYS, _field, max_params=_MAX_PARAMS)
+    settings, warnings = decode_settings(own, DEFAULT, KEYS, parse_field, max_params=_MAX_PARAMS)
     return DecodedCompare(settings=settings, warnings=warnings)
 
 

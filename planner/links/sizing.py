@@ -48,7 +48,7 @@ from planner.sizing.settings import (
     parse_prices,
 )
 
-__all__ = ["KEYS", "MAX_ROW", "DecodedSizing", "decode", "encode"]
+__all__ = ["KEYS", "MAX_ROW", "DecodedSizing", "decode", "encode", "parse_field"]
 
 #: Query keys, in the order they are written.
 KEYS: tuple[str, ...] = (
@@ -89,7 +89,13 @@ class DecodedSizing:
     warnings: tuple[str, ...] = ()
 
 
-def _parse(name: str, text: str) -> object:
+def parse_field(name: str, text: str) -> object:
+    """One setting (a query key of :data:`KEYS`) from its text, as a link gives it (the page's number boxes read typed
+    text with it too).
+
+    Raises:
+        BadValue: the text is not acceptable; ``accepted`` says what is.
+    """
     if name == "model":
         return parse_model(text.strip())  # the scenario links' rule: a catalog id or a Hub repo id
     if name == "slo":
@@ -123,7 +129,7 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedSizing:
     Args:
         query: parameter name to its value or to all its values (a repeated key warns; its last value is used).
     """
-    values, warnings = decode_query(query, {k: k for k in KEYS}, _parse, max_params=_MAX_PARAMS)
+    values, warnings = decode_query(query, {k: k for k in KEYS}, parse_field, max_params=_MAX_PARAMS)
     row = int(values.pop("row", 1))  # type: ignore[call-overload]
     fields: dict[str, object] = {}
     for key, value in values.items():

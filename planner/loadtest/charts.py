@@ -41,12 +41,15 @@ __all__ = [
     "CURVE_COLUMNS",
     "KV_FULL_TEXT",
     "LATENCY_AXES",
+    "PREFIX_CACHE_HEADLINE",
+    "RUNS_HEADLINE",
     "curve_knees",
     "curve_row",
     "curves_figure",
     "display_runs",
     "live_figure",
     "live_frames",
+    "run_headline",
     "runs_figure",
     "sweep_curves",
     "sweep_figure",
@@ -523,6 +526,49 @@ def _cell(value: object) -> object:
         # as text like the rest of a column that may hold "n/a" (a column of ints and strings has no Arrow type)
         return f"{value:,}"
     return value
+
+
+#: The columns of :func:`display_runs` that answer first and fit a page's width (the rest fold away on the page).
+RUNS_HEADLINE: tuple[str, ...] = (
+    "run",
+    "completed",
+    "failed",
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "median_tpot_ms",
+    "median_e2el_ms",
+)
+#: The same for :func:`planner.loadtest.results.prefix_cache_frame`.
+PREFIX_CACHE_HEADLINE: tuple[str, ...] = (
+    "run",
+    "dataset_name",
+    "prefix_cache_hit_rate",
+    "reusable_prefix_share",
+    "cache_flushed",
+    "median_ttft_ms",
+)
+
+
+def run_headline(run: SavedRun) -> str:
+    """A finished run in one line, for where the eye is after Run: requests completed and failed, output throughput
+    (total output tokens / duration) and median TTFT and TPOT; "n/a" where undefined (no completed request, no
+    sample).
+
+    Example: ``"timed · c=8 · 10:35:08: 8 completed, 0 failed · output 238.1 tok/s · median TTFT 169.7 ms · median TPOT
+    8.2 ms"``.
+    """
+    m = run.metrics
+
+    def median_ms(dist: object) -> str:
+        median_s = getattr(dist, "median_s", None)
+        return "n/a" if median_s is None else f"{median_s * 1000:,.1f} ms"
+
+    output = f"{m.output_throughput:,.1f} tok/s" if m.completed else "n/a"
+    return (
+        f"{run.label}: {m.completed:,} completed, {m.failed:,} failed · output {output} · "
+        f"median TTFT {median_ms(m.ttft)} · median TPOT {median_ms(m.tpot)}"
+    )
 
 
 def display_runs(runs: Sequence[SavedRun]) -> pd.DataFrame:

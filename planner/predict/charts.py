@@ -31,6 +31,7 @@ from planner.predict.calibration import RunScore, relative_errors, scored_values
 from planner.predict.curves import PredictedCurve
 
 __all__ = [
+    "POINTS_HEADLINE",
     "curve_points",
     "fit_table",
     "headline_metrics",
@@ -232,6 +233,18 @@ def _cell(value: object) -> object:
     if isinstance(value, float):
         return f"{value:,.2f}"
     return value
+
+
+#: The columns of :func:`points_table` that answer first and fit a page's width (the rest fold away on the page).
+POINTS_HEADLINE: tuple[str, ...] = (
+    "scenario",
+    "concurrency",
+    "request rate (req/s)",
+    "output tok/s",
+    "median TPOT (ms)",
+    "median TTFT (ms)",
+    "KV cache full",
+)
 
 
 def points_table(points: pd.DataFrame) -> pd.DataFrame:

@@ -123,7 +123,7 @@ def _redact(url: str) -> str:
 def _check(name: str, kind: str, base_url: str, api_key_env: str | None) -> None:
     if not _NAME_RE.match(name):
         raise InvalidParameterError(
-            "name", name, "up to 64 letters, digits, '_', '.', '-' (not starting with a symbol)"
+            "name", name, "up to 64 letters, digits, '_', '.', '-' (not starting with a symbol), e.g. my-vllm"
         )
     if kind not in KINDS:
         raise InvalidParameterError("kind", kind, f"one of {', '.join(KINDS)}")

@@ -20,7 +20,7 @@ from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.pareto import ParetoPoint, frontier
 from planner.sizing.prices import price_of
 
-__all__ = ["VERDICT_TEXT", "headline", "options_table", "pareto_figure", "prices_frame"]
+__all__ = ["OPTIONS_HEADLINE", "VERDICT_TEXT", "headline", "options_table", "pareto_figure", "prices_frame"]
 
 #: Each verdict in words.
 VERDICT_TEXT: dict[str, str] = {
@@ -55,6 +55,21 @@ def _capacity(o: SizingOption) -> str:
         return "n/a"
     upper = f" (< {o.replica_rate_limit:,.3g})" if o.replica_rate_limit else ""
     return f"≥ {o.replica_rate:,.3g}{upper}"
+
+
+#: The columns of :func:`options_table` that answer first and fit a page's width (the rest fold away on the page).
+OPTIONS_HEADLINE: tuple[str, ...] = (
+    "rank",
+    "verdict",
+    "GPU",
+    "TP",
+    "weights",
+    "KV cache",
+    "replicas",
+    "$/hour",
+    "$/M output tokens",
+    "why",
+)
 
 
 def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataFrame:

@@ -155,11 +155,13 @@ class StreamlitPage:
 
     # --- widgets (found by aria-label, which Streamlit sets to the widget's label) ---------------------------------
     def _input(self, kind: str, label: str, nth: int) -> Locator:
-        """The ``nth`` input of ``kind`` (combobox, number, textarea, text) labelled ``label`` in the main area.
+        """The ``nth`` input of ``kind`` (combobox, textarea, text; number boxes are text) labelled ``label`` in the
+        main area.
 
         CSS rather than ``get_by_role``: an open popover marks the rest of the page aria-hidden.
         """
-        css = {"combobox": "input[role='combobox']", "number": "input[type='number']", "textarea": "textarea"}
+        # a number box is a text input (pages/_numbers.py: the browser's number input rewrites what is typed)
+        css = {"combobox": "input[role='combobox']", "textarea": "textarea"}
         selector = css.get(kind, "input[type='text']") + f"[aria-label={json.dumps(label)}]"
         return self.page.get_by_test_id("stMain").locator(selector).nth(nth)
 
@@ -185,7 +187,7 @@ class StreamlitPage:
         self.act(lambda: box.press("Enter"))
 
     def number(self, label: str, value: float | int | str, *, nth: int = 0) -> None:
-        """Type ``value`` into the ``nth`` number input labelled ``label`` and press Enter (nothing when it already
+        """Type ``value`` into the ``nth`` number box labelled ``label`` and press Enter (nothing when it already
         shows ``value``: an unchanged widget causes no rerun to wait for; the same holds for the other setters)."""
         box = self._input("number", label, nth)
         if box.input_value() == str(value):  # no change, no rerun
@@ -215,9 +217,10 @@ class StreamlitPage:
         return self.page.locator(f".st-key-{re.sub(r'[^A-Za-z0-9_-]', '-', key)}")
 
     def dataframe(self, column: str) -> Locator:
-        """The ``st.dataframe`` with a column headed ``column`` (dataframes carry no key class in the page)."""
+        """The first ``st.dataframe`` with a column headed ``column`` (dataframes carry no key class in the page; a wide
+        table's folded "All columns" copy, ``pages/_tables.py``, comes after its headline grid)."""
         header = self.page.locator("th").filter(has_text=re.compile(rf"^{re.escape(column)}$"))
-        return self.page.get_by_test_id("stDataFrame").filter(has=header)
+        return self.page.get_by_test_id("stDataFrame").filter(has=header).first
 
     def table(self, column: str, *, timeout_s: float | None = None) -> list[dict[str, str]]:
         """The rows of the ``st.dataframe`` with a column headed ``column``, as shown text, read from the
@@ -253,6 +256,46 @@ class StreamlitPage:
             }"""
         )
         return [(label, value) for label, value in pairs]
+
+    # --- layout ---------------------------------------------------------------------------------------------------
+    def overflowing_grids(self) -> list[dict[str, float]]:
+        """The visible data grids (``st.dataframe``) wider than their box: each one's columns and box width, px.
+
+        A grid wider than its box scrolls sideways inside itself, so its right-hand columns look cut off.
+        """
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
+                .filter(el => el.offsetParent !== null)
+                .map(el => el.querySelector('.dvn-scroller'))
+                .filter(s => s && s.scrollWidth > s.clientWidth + 1)
+                .map(s => ({columns_px: s.scrollWidth, box_px: s.clientWidth}))"""
+        )
+
+    def clipped_code(self) -> list[str]:
+        """The start of each visible ``st.code`` block whose text runs past its right edge."""
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCode"] pre')]
+                .filter(el => el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
+                .map(el => el.innerText.slice(0, 60))"""
+        )
+
+    def cut_inputs(self, label: str) -> list[str]:
+        """The shown values of the inputs (selectboxes, text boxes) labelled ``label`` whose text is wider than the
+        box, measured with the box's own font."""
+        return self.page.evaluate(
+            """(label) => {
+                const ctx = document.createElement('canvas').getContext('2d');
+                const out = [];
+                for (const box of document.querySelectorAll(`[data-testid="stMain"] input[aria-label="${label}"]`)) {
+                    const style = getComputedStyle(box);
+                    ctx.font = style.font;
+                    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                    if (ctx.measureText(box.value).width > room) out.push(box.value);
+                }
+                return out;
+            }""",
+            label,
+        )
 
     # --- checks and artifacts -------------------------------------------------------------------------------------
     def text(self) -> str:

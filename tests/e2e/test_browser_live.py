@@ -79,5 +79,11 @@ def test_load_test_runs_against_llama_cpp(open_page, llama_url):
         assert row["completed"] == "4", row
     if "failed" in row:
         assert row["failed"] == "0", row
+    # issue 24: the answer was below the fold, so after Run the first screen looked unchanged
+    answer = st.page.get_by_test_id("stAlert").filter(has_text=" completed, ").first
+    box = answer.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= st.page.viewport_size["height"], box
+    assert answer.inner_text().startswith("llama · ") and "4 completed, 0 failed" in answer.inner_text()
+    assert st.overflowing_grids() == []  # the results' headline columns fit the page
     st.assert_no_exception()
     st.screenshot("loadtest-llama-run")

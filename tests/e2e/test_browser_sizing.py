@@ -42,5 +42,5 @@ def test_sizing_link_restores_a_narrower_question(open_page):
     st.assert_no_exception()
     assert "row=2" in st.page.url and "target_rate=6" in st.page.url
     values = dict(st.widget_values())
-    assert values["target rate (req/s)"] == "6.00"
+    assert values["target rate (req/s)"] == "6"
     assert values["Launch command of"].startswith("#2: ")

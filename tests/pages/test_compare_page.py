@@ -112,6 +112,23 @@ def test_add_endpoint_form_rejects_bad_values_in_one_line(monkeypatch):
     assert len(at.error) == 1 and PLANTED not in at.error[0].value and "<not shown>" in at.error[0].value
 
 
+@pytest.mark.parametrize(("page", "prefix"), [("compare.py", "cmp"), ("loadtest.py", "lt")])
+def test_add_form_placeholders_read_as_examples_and_an_empty_name_is_one_line(page, prefix):
+    # issue 24: the placeholders looked like filled values, and "Add" then said "name='' is not valid"
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=TIMEOUT_S).run(timeout=TIMEOUT_S)
+    for field in ("name", "url", "key_env"):
+        assert at.text_input(key=f"{prefix}.new.{field}").placeholder.startswith("e.g. "), field
+    at.text_input(key=f"{prefix}.new.url").input("http://127.0.0.1:1")
+    next(b for b in at.button if b.label == "Add endpoint").click()
+    at.run(timeout=TIMEOUT_S)
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Endpoint not added: name is empty: expected up to 64 letters, digits, '_', '.', '-' (not starting with a "
+        "symbol), e.g. my-vllm"
+    ]
+    assert at.text_input(key=f"{prefix}.new.url").value == "http://127.0.0.1:1"  # nothing typed is lost
+
+
 def test_add_form_refuses_a_name_in_use_and_keeps_what_was_typed(tmp_path, monkeypatch):
     # the new-user trial: a second "local" was added, then the run refused ("expected endpoints with unique names")
     _write(tmp_path, '[[endpoint]]\nname = "a"\nkind = "vllm"\nbase_url = "http://127.0.0.1:1"\n', monkeypatch)
@@ -141,8 +158,8 @@ def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
     assert not at.exception
     assert at.multiselect(key="cmp.endpoints").value == ["a"]
     assert at.text_area(key="cmp.prompt").value == "Hi there"
-    assert at.number_input(key="cmp.max_tokens").value == 64
-    assert at.number_input(key="cmp.repeat").value == 3
+    assert at.text_input(key="cmp.max_tokens").value == "64"
+    assert at.text_input(key="cmp.repeat").value == "3"
     warnings = " ".join(w.value for w in at.warning)
     assert "temperature" in warnings and "api_key" in warnings and "ghost" in warnings
     assert "zzz" not in warnings
@@ -215,10 +232,13 @@ def test_run_against_timed_server(timed_server, closed_port_url, tmp_path, monke
     discovery = at.dataframe[0].value.set_index("endpoint")
     assert discovery.loc["fast", "model"] == "timed-model"
     assert discovery.loc["fast", "context (tokens)"] == "4,096"
-    assert "cannot connect" in discovery.loc["down", "error"]
+    assert discovery.loc["down", "health"] == "down"
+    assert any(
+        c.value.startswith(":orange[:material/cloud_off: down: ") and "cannot connect" in c.value for c in at.caption
+    )
 
     at.text_area(key="cmp.prompt").input("Say something [tokens=12]")
-    at.number_input(key="cmp.repeat").set_value(5)
+    at.text_input(key="cmp.repeat").input("5")
     at.button(key="cmp.run").click().run(timeout=TIMEOUT_S)
     assert not at.exception
     _poll_until_done(at)

@@ -41,8 +41,8 @@ def test_search_runs_and_its_steps_join_the_results(slotted) -> None:
     at = _app(**LINK, input_sizing="words", scrape_metrics="false", duration="30")
     assert not at.exception
     at.text_input(key="lt.mr.slo").set_value("ttft_p99_ms=150").run(timeout=TIMEOUT_S)
-    at.number_input(key="lt.mr.steps").set_value(3).run(timeout=TIMEOUT_S)
-    at.number_input(key="lt.mr.probe_s").set_value(1.0).run(timeout=TIMEOUT_S)
+    at.text_input(key="lt.mr.steps").input("3").run(timeout=TIMEOUT_S)
+    at.text_input(key="lt.mr.probe_s").input("1").run(timeout=TIMEOUT_S)
     at.button(key="lt.mr.run").click().run(timeout=TIMEOUT_S)
     deadline = time.monotonic() + 120
     while not at.session_state["lt.mr.current"]["run"].done:

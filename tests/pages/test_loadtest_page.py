@@ -48,8 +48,9 @@ def _app(**params: str) -> AppTest:
 
 
 def _table(at: AppTest, column: str):
-    """The first table with ``column`` (AppTest does not expose dataframe keys)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    """The widest table with ``column`` (AppTest does not expose dataframe keys): a wide table's every column, which
+    the page folds under its headline columns (pages/_tables.py)."""
+    return max((d.value for d in at.dataframe if column in d.value.columns), key=lambda frame: len(frame.columns))
 
 
 def _run_to_end(at: AppTest, timeout_s: float = 60.0) -> AppTest:
@@ -76,9 +77,9 @@ def test_link_restores_the_settings():
     assert not at.exception and not at.warning
     assert at.multiselect(key="lt.endpoints").value == ["timed"]
     assert at.radio(key="lt.mode").value == "sweep"
-    assert at.number_input(key="lt.num_prompts").value == 6
-    assert at.number_input(key="lt.sweep_max").value == 4
-    assert at.number_input(key="lt.request_rate").value == 2.5
+    assert at.text_input(key="lt.num_prompts").value == "6"
+    assert at.text_input(key="lt.sweep_max").value == "4"
+    assert at.text_input(key="lt.request_rate").value == "2.5"
     assert at.text_input(key="lt.goodput_ms").value == "ttft:500"
     assert "3 run(s)" in " ".join(c.value for c in at.caption)  # levels 1, 2, 4
     assert at.query_params["sweep_max"] == "4"
@@ -88,9 +89,9 @@ def test_link_restores_the_settings():
 def test_ray_workers_go_into_the_run_and_stay_out_of_the_link(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "ray://10.0.0.5:10001")
     at = _app(ep="timed")
-    assert at.number_input(key="lt.num_workers").value == 0
+    assert at.text_input(key="lt.num_workers").value == "0"
     assert at.session_state["lt.settings"].num_workers is None  # 0: one process, no Ray
-    at.number_input(key="lt.num_workers").set_value(3).run()
+    at.text_input(key="lt.num_workers").input("3").run()
     assert not at.exception
     settings = at.session_state["lt.settings"]
     assert (settings.num_workers, settings.ray_address) == (3, "ray://10.0.0.5:10001")
@@ -104,7 +105,7 @@ def test_hostile_link_warns_by_name_and_keeps_defaults():
     text = " ".join(w.value for w in at.warning)
     assert "num_prompts=" in text and "request_rate=" in text and "ep=" in text
     assert "sk-x" not in text
-    assert at.number_input(key="lt.num_prompts").value == 32
+    assert at.text_input(key="lt.num_prompts").value == "32"
 
 
 @pytest.mark.usefixtures("timed_endpoints")
@@ -120,6 +121,45 @@ def test_run_shows_results_kv_and_downloads():
     assert kv.loc[kv["endpoint"] == "timed", "measured KV tokens"].item() == "32,768"  # 2048 blocks x 16
     labels = {b.label for b in at.get("download_button")}
     assert {"Runs (JSONL)", "Requests (CSV)", "Metrics (CSV)"} <= labels
+
+
+def _in_order(at: AppTest) -> list[tuple[str, str]]:
+    """Every element of the main area as ``(type, text)`` in page order."""
+    out: list[tuple[str, str]] = []
+
+    def walk(node) -> None:
+        text = getattr(node, "label", None) or getattr(node, "value", None)
+        out.append((type(node).__name__, text if isinstance(text, str) else ""))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at.main)
+    return out
+
+
+@pytest.mark.usefixtures("timed_endpoints")
+def test_the_answer_of_a_run_is_right_under_the_run_button():
+    # issue 24: the result landed below the fold, so after Run the first screen looked unchanged
+    at = _run_to_end(_app(ep="timed,down", num_prompts="4", max_concurrency="2", output_len="4"))
+    assert not at.exception
+    order = _in_order(at)
+    run = order.index(("Button", "Run"))
+    results = next(i for i, (_, text) in enumerate(order) if text == "Results")
+    answers = [
+        (i, text) for i, (kind, text) in enumerate(order) if kind in ("Success", "Warning") and " completed, " in text
+    ]
+    assert [text.split(": ")[1].split(" · ")[0] for _, text in answers] == [
+        "4 completed, 0 failed",
+        "0 completed, 4 failed",
+    ]
+    assert answers[0][1].startswith("timed · ") and answers[1][1].startswith("down · ")
+    assert all(run < i < results for i, _ in answers)
+    assert [kind for i, (kind, _) in enumerate(order) if i in dict(answers)] == ["Success", "Warning"]
+    # between Run and the answers only the Cancel button and layout: the answer is the next thing read
+    between = [kind for kind, _ in order[run + 1 : answers[0][0]]]
+    assert set(between) <= {"Button", "Column", "Block", "Fragment", "Container"}, between
+    median_ttft_ms = float(answers[0][1].split("median TTFT ")[1].split(" ms")[0].replace(",", ""))
+    assert 0 < median_ttft_ms < 10_000  # a sanity bound, not a timing assertion
 
 
 @pytest.mark.usefixtures("timed_endpoints")
@@ -257,7 +297,7 @@ def test_multi_turn_run_shows_the_hit_rate_and_ttft_by_turn(cache_endpoint):
         output_len="4",
         ignore_eos="true",
     )
-    assert at.session_state["lt.num_turns"] == 3
+    assert at.session_state["lt.num_turns"] == "3"
     at = _run_to_end(at)
     assert not at.exception
     cache = _table(at, "cache_flushed")

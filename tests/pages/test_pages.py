@@ -217,19 +217,19 @@ def test_concurrency_range_control_and_table():
 
 def test_engine_switch_keeps_typed_fields():
     at = _app("pages/budget.py")
-    at.number_input(key="w0.tensor_parallel_size").set_value(2)
+    at.text_input(key="w0.tensor_parallel_size").input("2")
     at.selectbox(key="w0.quantization").set_value("fp8")
     at.selectbox(key="w0.kv_cache_dtype").set_value("fp8")
-    at.number_input(key="w0.max_model_len").set_value(8192)
+    at.text_input(key="w0.max_model_len").input("8192")
     at.slider(key="w0.gpu_memory_utilization").set_value(0.8).run(timeout=TIMEOUT_S)
     assert not at.exception
     for engine in ("article", "vllm", "tgi", "vllm"):
         at.selectbox(key="w0.engine").set_value(engine).run(timeout=TIMEOUT_S)
         assert not at.exception
-    assert at.number_input(key="w0.tensor_parallel_size").value == 2
+    assert at.text_input(key="w0.tensor_parallel_size").value == "2"
     assert at.selectbox(key="w0.quantization").value == "fp8"
     assert at.selectbox(key="w0.kv_cache_dtype").value == "fp8"
-    assert at.number_input(key="w0.max_model_len").value == 8192
+    assert at.text_input(key="w0.max_model_len").value == "8192"
     assert at.slider(key="w0.gpu_memory_utilization").value == pytest.approx(0.8)
     assert at.query_params["tensor_parallel_size"] == "2"
     assert at.query_params["gpu_memory_utilization"] == "0.8"
@@ -274,11 +274,11 @@ def _apply_first_advice(at: AppTest) -> None:
 
 
 def _type_article_fields(at: AppTest) -> None:
-    at.number_input(key="w0.tensor_parallel_size").set_value(2).run(timeout=TIMEOUT_S)  # hidden by the switch below
+    at.text_input(key="w0.tensor_parallel_size").input("2").run(timeout=TIMEOUT_S)  # hidden by the switch below
     at.selectbox(key="w0.engine").set_value("article").run(timeout=TIMEOUT_S)
     at.selectbox(key="w0.weight_quant").set_value("int4")
     at.selectbox(key="w0.kv_quant").set_value("fp8")
-    at.number_input(key="w0.params_b").set_value(8.0).run(timeout=TIMEOUT_S)
+    at.text_input(key="w0.params_b").input("8").run(timeout=TIMEOUT_S)
 
 
 # Each way of changing scenarios, then parameters the query string must then hold (from the preset's scenarios
@@ -321,7 +321,7 @@ def test_scenarios_survive_leaving_the_budget_page(how, other):
     assert at.session_state["planner.scenarios"] == scenarios
     if how == "typed":  # a field hidden by the engine switch is still what was typed
         at.selectbox(key="w0.engine").set_value("vllm").run(timeout=TIMEOUT_S)
-        assert at.number_input(key="w0.tensor_parallel_size").value == 2
+        assert at.text_input(key="w0.tensor_parallel_size").value == "2"
 
 
 def test_concurrency_band_of_the_vllm_versions_in_use():

@@ -55,8 +55,8 @@ def test_default_scenario_gets_its_curves():
 def test_link_round_trips_the_workload_and_the_scenarios():
     at = _app(gpu="h200-sxm-141gb", max_model_len="8192", input_len="1024", output_len="64", sweep_max="32")
     assert not at.exception and not at.warning
-    assert at.number_input(key="perf.input_len").value == 1024
-    assert at.number_input(key="perf.sweep_max").value == 32
+    assert at.text_input(key="perf.input_len").value == "1024"
+    assert at.text_input(key="perf.sweep_max").value == "32"
     assert at.dataframe[0].value["concurrency"].tolist() == ["1", "2", "4", "8", "16", "32"]
     written = {k: at.query_params[k] for k in at.query_params}
     assert written == {"gpu": "h200-sxm-141gb", "max_model_len": "8192", "input_len": "1024", "output_len": "64"} | {
@@ -68,7 +68,7 @@ def test_link_round_trips_the_workload_and_the_scenarios():
 
 def test_widgets_write_the_link():
     at = _app()
-    at.number_input(key="perf.output_len").set_value(256).run(timeout=TIMEOUT_S)
+    at.text_input(key="perf.output_len").input("256").run(timeout=TIMEOUT_S)
     at.radio(key="perf.axis").set_value("rate").run(timeout=TIMEOUT_S)
     at.text_input(key="perf.rates").set_value("2, 1").run(timeout=TIMEOUT_S)
     assert not at.exception and not at.warning and not at.error
@@ -88,7 +88,7 @@ def test_bad_link_values_warn_by_name_and_keep_defaults():
     assert len(shown) == 5, shown  # one per bad parameter, unknown keys in one line
     for key in ("input_len=", "request_rate=", "sweep_max=", "bogus", "max_model_len="):
         assert any(key in line for line in shown), key
-    assert at.number_input(key="perf.input_len").value == 512
+    assert at.text_input(key="perf.input_len").value == "512"
     assert "Knee" in _metrics(at)  # the page still answers, with the defaults
     assert "bogus" not in at.query_params
 

@@ -40,7 +40,7 @@ def test_default_question_is_answered_first() -> None:
 def test_link_restores_the_question_and_the_chosen_row() -> None:
     at = _app(**NARROW, row="2")
     assert not at.exception and not at.warning and not at.error
-    assert at.number_input(key="size.target_rate").value == 6.0
+    assert at.text_input(key="size.target_rate").value == "6"
     assert at.multiselect(key="size.gpus").value == ["h100-sxm-80gb", "a100-sxm4-80gb"]
     assert at.selectbox(key="size.row").value == 2
     assert at.query_params["row"] == "2" and at.query_params["gpus"] == NARROW["gpus"]

@@ -19,12 +19,14 @@ from planner.loadtest.charts import (
     display_runs,
     live_figure,
     live_frames,
+    run_headline,
     runs_figure,
     sweep_curves,
     sweep_figure,
     sweep_points,
 )
-from planner.loadtest.results import import_runs
+from planner.loadtest.results import SavedRun, import_runs
+from planner.metrics.benchmark import BenchmarkMetrics, Distribution
 from planner.serving.server_metrics import ServerSample
 
 
@@ -174,3 +176,30 @@ def test_curves_figure_empty_and_bad_axis():
     assert fig.layout.annotations[-1].text == "No points yet"
     with pytest.raises(InvalidParameterError):
         curves_figure(sweep_curves(()), axis="tokens")
+
+
+def test_run_headline_by_hand():
+    # 8 requests in 0.5 s, 1,000 output tokens: 2,000 tok/s; medians 169.7 ms and 8.24 ms (one decimal: 8.2)
+    ttft = Distribution(count=8, mean_s=0.17, median_s=0.1697, std_s=None, p90_s=None, p99_s=None)
+    tpot = Distribution(count=8, mean_s=0.008, median_s=0.00824, std_s=None, p90_s=None, p99_s=None)
+    metrics = BenchmarkMetrics(
+        duration_s=0.5,
+        completed=8,
+        failed=0,
+        total_input_tokens=1024,
+        total_output_tokens=1000,
+        request_throughput=16.0,
+        output_throughput=2000.0,
+        total_token_throughput=4048.0,
+        ttft=ttft,
+        tpot=tpot,
+    )
+    run = SavedRun("demo · c=8 · 10:35:08", "demo", "measured", metrics)
+    assert run_headline(run) == (
+        "demo · c=8 · 10:35:08: 8 completed, 0 failed · output 2,000.0 tok/s · median TTFT 169.7 ms · "
+        "median TPOT 8.2 ms"
+    )
+    failed = replace(metrics, completed=0, failed=8, ttft=None, tpot=None)
+    assert run_headline(replace(run, metrics=failed)) == (
+        "demo · c=8 · 10:35:08: 0 completed, 8 failed · output n/a · median TTFT n/a · median TPOT n/a"
+    )
