@@ -177,7 +177,7 @@ def test_link_params_are_checked_with_no_endpoint_configured():
     warnings = [w.value for w in at.warning]
     assert "URL parameter ep: endpoint 'nope' is not configured here; add it above or in endpoints.toml" in warnings
     for start, accepted in (
-        ("prompt='xxx", "expected text of at most 2000 characters without control characters"),
+        ("prompt='xxx", "expected at most 2,000 characters"),
         ("max_tokens='-4'", "expected an integer from 1 to 32768"),
         ("temperature='99'", "expected a number in [0, 2] (or none)"),
     ):
