@@ -1,8 +1,16 @@
-"""The measured H200 runs under ``bench/data/h200_sweeps/`` as calibration runs, for the fit of the default
-coefficients (``bench/default_coefficients.py``) and the accuracy report (``bench/prediction_accuracy.py``).
+"""The measured H200 runs as calibration runs, for the fit of the default coefficients
+(``bench/default_coefficients.py``) and the accuracy report (``bench/prediction_accuracy.py``).
 
-Every run is a ``vllm bench serve`` result file of a real vLLM 0.24.0 server on one H200 (how they were made:
-``bench/data/h200_sweeps/README.md``); the deployment is the servers' flags (``SERVER``) planned for the model.
+Every run is a ``vllm bench serve`` result file of a real vLLM 0.24.0 server on one H200, from two campaigns:
+
+* ``bench/data/h200_sweeps/`` (2026-12-02, ``bench/h200/sweep_campaign.py``): Llama-3.1-8B, Qwen2.5-32B and
+  Qwen3-30B-A3B, closed loop, 512 and 2,048 input / 128 output tokens, concurrency 1-256;
+* ``bench/data/h200_mechanisms/`` (2026-12-03, ``bench/h200/mechanisms_campaign.py``): Llama-3.3-70B FP8,
+  Mixtral-8x7B and DeepSeek-V2-Lite, 1,024 / 256 and 3,072 / 128 tokens, closed loop at concurrency 1-128 and Poisson
+  and gamma arrivals, each server with a fixed KV cache (``--kv-cache-memory-bytes``: its logged "GPU KV cache size"
+  is the pool planned here).
+
+The deployment is the servers' flags (``SERVER``) planned for the model.
 
 TTFTs the model is not meant to explain are left out of both the fit and the scores, with the output throughput
 (the same wait lengthens the run), each for a reason read off the data (``EXCLUDED_TTFT``): the first point on every
@@ -21,22 +29,49 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import gzip  # noqa: E402
+import re  # noqa: E402
+
 from planner.capacity.plan import plan  # noqa: E402
 from planner.capacity.scenario import Scenario  # noqa: E402
 from planner.loadtest.results import import_runs  # noqa: E402
 from planner.predict.calibration import CalibrationRun, calibration_run  # noqa: E402
 from planner.predict.shape import StepShape, step_shape  # noqa: E402
 
-__all__ = ["DATA", "EXCLUDED_TTFT", "MODELS", "MOE", "SERVER", "H200Run", "load_runs", "shape_of"]
+__all__ = [
+    "CLASSES",
+    "DATA",
+    "EXCLUDED_TTFT",
+    "MECHANISMS",
+    "MODELS",
+    "MOE",
+    "SERVER",
+    "H200Run",
+    "load_runs",
+    "shape_of",
+]
 
 DATA = ROOT / "bench/data/h200_sweeps"
+MECHANISMS = ROOT / "bench/data/h200_mechanisms"
 #: served model name (the campaign's folder) -> catalog id
 MODELS = {
     "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B-Instruct-2507",
     "qwen2.5-32b": "Qwen/Qwen2.5-32B-Instruct",
+    "llama-3.3-70b-fp8": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite-Chat",
 }
-MOE = {"qwen3-30b-a3b"}
+#: served model name -> architecture class (the regimes the accuracy report and the error band are kept by)
+CLASSES = {
+    "llama-3.1-8b": "dense",
+    "qwen2.5-32b": "dense",
+    "qwen3-30b-a3b": "moe",
+    "mixtral-8x7b": "moe",
+    "deepseek-v2-lite": "mla-moe",
+    "llama-3.3-70b-fp8": "fp8-dense",
+}
+MOE = {name for name, kind in CLASSES.items() if "moe" in kind}
 #: the servers' flags (bench/h200/sweep_campaign.py SERVER_ARGS)
 SERVER = {"gpu": "h200-sxm-141gb", "max_model_len": 8192, "max_num_seqs": 256, "max_num_batched_tokens": 8192}
 #: (served model, point) -> why its TTFT (and output throughput) is left out (module docstring)
@@ -56,7 +91,7 @@ class H200Run:
     Attributes:
         model: the served model name (a key of ``MODELS``).
         point: the result file's stem (``in512_c16``, ``chat_in512_c1``).
-        input_len: input tokens asked for (the prompt text's; the chat template adds its own).
+        input_len: input tokens per request, as measured (the chat template's included).
         route: ``completions`` or ``chat``.
         run: the calibration run (TTFT figures removed where ``EXCLUDED_TTFT`` says).
     """
@@ -67,29 +102,59 @@ class H200Run:
     route: str
     run: CalibrationRun
 
+    @property
+    def klass(self) -> str:
+        """The model's architecture class (``CLASSES``)."""
+        return CLASSES[self.model]
 
-def shape_of(model_id: str) -> StepShape:
-    """The step shape of ``model_id`` deployed with the servers' flags."""
-    return step_shape(plan(Scenario(model=model_id, **SERVER), advise=False))
+    @property
+    def open_loop(self) -> bool:
+        """Requests arrived at a rate (Poisson or gamma), not as slots freed."""
+        return self.run.settings.request_rate != float("inf")
 
 
-def load_runs(data: Path = DATA, *, chat: bool = False) -> list[H200Run]:
-    """Every result file of ``MODELS`` under ``data`` (``in<N>_c<C>.json.gz``; with ``chat`` the ``chat_in…`` ones
-    too), sorted by model and point."""
+def shape_of(model_id: str, kv_cache_tokens: int | None = None) -> StepShape:
+    """The step shape of ``model_id`` deployed with the servers' flags; ``kv_cache_tokens`` (a logged "GPU KV cache
+    size") replaces the planned pool."""
+    shape = step_shape(plan(Scenario(model=model_id, **SERVER), advise=False))
+    if kv_cache_tokens is not None:
+        shape = replace(shape, num_gpu_blocks=kv_cache_tokens // shape.block_size)
+    return shape
+
+
+def _logged_kv_tokens(folder: Path) -> int | None:
+    """ "GPU KV cache size: N tokens" from the folder's server log, if it has one."""
+    log = folder / "server.log.gz"
+    if not log.exists():
+        return None
+    m = re.search(rb"GPU KV cache size: ([\d,]+) tokens", gzip.decompress(log.read_bytes()))
+    return int(m.group(1).replace(b",", b"")) if m else None
+
+
+def load_runs(data: Path | None = None, *, chat: bool = False) -> list[H200Run]:
+    """Every result file of ``MODELS`` in the two campaigns (or under ``data`` alone): ``in<N>_c<C>``, ``rate_*`` and
+    ``gamma_*`` points (with ``chat`` the ``chat_in…`` ones too), sorted by model and point; not the warm-ups."""
     out = []
-    for name, model_id in MODELS.items():
-        folder = data / name
-        if not folder.is_dir():
-            continue
-        shape = shape_of(model_id)
-        paths = sorted(folder.glob("in*_c*.json.gz")) + (sorted(folder.glob("chat_in*_c*.json.gz")) if chat else [])
-        for path in paths:
-            (saved,) = import_runs(path.read_bytes(), name=path.name)
-            run = calibration_run(saved, shape, label=f"{name} {path.stem}")
-            if (name, path.stem) in EXCLUDED_TTFT:
-                kept = {k: v for k, v in run.measured.items() if "ttft" not in k and k != "output_throughput"}
-                run = replace(run, measured=kept)
-            route = "chat" if path.stem.startswith("chat_") else "completions"
-            asked = int(path.stem.removeprefix("chat_").split("_")[0][2:])
-            out.append(H200Run(name, path.stem, asked, route, run))
+    for root in (DATA, MECHANISMS) if data is None else (data,):
+        for name, model_id in MODELS.items():
+            folder = root / name
+            if not folder.is_dir():
+                continue
+            shape = shape_of(model_id, _logged_kv_tokens(folder) if root == MECHANISMS else None)
+            paths = sorted(p for p in folder.glob("*.json.gz") if _POINT.fullmatch(p.name))
+            for path in paths:
+                point = path.name.removesuffix(".json.gz")
+                if point.startswith("chat_") and not chat:
+                    continue
+                (saved,) = import_runs(path.read_bytes(), name=path.name)
+                run = calibration_run(saved, shape, label=f"{name} {point}")
+                if (name, point) in EXCLUDED_TTFT:
+                    kept = {k: v for k, v in run.measured.items() if "ttft" not in k and k != "output_throughput"}
+                    run = replace(run, measured=kept)
+                route = "chat" if point.startswith("chat_") else "completions"
+                out.append(H200Run(name, point, run.settings.input_len, route, run))
     return out
+
+
+#: Result files of measured points (the warm-ups are left out).
+_POINT = re.compile(r"(chat_)?(in\d+_c\d+|rate_\w+|gamma_\w+)\.json\.gz")

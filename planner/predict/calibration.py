@@ -70,7 +70,15 @@ _HUBER_ROUNDS = 4
 #: measure 25 ms through a proxy.
 _PRIOR_FLOOR = np.array([0.0] * len(TERMS) + [5e-3])
 #: Metrics :func:`score` compares, with the measured value's key in ``BenchmarkMetrics``.
-SCORED: tuple[str, ...] = ("median_tpot", "mean_tpot", "median_ttft", "median_itl", "output_throughput")
+SCORED: tuple[str, ...] = (
+    "median_tpot",
+    "mean_tpot",
+    "median_ttft",
+    "median_itl",
+    "output_throughput",
+    "p99_ttft",
+    "p99_tpot",
+)
 
 
 @dataclass(frozen=True)
@@ -157,13 +165,15 @@ class RunScore:
 
 def scored_values(metrics: BenchmarkMetrics) -> dict[str, float | None]:
     """The :data:`SCORED` figures of a run's metrics, measured or predicted: median and mean TPOT, median TTFT and
-    ITL in seconds, output throughput in tokens/s; None where the run has no sample."""
+    ITL, p99 TTFT and TPOT in seconds, output throughput in tokens/s; None where the run has no sample."""
     return {
         "median_tpot": metrics.tpot.median_s if metrics.tpot else None,
         "mean_tpot": metrics.tpot.mean_s if metrics.tpot else None,
         "median_ttft": metrics.ttft.median_s if metrics.ttft else None,
         "median_itl": metrics.itl.median_s if metrics.itl else None,
         "output_throughput": metrics.output_throughput,
+        "p99_ttft": metrics.ttft.p99_s if metrics.ttft else None,
+        "p99_tpot": metrics.tpot.p99_s if metrics.tpot else None,
     }
 
 
@@ -218,6 +228,7 @@ def fit(
     prior_weight: float = 0.05,
     huber: float = 0.10,
     steps: Sequence[tuple[np.ndarray, float]] = (),
+    fit_request_overhead: bool = True,
 ) -> Fit:
     """Least-squares fit of the step coefficients and the request overhead to ``runs`` (module docstring).
 
@@ -234,6 +245,8 @@ def fit(
             out of CPU at 256 streams) does not drag the coefficients every other run depends on.
         steps: measured engine steps fitted beside the runs: ``(features, seconds)`` with ``features`` a row of
             :func:`~planner.predict.step_time.step_features` (``len(TERMS)``), e.g. a profiler's bare decode steps.
+        fit_request_overhead: fit ``request_overhead_s`` (a proxy or a slower host adds to it); False keeps
+            ``base``'s, e.g. when it was measured on the server itself.
 
     Returns:
         The fit and its error on the runs.
@@ -248,6 +261,8 @@ def fit(
             raise InvalidParameterError("run", run.label, "a run with a mean TPOT")
     prior = np.append(base.vector(), base.request_overhead_s)
     scale = np.maximum(np.where(prior > 0, prior, 1e-6), _PRIOR_FLOOR)
+    if not fit_request_overhead:
+        scale[-1] = 1e-9 * max(prior[-1], 1e-6)  # a prior this tight pins it
     current = base
     for _ in range(rounds):
         rows, targets = [], []
@@ -256,8 +271,11 @@ def fit(
             tpot = np.append(sim.tpot_features[sim.output_tokens > 1].mean(axis=0), 0.0)
             ttft = np.append(sim.ttft_features.mean(axis=0), 1.0)
             pairs = [(tpot, run.measured["mean_tpot"])]
-            if run.measured.get("mean_ttft"):
-                pairs.append((ttft, run.measured["mean_ttft"]))
+            # the TTFT the steps and the fitted overhead must explain: what is left of the measured mean once the
+            # frontend's queueing and the token's way out (simulated, not fitted) are taken off
+            ttft_target = (run.measured.get("mean_ttft") or 0.0) - float(sim.ttft_fixed_s.mean())
+            if run.measured.get("mean_ttft") and ttft_target > 0:
+                pairs.append((ttft, ttft_target))
             if run.measured.get("median_itl"):
                 pairs.append((np.append(sim.median_itl_features, 0.0), run.measured["median_itl"]))
             for row, target in pairs:

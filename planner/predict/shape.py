@@ -43,6 +43,7 @@ import numpy as np
 from planner.capacity.engines.common import resolve
 from planner.capacity.params import count_params
 from planner.capacity.result import Plan
+from planner.capacity.scenario import Scenario
 from planner.capacity.weights import DTYPE_BYTES, pp_layer_ranges, weights_bytes_per_rank
 from planner.catalog.gpus import GPU
 from planner.catalog.model_spec import ModelSpec
@@ -114,6 +115,12 @@ class StepShape:
         num_layers: decoder layers a step runs through (all stages).
         num_moe_layers: those of them with routed experts (0 for dense models).
         cudagraph_max_tokens: most tokens of a step that runs as a CUDA graph (0: none does, ``enforce_eager``).
+        async_scheduling: the engine schedules each step while the one before it runs (vLLM's asynchronous
+            scheduling, on by default in v0.24.0 except with a draft-model or n-gram drafter:
+            ``vllm/config/vllm.py`` ``VllmConfig.__post_init__``), so a request that reaches a busy engine waits for
+            the step under way and the one already scheduled after it.
+        mla: the model caches a multi-head latent attention latent (DeepSeek-V2/V3).
+        fp8_weights: its matmuls run on FP8 weights (:func:`peak_flops`).
     """
 
     model_id: str
@@ -141,6 +148,9 @@ class StepShape:
     num_layers: int = 0
     num_moe_layers: int = 0
     cudagraph_max_tokens: int = 512
+    async_scheduling: bool = True
+    mla: bool = False
+    fp8_weights: bool = False
 
     @functools.cached_property
     def kv_bytes_per_token(self) -> float:
@@ -265,4 +275,18 @@ def step_shape(plan: Plan, spec: ModelSpec | None = None) -> StepShape:
         num_layers=spec.num_layers,
         num_moe_layers=sum(spec.moe_layers) if spec.num_experts else 0,
         cudagraph_max_tokens=0 if s.enforce_eager else min(2 * max_num_seqs, 512, max_num_batched_tokens),
+        async_scheduling=_async_scheduling(s),
+        mla=spec.is_mla,
+        fp8_weights=r.quantization in _FP8_COMPUTE,
     )
+
+
+#: Speculative methods whose drafter turns vLLM 0.24.0's asynchronous scheduling off (``vllm/config/vllm.py``: only
+#: the EAGLE family, MTP and the GPU n-gram proposer keep it).
+_SYNC_SPEC_METHODS = frozenset({"draft_model", "ngram"})
+
+
+def _async_scheduling(scenario: Scenario) -> bool:
+    """Whether vLLM schedules this deployment's steps one ahead (:attr:`StepShape.async_scheduling`)."""
+    spec = scenario.speculative_config
+    return spec is None or spec.method not in _SYNC_SPEC_METHODS

@@ -25,12 +25,16 @@ at most ``ceil((window − 1) / block_size) + 1`` (blocks wholly outside the win
 ``num_gpu_blocks`` blocks, from the capacity plan.
 
 Client side, as ``vllm bench serve``: request ``j`` is due at its scheduled offset; with ``max_concurrency`` it is
-sent when a slot is free; TTFT and E2E are measured from sending, and include
-:attr:`~planner.predict.step_time.StepCoefficients.request_overhead_s` before the engine sees the request. The
-server's frontend hands requests over one at a time, at least
-:attr:`~planner.predict.step_time.StepCoefficients.frontend_gap_s` apart, and an idle engine starts a step as soon
-as one arrives (vLLM's ``EngineCore`` busy loop, ``vllm/v1/engine/core.py``): requests sent at the same instant do
-not all land in the same first step, so closed-loop waves drift apart as on a real server.
+sent when a slot is free (the client has read the last token of the request before it); TTFT and E2E are measured
+from sending. The API server (:class:`~planner.predict.step_time.StepCoefficients`' frontend figures, read off vLLM's
+own logs) hands a lone request to the engine ``request_in_s(prompt tokens)`` after it was sent, and requests that
+arrive together one after another, ``frontend_work_s(prompt tokens)`` apart (one process, one event loop: a burst of
+128 requests of 1,024 tokens reaches the engine over ~300 ms); every token reaches the client
+``response_overhead_s`` after the step that made it. An idle engine starts a step as soon as a request arrives
+(vLLM's ``EngineCore`` busy loop, ``vllm/v1/engine/core.py``). A busy engine with asynchronous scheduling
+(:attr:`~planner.predict.shape.StepShape.async_scheduling`, vLLM 0.24.0's default) has already scheduled the step
+after the one under way (``EngineCore.step_with_batch_queue`` keeps two in flight), so a request that arrives now
+is first scheduled in the step after that: it waits for the rest of the current step and all of the next.
 
 Static batching (``mode="static"``): batches of ``max_concurrency`` requests (all, without a cap) in arrival
 order; a batch starts when its last request has arrived and the previous batch is done, prefills all its prompts
@@ -99,6 +103,9 @@ class SimulatedRun:
         ttft_features / tpot_features: per request, the sum of the nominal step terms (:data:`TERMS`) over the
             steps its TTFT and its decode span covered, the TPOT one divided by ``output_tokens − 1`` (the
             calibration's linearization).
+        ttft_fixed_s: per request, the part of its TTFT outside those steps and outside the fixed request overhead
+            (``request_overhead_s``): its per-token way in, its wait behind other arrivals at the API server, idle
+            engine time, the token's way out; seconds.
         median_itl_features: the nominal terms of the step whose duration is the median inter-token gap.
     """
 
@@ -116,6 +123,7 @@ class SimulatedRun:
     num_gpu_blocks: int
     mean_running: float
     ttft_features: np.ndarray
+    ttft_fixed_s: np.ndarray
     tpot_features: np.ndarray
     median_itl_features: np.ndarray
 
@@ -123,6 +131,29 @@ class SimulatedRun:
     def kv_saturated(self) -> bool:
         """The KV cache filled up during the run (requests were preempted or the pool was ≥ 99% in use)."""
         return self.preemptions > 0 or self.peak_kv_blocks >= 0.99 * self.num_gpu_blocks
+
+
+@dataclass(frozen=True)
+class _Frontend:
+    """The API server's figures the simulator uses, seconds (:class:`~planner.predict.step_time.StepCoefficients`):
+    a lone request's way in (fixed and per prompt token), the work that holds the next arrival back (fixed and per
+    prompt token), and a token's way out."""
+
+    in_s: float = 0.0
+    in_per_token_s: float = 0.0
+    gap_s: float = 0.0
+    gap_per_token_s: float = 0.0
+    out_s: float = 0.0
+
+    @classmethod
+    def of(cls, c: StepCoefficients, in_s: float | None = None) -> _Frontend:
+        return cls(
+            c.request_overhead_s if in_s is None else in_s,
+            c.request_overhead_per_token_s,
+            c.frontend_gap_s,
+            c.frontend_gap_per_token_s,
+            c.response_overhead_s,
+        )
 
 
 class _Blocks:
@@ -154,19 +185,19 @@ class _Engine:
         self,
         shape: StepShape,
         coef: np.ndarray,
-        overhead_s: float,
+        frontend: _Frontend,
         ar_latency_s: float,
         lengths: Sequence[tuple[int, int]],
         due: Sequence[float],
         cap: int,
-        frontend_gap_s: float = 0.0,
         cached: Sequence[int] | None = None,
     ) -> None:
         self.shape = shape
-        self.frontend_gap_s = frontend_gap_s
+        self.frontend = frontend
         self.last_arrival = -math.inf
         self.coef = coef
-        self.overhead_s = overhead_s
+        #: start of the last step: with asynchronous scheduling the next step was scheduled then
+        self.last_start = 0.0
         self.ar_latency_s = ar_latency_s
         self.blocks = _Blocks(shape)
         self.windows = [g.window_tokens or math.inf for g in shape.groups]
@@ -192,7 +223,6 @@ class _Engine:
         self.finish = [nan] * n
         self.first_step = [0] * n
         self.finish_step = [0] * n
-        self.arrive_step = [0] * n
         # prompt tokens the prefix cache holds at admission: they start computed (vLLM's num_computed_tokens =
         # the cached tokens, vllm/v1/core/sched/scheduler.py), so prefill computes only the rest
         self.cached = np.zeros(max(n, 1), dtype=np.int64)
@@ -227,7 +257,6 @@ class _Engine:
             (self.finish, math.nan),
             (self.first_step, 0),
             (self.finish_step, 0),
-            (self.arrive_step, len(self.step_end)),
         ):
             values.append(value)
         j = self.n
@@ -261,17 +290,18 @@ class _Engine:
         j = self.next_send
         self.sent[j] = max(self.due[j], slot_free_s)
         # The API server hands requests to the engine one at a time: requests sent together arrive a little apart.
-        self.arrival[j] = max(self.sent[j] + self.overhead_s, self.last_arrival + self.frontend_gap_s)
+        fe, tokens = self.frontend, float(self.prompt[j])
+        alone = self.sent[j] + fe.in_s + fe.in_per_token_s * tokens
+        self.arrival[j] = max(alone, self.last_arrival + fe.gap_s + fe.gap_per_token_s * tokens)
         self.last_arrival = self.arrival[j]
         self.pending.append(j)
         self.next_send += 1
 
-    def _admit_arrived(self) -> None:
-        pending, arrival, limit = self.pending, self.arrival, self.now + 1e-12
+    def _admit_arrived(self, limit_s: float) -> None:
+        """Move the requests that reached the engine by ``limit_s`` to the waiting queue."""
+        pending, arrival, limit = self.pending, self.arrival, limit_s + 1e-12
         while pending and arrival[pending[0]] <= limit:
-            j = pending.popleft()
-            self.arrive_step[j] = len(self.step_end)
-            self.waiting.append(j)
+            self.waiting.append(pending.popleft())
 
     def _finished(self, j: int, step: int) -> None:
         self.finish[j] = self.now
@@ -280,11 +310,12 @@ class _Engine:
         self.held[j] = 0
         self.done += 1
         if self.next_send < self.n:
-            self._send(self.now)
+            self._send(self.now + self.frontend.out_s)  # the client has read the last token
 
     # steps -----------------------------------------------------------------------------------------------------
     def _record(self, features: np.ndarray, running: float, extra_s: np.ndarray | float = 0.0) -> np.ndarray:
         ends = self.now + np.cumsum(features @ self.coef + extra_s)
+        self.last_start = float(ends[-2]) if ends.size > 1 else self.now
         self.step_end.extend(ends.tolist())
         self.features.append(features)
         self.running_sum += running
@@ -483,9 +514,17 @@ class _Engine:
         can_admit = n < self.max_seqs
         if self.pending and can_admit:
             ends = self.now + np.cumsum(features @ self.coef + extra)
-            cut = int(np.searchsorted(ends, self.arrival[self.pending[0]] - 1e-12))
-            if cut + 1 < k:
-                k = cut + 1
+            arrival = self.arrival[self.pending[0]]
+            cut = int(np.searchsorted(ends, arrival - 1e-12))
+            # An arrival during a step joins the step after the next one (asynchronous scheduling: the next one was
+            # scheduled when this one started) or the next one; one that came before this stretch joins its
+            # second step (its first was scheduled when the last step started).
+            if self.shape.async_scheduling:
+                cut = cut + 2 if arrival > self.now + 1e-12 else 1
+            else:
+                cut += 1
+            if cut < k:
+                k = cut
                 features = features[:k]
                 extra = extra[:k] if isinstance(extra, np.ndarray) else extra
                 grow_last = None
@@ -527,9 +566,12 @@ class _Engine:
 
     def run(self) -> None:
         while self.done < self.n:
-            self._admit_arrived()
+            busy = self.running or self.waiting
+            # A busy engine scheduled this step when the last one started (asynchronous scheduling).
+            self._admit_arrived(self.last_start if busy and self.shape.async_scheduling else self.now)
             if not self.running and not self.waiting:
                 self.now = max(self.now, self.arrival[self.pending[0]])
+                self._admit_arrived(self.now)
                 continue
             if not self.decode_stretch():
                 self.general_step()
@@ -541,12 +583,11 @@ def _static(engine: _Engine) -> None:
     windows = engine.windows_np
     for start in range(0, engine.n, engine.cap):
         batch = list(range(start, min(start + engine.cap, engine.n)))
+        fe = engine.frontend
         for j in batch:
             engine.sent[j] = engine.due[j]
-            engine.arrival[j] = engine.due[j] + engine.overhead_s
-        engine.now = max(engine.now, max(engine.sent[j] for j in batch) + engine.overhead_s)
-        for j in batch:
-            engine.arrive_step[j] = len(engine.step_end)
+            engine.arrival[j] = engine.due[j] + fe.in_s + fe.in_per_token_s * float(engine.prompt[j])
+        engine.now = max(engine.now, max(engine.arrival[j] for j in batch))
         prompts = np.array([engine.prompt[j] for j in batch], dtype=float)
         attn = (prompts[:, None] * np.minimum((prompts[:, None] + 1) / 2, windows)).sum(axis=0)
         size = float(len(batch))
@@ -601,12 +642,18 @@ class OnlineScheduler:
     """
 
     def __init__(self, shape: StepShape, coefficients: StepCoefficients = DEFAULT_COEFFICIENTS) -> None:
-        self._engine = _Engine(shape, coefficients.vector(), 0.0, coefficients.allreduce_latency_s, [], [], 0)
+        self._engine = _Engine(shape, coefficients.vector(), _Frontend(), coefficients.allreduce_latency_s, [], [], 0)
         self._engine.track_emitted = True
         self.shape = shape
         #: Seconds a request spends before the engine sees it (HTTP, parsing, tokenization): the server waits this
-        #: long before :meth:`add`, as :func:`simulate` does.
+        #: long before :meth:`add`, as :func:`simulate` does for a lone request.
         self.request_overhead_s = coefficients.request_overhead_s
+        self._coefficients = coefficients
+
+    def request_in_s(self, prompt_tokens: int) -> float:
+        """Seconds a request of ``prompt_tokens`` spends before the engine sees it (the server waits this long
+        before :meth:`add`, as :func:`simulate` does for a lone request)."""
+        return self._coefficients.request_in_s(prompt_tokens)
 
     @property
     def busy(self) -> bool:
@@ -685,7 +732,8 @@ def simulate(
             tokens, as with ``ignore_eos``).
         coefficients: the step model's coefficients, or a raw vector over :data:`~planner.predict.step_time.TERMS`.
         mode: ``continuous`` (vLLM V1) or ``static``.
-        request_overhead_s: client-to-engine time per request; default the coefficients' (0 for a raw vector).
+        request_overhead_s: client-to-engine time of a lone request besides its per-token part; default the
+            coefficients' (0 for a raw vector, which also has no other frontend time).
         lengths: ``(input tokens, output tokens)`` of each request, instead of drawing them from ``settings``
             (``num_prompts`` of them).
         cached_tokens: prompt tokens of each request the prefix cache already holds when it is admitted
@@ -706,16 +754,14 @@ def simulate(
         raise InvalidParameterError("speculative", speculative.method, "continuous mode (static has no drafter)")
     if isinstance(coefficients, StepCoefficients):
         coef = coefficients.vector()
-        overhead = coefficients.request_overhead_s if request_overhead_s is None else request_overhead_s
+        frontend = _Frontend.of(coefficients, request_overhead_s)
         ar_latency = coefficients.allreduce_latency_s
-        gap = coefficients.frontend_gap_s
     else:
         coef = np.asarray(coefficients, dtype=float)
         if coef.shape != (len(TERMS),):
             raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
-        overhead = request_overhead_s or 0.0
+        frontend = _Frontend(in_s=request_overhead_s or 0.0)
         ar_latency = DEFAULT_COEFFICIENTS.allreduce_latency_s
-        gap = 0.0
     if lengths is not None:
         if len(lengths) != settings.num_prompts or any(a < 1 or b < 1 for a, b in lengths):
             raise InvalidParameterError("lengths", len(lengths), f"{settings.num_prompts} pairs of token counts ≥ 1")
@@ -725,7 +771,7 @@ def simulate(
     cap = settings.max_concurrency or settings.num_prompts
     if cached_tokens is not None and len(cached_tokens) != len(pairs):
         raise InvalidParameterError("cached_tokens", len(cached_tokens), f"{len(pairs)} counts, one per request")
-    engine = _Engine(shape, coef, overhead, ar_latency, pairs, arrival_times(settings), cap, gap, cached_tokens)
+    engine = _Engine(shape, coef, frontend, ar_latency, pairs, arrival_times(settings), cap, cached_tokens)
     longest = int((engine.prompt[: engine.n] + engine.out_len[: engine.n]).max())
     if longest > shape.max_model_len:
         raise InvalidParameterError(
@@ -751,8 +797,9 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     feats = np.vstack(engine.features) if engine.features else np.zeros((0, len(TERMS)))
     cum = np.vstack([np.zeros((1, feats.shape[1])), np.cumsum(feats, axis=0)])
     sent = np.array(engine.sent)
-    ttft = np.array(engine.first) - sent
-    e2e = np.array(engine.finish) - sent
+    out_s = engine.frontend.out_s  # every token reaches the client this long after its step
+    ttft = np.array(engine.first) + out_s - sent
+    e2e = np.array(engine.finish) + out_s - sent
     first_step = np.array(engine.first_step)
     finish_step = np.array(engine.finish_step)
     out_len = engine.out_len[: engine.n].copy()
@@ -767,7 +814,7 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
         where = np.concatenate([np.arange(a, b) for a, b in ranges])
         middle = itl.size // 2
         median_itl_features = feats[where[np.argpartition(itl, middle)[middle]]]
-    duration = float(np.nanmax(np.array(engine.finish))) if engine.n else 0.0
+    duration = float(np.nanmax(np.array(engine.finish))) + out_s if engine.n else 0.0
     metrics = metrics_from_samples(
         ttft_s=ttft.tolist(),
         e2e_s=e2e.tolist(),
@@ -777,17 +824,16 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
         duration_s=max(duration, 1e-9),
         slo_ms=dict(settings.goodput_ms),
     )
-    arrive = np.array(engine.arrive_step)
-    ttft_feat = cum[first_step + 1] - cum[arrive]
-    # The step that was running when a request arrived: the part of it still to go is part of its TTFT.
-    prev = arrive - 1
+    # The steps from a request's arrival at the engine to its first token: the one under way when it arrived (the
+    # part still to go), then each whole step up to the one that made its first token.
     arrival = np.array(engine.arrival)
-    busy = (prev >= 0) & (arrival < ends[np.maximum(prev, 0)]) if ends.size else np.zeros(engine.n, dtype=bool)
-    if busy.any():
-        durations = feats @ engine.coef
-        k = prev[busy]
-        frac = (ends[k] - arrival[busy]) / np.where(durations[k] > 0, durations[k], 1.0)
-        ttft_feat[busy] += frac[:, None] * feats[k]
+    durations = feats @ engine.coef
+    during = np.minimum(np.searchsorted(ends, arrival, side="right"), first_step) if ends.size else first_step
+    ttft_feat = cum[first_step + 1] - cum[during + 1]
+    if ends.size:
+        frac = np.clip((ends[during] - arrival) / np.where(durations[during] > 0, durations[during], 1.0), 0.0, 1.0)
+        ttft_feat += frac[:, None] * feats[during]
+    ttft_fixed = ttft - ttft_feat @ engine.coef - engine.frontend.in_s
     tpot_feat = (cum[finish_step + 1] - cum[first_step + 1]) / np.maximum(out_len - 1, 1)[:, None]
     steps = len(engine.step_end)
     return SimulatedRun(
@@ -805,6 +851,7 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
         num_gpu_blocks=engine.shape.num_gpu_blocks,
         mean_running=engine.running_sum / steps if steps else 0.0,
         ttft_features=ttft_feat,
+        ttft_fixed_s=ttft_fixed,
         tpot_features=tpot_feat,
         median_itl_features=median_itl_features,
     )

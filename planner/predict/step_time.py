@@ -24,24 +24,24 @@ per-sequence overheads, a prefill compute term, a TP term). Each term is linear 
 linear again, which is what lets :mod:`planner.predict.calibration` fit them by least squares.
 
 **The default coefficients** (``DEFAULT_COEFFICIENTS``) are fitted by ``bench/default_coefficients.py`` (which
-prints each value) to three sets of measurements of one H200 with vLLM 0.24.0, and carried to every GPU as
-fractions of its datasheet figures and as seconds (an assumption, scored in ``bench/prediction_accuracy.py``):
+prints each value) to measurements of one H200 with vLLM 0.24.0, and carried to every GPU as fractions of its
+datasheet figures and as seconds (an assumption, scored in ``bench/prediction_accuracy.py``):
 
 * ``shared/reference/measured/h200_ceilings.json``: 10 bare CUDA-graph decode steps of a Llama-3.1-8B-shaped model,
-  batch 1–256 × KV length 1k–32k (the KV-read and decode-matmul terms; all within 7%);
-* ``bench/data/h200_sweeps/``: ``vllm bench serve`` sweeps of a real server, Llama-3.1-8B and Qwen2.5-32B (dense,
-  32 and 64 layers: they separate the per-layer time from the weight reads) and Qwen3-30B-A3B (MoE: the per-MoE-layer
-  terms), concurrency 1–256, 512 and 2048 input tokens, and the MoE's chat-route points (529-token prompts: steps
-  past the CUDA-graph size at low load, which set the launch terms);
+  batch 1–256 × KV length 1k–32k (the KV-read and decode-matmul terms);
+* ``bench/data/h200_sweeps/`` and ``bench/data/h200_mechanisms/``: ``vllm bench serve`` against a real server, six
+  models of four classes (Llama-3.1-8B and Qwen2.5-32B dense, Qwen3-30B-A3B and Mixtral-8x7B MoE, DeepSeek-V2-Lite
+  MLA MoE, Llama-3.3-70B FP8), closed loop at concurrency 1–256 and Poisson and gamma arrivals, 512–3,072 input
+  tokens, and the MoE's chat-route points (steps past the CUDA-graph size at low load: the launch terms);
 * ``shared/device/vllm/README.md`` §4: Llama-3.1-8B on the chat route at concurrency 1 (TPOT 4.80 ms, TTFT 32 ms).
 
-Fitted values: 0.22 ms per step and 8 µs per sequence on the host; 26 µs per layer and 28 µs more per MoE layer on
-the GPU; weights read at 0.84 and the KV cache at 0.95 of the datasheet bandwidth; 0.64 of the decode matmuls not
-hidden; prefill at 0.61 of peak (the square bf16 matmuls of the ceilings file reach 0.75: a prefill step also holds
-attention, norms, activations and sampling); 0.97 ms per layer and 0.57 ms more per MoE layer to launch a step
-without a graph; 0.8 ms from a request's send to the engine. Scored on each model after refitting without it
-(``bench/prediction_accuracy.py``, "unseen model"): median TPOT within 4.5% median and output throughput within 5.2%
-median for the dense models at concurrency 1–64.
+The frontend figures (``request_overhead_s`` and the four after it) are not fitted: they were read off the servers'
+own logs (the attributes' docs). Fitted values: 8 µs per step and nothing per sequence on the host (with
+asynchronous scheduling the host's work runs beside the GPU's); 42 µs per layer and 19 µs more per MoE layer on the
+GPU; weights read at 0.90 and the KV cache at 0.96 of the datasheet bandwidth; 0.83 of the decode matmuls not hidden;
+prefill at 0.63 of peak; 0.82 ms per layer and 0.71 ms more per MoE layer to launch a step without a graph. Scored
+on each model after refitting without it (``bench/prediction_accuracy.py``): median |error| 7.7% on median TPOT,
+5.0% on output throughput, 11.2% on median TTFT and 10.3% on p99 TTFT over 53 runs of the six models.
 
 ``allreduce_latency_s`` (8 µs per call) is the small-message latency of vLLM's custom all-reduce on NVLink
 (vLLM ``csrc/custom_all_reduce.cuh`` design notes and PR #2192: one-shot all-reduce for messages under 512 KiB);
@@ -117,27 +117,43 @@ class StepCoefficients:
             seconds.
         eager_moe_layer_s: The same, added per MoE layer, seconds.
         allreduce_latency_s: Latency of one all-reduce call, seconds (not fitted).
-        request_overhead_s: Time from the client sending a request to the engine scheduling it (HTTP, parsing,
-            tokenization), seconds; part of TTFT and E2E, not of the steps.
-        frontend_gap_s: Least time between two requests reaching the engine, seconds: the API server is one
-            process that prepares them one at a time (not fitted; an assumption of the order of its per-request
-            CPU time).
+        request_overhead_s: Time from the client sending a lone request to the engine receiving it (HTTP, JSON,
+            rendering), seconds, besides the per-token part; part of TTFT and E2E, not of the steps.
+        request_overhead_per_token_s: The same, per prompt token (tokenization), seconds.
+        response_overhead_s: Time from the end of the engine step that made a token to the client reading it
+            (output processing, detokenization, the SSE write), seconds; added to TTFT and E2E (every token is as
+            late, so TPOT and ITL keep the steps' times).
+        frontend_gap_s: API-server work per request that requests arriving together wait for one after another
+            (the server is one process with one event loop), seconds, besides the per-token part.
+        frontend_gap_per_token_s: The same, per prompt token, seconds.
+
+    The five frontend figures were read off vLLM 0.24.0's own logs on one H200 host (``bench/data/h200_mechanisms``,
+    ``bench/frontend_timing.py``): each request's "Received request" line (logged after tokenization, right before
+    the engine call) against the client's send time, and each engine step's log line against the client's first
+    token. A lone request reached the engine 3.4 ms after it was sent with 1,024 prompt tokens and 4.5 ms with
+    3,072 (``request_overhead_s`` 2.85 ms + 0.55 µs per token); the first token reached the client 2.6 ms after its
+    step ended; a burst of requests reached the engine 2.4 ms apart with 1,024-token prompts and 3.0 ms apart with
+    3,072 (``frontend_gap_s`` 2.05 ms + 0.30 µs per token). They are host-CPU figures: a slower host, a proxy or
+    TLS adds to them (``calibrate`` fits ``request_overhead_s``).
     """
 
-    step_overhead_s: float = 0.22e-3
-    seq_overhead_s: float = 8e-6
-    layer_overhead_s: float = 26e-6
-    moe_layer_overhead_s: float = 28e-6
-    weight_read_efficiency: float = 0.84
-    kv_read_efficiency: float = 0.95
-    decode_matmul_fraction: float = 0.64
-    prefill_efficiency: float = 0.61
+    step_overhead_s: float = 7.7e-6
+    seq_overhead_s: float = 0.0
+    layer_overhead_s: float = 42e-6
+    moe_layer_overhead_s: float = 19e-6
+    weight_read_efficiency: float = 0.897
+    kv_read_efficiency: float = 0.960
+    decode_matmul_fraction: float = 0.833
+    prefill_efficiency: float = 0.628
     allreduce_efficiency: float = 1.0
-    eager_layer_s: float = 0.97e-3
-    eager_moe_layer_s: float = 0.57e-3
+    eager_layer_s: float = 0.82e-3
+    eager_moe_layer_s: float = 0.71e-3
     allreduce_latency_s: float = 8e-6
-    request_overhead_s: float = 0.8e-3
-    frontend_gap_s: float = 0.5e-3
+    request_overhead_s: float = 2.85e-3
+    request_overhead_per_token_s: float = 0.55e-6
+    response_overhead_s: float = 2.6e-3
+    frontend_gap_s: float = 2.05e-3
+    frontend_gap_per_token_s: float = 0.30e-6
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -147,6 +163,14 @@ class StepCoefficients:
         for name in _EFFICIENCIES:
             if not 0 < getattr(self, name) <= 2:
                 raise InvalidParameterError(name, getattr(self, name), "a fraction in (0, 2]")
+
+    def request_in_s(self, prompt_tokens: float) -> float:
+        """Seconds from sending a lone request of ``prompt_tokens`` to the engine receiving it."""
+        return self.request_overhead_s + self.request_overhead_per_token_s * prompt_tokens
+
+    def frontend_work_s(self, prompt_tokens: float) -> float:
+        """Seconds of API-server work a request of ``prompt_tokens`` holds the next arrival behind."""
+        return self.frontend_gap_s + self.frontend_gap_per_token_s * prompt_tokens
 
     def vector(self) -> np.ndarray:
         """The linear coefficients of :data:`TERMS`, in that order: seconds for the overheads and the eager terms,

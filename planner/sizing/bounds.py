@@ -143,7 +143,7 @@ def bounds(
     # simulator times it, not their sum.
     feats = critical_path(nominal, coef)
     times = feats @ coef
-    ttft = coefficients.request_overhead_s + float(times[:chunks].sum())
+    ttft = coefficients.request_in_s(input_len) + float(times[:chunks].sum()) + coefficients.response_overhead_s
     decode = times[chunks:]
     tpot = float(decode.mean()) if decode.size else 0.0
     e2el = ttft + float(decode.sum())

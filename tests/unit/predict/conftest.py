@@ -22,8 +22,16 @@ TRUTH = StepCoefficients(
 )
 
 
-def tiny_shape(*, blocks: int = 1000, block_size: int = 16, max_num_seqs: int = 256, mnbt: int = 8192) -> StepShape:
-    """A one-layer model whose step time is whatever the coefficient vector says (all rates 1)."""
+def tiny_shape(
+    *,
+    blocks: int = 1000,
+    block_size: int = 16,
+    max_num_seqs: int = 256,
+    mnbt: int = 8192,
+    async_scheduling: bool = False,
+) -> StepShape:
+    """A one-layer model whose step time is whatever the coefficient vector says (all rates 1); synchronous
+    scheduling unless asked (the worked schedules schedule each step when the one before it ends)."""
     return StepShape(
         model_id="tiny",
         gpu_id="test",
@@ -47,6 +55,7 @@ def tiny_shape(*, blocks: int = 1000, block_size: int = 16, max_num_seqs: int = 
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=mnbt,
         max_model_len=100_000,
+        async_scheduling=async_scheduling,
     )
 
 

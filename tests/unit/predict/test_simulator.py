@@ -9,6 +9,7 @@ import pytest
 from planner.errors import InvalidParameterError
 from planner.loadtest.settings import LoadSettings
 from planner.predict.simulator import simulate
+from planner.predict.step_time import StepCoefficients
 from tests.unit.predict.conftest import TEN_MS, tiny_shape
 
 #: The article's example (shared/reference/article.md, "Continuous batching"): A, B, C of 50, 500 and 30 output
@@ -160,3 +161,61 @@ def test_speculative_decoding_in_the_simulator() -> None:
     assert (run.sent_s + run.e2e_s).tolist() == pytest.approx([0.050, 0.050])
     with pytest.raises(InvalidParameterError):
         simulate(tiny_shape(), _settings(1, 1), TEN_MS, lengths=[(10, 8)], mode="static", speculative=ngram)
+
+
+def _frontend_only_shape(*, async_scheduling: bool):
+    # every term but the per-step constant is zero: steps of 10 ms whatever they hold
+    from dataclasses import replace
+
+    from planner.predict.shape import AttentionGroup
+
+    return replace(
+        tiny_shape(async_scheduling=async_scheduling),
+        dense_weight_bytes=0.0,
+        linear_flops_per_token=0.0,
+        groups=(AttentionGroup("full", None, 1, 0.0),),
+    )
+
+
+#: 10 ms steps; a lone request reaches the engine 3 ms + 0.1 ms per prompt token after it is sent, arrivals wait
+#: 2 ms + 0.1 ms per prompt token behind the one before at the API server, a token reaches the client 1 ms after its
+#: step.
+FRONTEND = StepCoefficients(
+    step_overhead_s=0.010,
+    seq_overhead_s=0.0,
+    layer_overhead_s=0.0,
+    moe_layer_overhead_s=0.0,
+    eager_layer_s=0.0,
+    eager_moe_layer_s=0.0,
+    request_overhead_s=0.003,
+    request_overhead_per_token_s=1e-4,
+    frontend_gap_s=0.002,
+    frontend_gap_per_token_s=1e-4,
+    response_overhead_s=0.001,
+)
+
+
+@pytest.mark.parametrize(("async_scheduling", "later_ttft_s"), [(False, 0.025), (True, 0.035)])
+def test_a_burst_through_the_frontend(async_scheduling: bool, later_ttft_s: float) -> None:
+    # Three 10-token prompts sent at 0: they reach the engine at 3 + 1 = 4 ms, then 4 + 2 + 1 = 7 ms and 10 ms.
+    # A finds the engine idle: step 1 runs 4-14 ms and makes its first token, which the client reads at 15 ms.
+    # B and C arrive during step 1. Scheduled when a step ends, they join step 2 (14-24 ms): TTFT 24 + 1 = 25 ms.
+    # With asynchronous scheduling step 2 was scheduled when step 1 started (4 ms), before they arrived: they
+    # join step 3 (24-34 ms), TTFT 35 ms.
+    shape = _frontend_only_shape(async_scheduling=async_scheduling)
+    settings = LoadSettings(num_prompts=3, max_concurrency=None, duration_s=None)
+    run = simulate(shape, settings, FRONTEND, lengths=[(10, 2)] * 3)
+    assert run.ttft_s.tolist() == pytest.approx([0.015, later_ttft_s, later_ttft_s], abs=1e-9)
+    # A's second token comes from step 2 (ends 24 ms), read at 25 ms
+    assert run.e2e_s[0] == pytest.approx(0.025, abs=1e-9)
+
+
+def test_asynchronous_scheduling_puts_an_arrival_two_steps_on() -> None:
+    # Every step 10 ms, no frontend time, at most 2 requests at once: A (3 tokens) and B (10 tokens) start in step 1.
+    # A's 3rd token ends step 3 (30 ms), so C is sent then. Synchronous: C's prompt goes into step 4, first token at
+    # 40 ms (TTFT 10 ms). Asynchronous: step 4 was scheduled when step 3 started (20 ms): C waits for step 5 (50 ms).
+    lengths = [(10, 3), (10, 10), (10, 3)]
+    for async_scheduling, ttft in ((False, 0.010), (True, 0.020)):
+        run = simulate(tiny_shape(async_scheduling=async_scheduling), _settings(3, 2), TEN_MS, lengths=lengths)
+        assert run.sent_s[2] == pytest.approx(0.030, abs=1e-9)
+        assert run.ttft_s[2] == pytest.approx(ttft, abs=1e-9)

@@ -18,6 +18,21 @@ from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients, st
 CEILINGS = Path(__file__).resolve().parents[3] / "bench/data/measured/h200_ceilings.json"
 
 
+#: Coefficients for the worked examples (the arithmetic of the formula, not the fitted defaults).
+HAND = StepCoefficients(
+    step_overhead_s=0.22e-3,
+    seq_overhead_s=8e-6,
+    layer_overhead_s=26e-6,
+    moe_layer_overhead_s=28e-6,
+    weight_read_efficiency=0.84,
+    kv_read_efficiency=0.95,
+    decode_matmul_fraction=0.64,
+    prefill_efficiency=0.61,
+    eager_layer_s=0.97e-3,
+    eager_moe_layer_s=0.57e-3,
+)
+
+
 def _shape(model: str, **kw):
     s = Scenario(
         model=model, gpu="h200-sxm-141gb", max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192, **kw
@@ -42,24 +57,25 @@ def test_llama_8b_shape_by_hand() -> None:
 
 
 def test_decode_step_by_hand() -> None:
-    # One step at batch 1 with 1,024 tokens of context, default coefficients, H200 (4.8 TB/s, 989.4 TFLOPS):
+    # One step at batch 1 with 1,024 tokens of context, coefficients HAND, H200 (4.8 TB/s, 989.4 TFLOPS):
     # weights 15.00985e9 / (4.8e12 · 0.84)                  = 3.72268 ms
     # KV (1024 read + 1 written) · 131,072 / (4.8e12 · 0.95) = 0.02946 ms
     # matmuls 0.64 · (13.9586e9 + 1.0507e9) / 989.4e12     = 0.00971 ms
     # 32 layers · 26 µs                                     = 0.832 ms
     # + 0.22 ms per step + 8 µs per sequence                = 4.8219 ms
     shape = _shape("meta-llama/Llama-3.1-8B-Instruct")
-    assert step_time_s(shape, n_decode=1, decode_ctx=1024) == pytest.approx(4.8219e-3, rel=1e-3)
+    assert step_time_s(shape, HAND, n_decode=1, decode_ctx=1024) == pytest.approx(4.8219e-3, rel=1e-3)
 
 
 def test_default_coefficients_against_the_h200_decode_steps() -> None:
     # The bare CUDA-graph decode steps the defaults were fitted to beside the server runs (no host overhead in a
-    # bare step): all within 7% (bench/default_coefficients.py weighs them with 33 server runs).
+    # bare step): all within 10% (bench/default_coefficients.py weighs them with 80 server runs of six models; the
+    # worst, batch 1 at 1k tokens, is 8% long: a server's step pays per-layer costs a bare graph of matmuls does not).
     bare = StepCoefficients(step_overhead_s=0.0, seq_overhead_s=0.0)
     shape = _shape("meta-llama/Llama-3.1-8B-Instruct")
     for s in json.loads(CEILINGS.read_text())["decode_steps"]:
         predicted = step_time_s(shape, bare, n_decode=s["batch"], decode_ctx=s["batch"] * s["kv_len"])
-        assert predicted == pytest.approx(s["step_s"], rel=0.07), s
+        assert predicted == pytest.approx(s["step_s"], rel=0.10), s
 
 
 def test_moe_reads_only_the_experts_its_tokens_reach() -> None:
@@ -84,10 +100,11 @@ def test_layers_and_moe_layers_by_hand() -> None:
     assert (lite.num_layers, lite.num_moe_layers) == (27, 26)
     dense = _shape("meta-llama/Llama-3.1-8B-Instruct")
     assert (dense.num_layers, dense.num_moe_layers) == (32, 0)
-    # Every step of the MoE pays 48 · 26 µs + 48 · 28 µs = 2.592 ms of per-layer time, the dense 8B 32 · 26 µs.
+    # With HAND every step of the MoE pays 48 · 26 µs + 48 · 28 µs = 2.592 ms of per-layer time, the dense 8B
+    # 32 · 26 µs.
     from planner.predict.step_time import TERMS, step_features
 
-    coef = DEFAULT_COEFFICIENTS.vector()
+    coef = HAND.vector()
     for shape, seconds in ((moe, 2.592e-3), (dense, 0.832e-3)):
         f = step_features(shape, n_decode=np.array([1.0]), decode_ctx=np.ones((1, len(shape.groups))))[0]
         per_layer = [TERMS.index("layer"), TERMS.index("moe_layer")]
@@ -118,22 +135,22 @@ def test_a_step_past_the_graph_size_takes_the_longer_of_gpu_and_launches() -> No
     # 0.64 · 1.0507e9 / 989.4e12 = 0.0007 ms, KV writes 529 · 131,072 / 4.56e12 = 0.0152 ms, layers 0.832 ms:
     # 16.93 ms. Launching 32 layers at 0.97 ms each: 31.04 ms, the longer. Plus 0.22 ms + 1 sequence · 8 µs.
     shape = _shape("meta-llama/Llama-3.1-8B-Instruct")
-    eager = step_time_s(shape, n_decode=0, decode_ctx=0, prefill_tokens=529, prefill_attn=529 * 265)
+    eager = step_time_s(shape, HAND, n_decode=0, decode_ctx=0, prefill_tokens=529, prefill_attn=529 * 265)
     assert eager == pytest.approx(31.04e-3 + 0.228e-3, rel=2e-3)
     # The same prompt of 512 tokens fits the graph: the GPU's time alone.
-    graphed = step_time_s(shape, n_decode=0, decode_ctx=0, prefill_tokens=512, prefill_attn=512 * 256.5)
+    graphed = step_time_s(shape, HAND, n_decode=0, decode_ctx=0, prefill_tokens=512, prefill_attn=512 * 256.5)
     assert graphed < 17e-3
     # Qwen2.5-32B: a 2,048-token prefill is GPU-bound (its matmuls alone take 2048 · 2 · 31.2e9 / 603.5e12 ≈ 0.21 s
     # against 64 · 0.97 ms = 62 ms of launches).
     big = _shape("Qwen/Qwen2.5-32B-Instruct")
-    t = step_time_s(big, n_decode=0, decode_ctx=0, prefill_tokens=2048, prefill_attn=2048 * 1024.5)
+    t = step_time_s(big, HAND, n_decode=0, decode_ctx=0, prefill_tokens=2048, prefill_attn=2048 * 1024.5)
     assert 0.2 < t < 0.25
 
 
 def test_critical_path_keeps_the_longer_part() -> None:
     from planner.predict.step_time import TERMS, critical_path
 
-    coef = StepCoefficients().vector()
+    coef = HAND.vector()
     row = np.zeros((2, len(TERMS)))
     row[:, TERMS.index("step")] = 1.0
     row[:, TERMS.index("weights")] = [1e-3, 50e-3]  # 1 ms and 50 ms of reads at datasheet bandwidth
