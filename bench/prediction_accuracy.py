@@ -141,7 +141,8 @@ def main() -> int:
 
     if a.write_band:
         band = ErrorBand.from_samples(_samples(runs, unseen))
-        BAND_FILE.write_text(band.to_json(source="bench/prediction_accuracy.py --write-band") + "\n")
+        source = "vLLM 0.24.0, one H200, six models (bench/prediction_accuracy.py --write-band)"
+        BAND_FILE.write_text(band.to_json(source=source, measured_coverage=coverage) + "\n")
         print(f"\nwrote {BAND_FILE.relative_to(ROOT)}")
     if a.json:
         rows = [

@@ -170,6 +170,8 @@ def _payload(prediction: Prediction) -> dict[str, Any]:
         planner_num_steps=run.num_steps,
         planner_notes=list(prediction.notes),
     )
+    if prediction.band is not None:
+        out["planner_band"] = prediction.band.to_json()
     if prediction.static is not None:
         out["planner_static_output_throughput"] = prediction.static.metrics.output_throughput
         out["planner_continuous_gain"] = prediction.continuous_gain
@@ -180,13 +182,24 @@ def _text(prediction: Prediction) -> str:
     m = prediction.run.metrics
     s = prediction.settings
     load = f"{s.max_concurrency} in flight" if s.max_concurrency else f"{s.request_rate:g} req/s"
+    band = prediction.band
+
+    def _within(metric: str, ms: bool = True) -> str:
+        r = band.get(metric) if band is not None else None
+        if r is None:
+            return ""
+        return f" ({_ms(r[0])}–{_ms(r[1])})" if ms else f" ({r[0]:,.0f}–{r[1]:,.0f})"
+
     lines = [
         f"{prediction.plan.model_id} on {prediction.plan.num_gpus}x {prediction.plan.gpu_name}: "
         f"{s.num_prompts} requests of {s.input_len} in / {s.output_len} out, {load}",
-        f"  TTFT    median {_ms(m.ttft.median_s if m.ttft else None)}   p99 {_ms(m.ttft.p99_s if m.ttft else None)}",
-        f"  TPOT    median {_ms(m.tpot.median_s if m.tpot else None)}   p99 {_ms(m.tpot.p99_s if m.tpot else None)}",
-        f"  ITL     median {_ms(m.itl.median_s if m.itl else None)}",
-        f"  output  {m.output_throughput:,.0f} tok/s   requests {m.request_throughput:,.2f}/s",
+        f"  TTFT    median {_ms(m.ttft.median_s if m.ttft else None)}{_within('median_ttft')}   "
+        f"p99 {_ms(m.ttft.p99_s if m.ttft else None)}{_within('p99_ttft')}",
+        f"  TPOT    median {_ms(m.tpot.median_s if m.tpot else None)}{_within('median_tpot')}   "
+        f"p99 {_ms(m.tpot.p99_s if m.tpot else None)}{_within('p99_tpot')}",
+        f"  ITL     median {_ms(m.itl.median_s if m.itl else None)}{_within('median_itl')}",
+        f"  output  {m.output_throughput:,.0f} tok/s{_within('output_throughput', ms=False)}   "
+        f"requests {m.request_throughput:,.2f}/s",
         f"  KV cache: peak {prediction.run.peak_kv_blocks:,} of {prediction.run.num_gpu_blocks:,} blocks, "
         f"{prediction.run.preemptions:,} preemption(s)",
     ]
@@ -201,6 +214,12 @@ def _text(prediction: Prediction) -> str:
             else "  static batching: n/a"
         )
     lines.append(f"  coefficients: {prediction.calibration}")
+    if band is not None:
+        held = f"; it held {band.measured_coverage:.0%} of them" if band.measured_coverage is not None else ""
+        lines.append(
+            f"  (low–high): the predictor's error band for {band.klass} models at load {band.load}, from its errors "
+            f"on models it was not fitted to{held}"
+        )
     lines += [f"  note: {n}" for n in prediction.notes]
     return "\n".join(lines)
 
@@ -227,7 +246,12 @@ def _curve_text(curve: PredictedCurve) -> str:
 def _curve_json(curve: PredictedCurve) -> dict[str, Any]:
     return {
         "levels": [
-            {"max_concurrency": int(p.level), **p.metrics.to_vllm_json(), "planner_kv_saturated": p.kv_saturated}
+            {
+                "max_concurrency": int(p.level),
+                **p.metrics.to_vllm_json(),
+                "planner_kv_saturated": p.kv_saturated,
+                **({"planner_band": p.band.to_json()} if p.band is not None else {}),
+            }
             for p in curve.points
         ],
         "knee": curve.knee,

@@ -23,7 +23,8 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
 from planner.loadtest.schedule import draw_lengths
 from planner.loadtest.settings import LoadSettings
-from planner.predict.calibration import CalibrationProfile
+from planner.predict.band import PredictionBand, band_for
+from planner.predict.calibration import CalibrationProfile, scored_values
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.simulator import SimulatedRun, simulate
 from planner.predict.speculative import (
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 #: Where the default coefficients come from, in words.
-DEFAULT_SOURCE = "default coefficients (fitted to vLLM 0.24.0 on one H200: three models' sweeps and its decode steps)"
+DEFAULT_SOURCE = "default coefficients (fitted to vLLM 0.24.0 on one H200: six models' runs and its decode steps)"
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Prediction:
         run: the continuous-batching simulation.
         static: the same workload under static batching; None unless asked for.
         notes: what a reader of the figures must know.
+        band: how far the figures can be trusted: per metric the low and high values of the predictor's
+            leave-one-model-out errors in this regime (:mod:`planner.predict.band`).
     """
 
     plan: Plan
@@ -77,6 +80,7 @@ class Prediction:
     run: SimulatedRun
     static: SimulatedRun | None = None
     notes: tuple[str, ...] = ()
+    band: PredictionBand | None = None
 
     @property
     def continuous_gain(self) -> float | None:
@@ -192,7 +196,8 @@ def predict(
             f"{run.preemptions:,} preemption(s)): requests queued for blocks"
         )
     static_run = simulate(shape, work, coefficients, mode="static") if static else None
-    return Prediction(result, shape, work, coefficients, source, run, static_run, tuple(notes))
+    band = band_for(shape, work, scored_values(run.metrics))
+    return Prediction(result, shape, work, coefficients, source, run, static_run, tuple(notes), band)
 
 
 def predicted_run(prediction: Prediction, label: str | None = None, *, sweep: str | None = None) -> SavedRun:

@@ -45,8 +45,10 @@ __all__ = [
     "MIN_SAMPLES",
     "BandCell",
     "ErrorBand",
+    "PredictionBand",
     "Sample",
     "architecture_class",
+    "band_for",
     "load_band",
     "shipped_band",
 ]
@@ -149,6 +151,8 @@ class ErrorBand:
 
     cells: tuple[BandCell, ...]
     source: str = ""
+    #: share of measurements inside the band when it was rebuilt without each model in turn (None: not checked)
+    measured_coverage: float | None = None
 
     @classmethod
     def from_samples(cls, samples: Iterable[Sample], *, source: str = "") -> ErrorBand:
@@ -232,9 +236,10 @@ class ErrorBand:
         low, high = self.ratios(metric, klass, load)
         return value * low, value * high
 
-    def to_json(self, *, source: str | None = None) -> str:
+    def to_json(self, *, source: str | None = None, measured_coverage: float | None = None) -> str:
         """The table as JSON (:data:`BAND_FILE`'s form)."""
         data = {
+            "measured_coverage": measured_coverage if measured_coverage is not None else self.measured_coverage,
             "what": "measured / predicted: a 70% prediction interval for a model not yet seen, from the predictor's "
             "leave-one-model-out errors (planner/predict/band.py)",
             "source": source if source is not None else self.source,
@@ -255,7 +260,8 @@ class ErrorBand:
             cells = tuple(BandCell(**c) for c in data["cells"])
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidParameterError("error band", "a malformed table", "the JSON of ErrorBand.to_json") from exc
-        return cls(cells, str(data.get("source", "")))
+        coverage = data.get("measured_coverage")
+        return cls(cells, str(data.get("source", "")), float(coverage) if coverage is not None else None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -264,3 +270,68 @@ def shipped_band() -> ErrorBand:
     if not BAND_FILE.exists():
         return ErrorBand(())
     return ErrorBand.from_json(BAND_FILE.read_text())
+
+
+#: Display names of the band's metrics (units: seconds for times, tokens/s for throughput).
+_TIME_METRICS = frozenset(BAND_METRICS) - {"output_throughput"}
+
+
+@dataclass(frozen=True)
+class PredictionBand:
+    """The band around one prediction: its regime and, per metric, the low and high values.
+
+    Attributes:
+        klass: the deployment's architecture class (:func:`architecture_class`).
+        load: the workload's load band (:func:`load_band`).
+        ranges: ``(metric, low, high)`` per metric of :data:`BAND_METRICS` the prediction has (seconds for times,
+            tokens/s for throughput).
+        source: where the table comes from, in words.
+        measured_coverage: the share of unseen models' measurements such bands held (``bench/prediction_accuracy.py``).
+    """
+
+    klass: str
+    load: str
+    ranges: tuple[tuple[str, float, float], ...]
+    source: str = ""
+    measured_coverage: float | None = None
+
+    def get(self, metric: str) -> tuple[float, float] | None:
+        """``(low, high)`` of ``metric``; None when it was not predicted."""
+        return next(((lo, hi) for m, lo, hi in self.ranges if m == metric), None)
+
+    def pessimistic(self, metric: str) -> float | None:
+        """The band's worse end of ``metric``: the high end of a time, the low end of a throughput."""
+        r = self.get(metric)
+        if r is None:
+            return None
+        return r[1] if metric in HIGHER_IS_WORSE else r[0]
+
+    def to_json(self) -> dict[str, object]:
+        """The band as JSON: the regime, and ``[low, high]`` per metric (``*_ms`` in milliseconds for times)."""
+        out: dict[str, object] = {
+            "architecture": self.klass,
+            "load": self.load,
+            "nominal_coverage": COVERAGE,
+            "measured_coverage": self.measured_coverage,
+        }
+        for metric, lo, hi in self.ranges:
+            if metric in _TIME_METRICS:
+                out[f"{metric}_ms"] = [lo * 1e3, hi * 1e3]
+            else:
+                out[metric] = [lo, hi]
+        return out
+
+
+def band_for(
+    shape: StepShape, settings: LoadSettings, values: dict[str, float | None], table: ErrorBand | None = None
+) -> PredictionBand:
+    """The band around predicted ``values`` (:data:`BAND_METRICS` keys, seconds and tokens/s) of ``settings``'
+    workload on ``shape``, from ``table`` (default the shipped one)."""
+    table = table if table is not None else shipped_band()
+    klass, load = architecture_class(shape), load_band(settings)
+    ranges = []
+    for metric in BAND_METRICS:
+        r = table.range_of(values.get(metric), metric, klass, load)
+        if r is not None:
+            ranges.append((metric, r[0], r[1]))
+    return PredictionBand(klass, load, tuple(ranges), table.source, table.measured_coverage)

@@ -24,6 +24,7 @@ from planner.loadtest.settings import LoadSettings
 from planner.loadtest.sweep import find_knee, sweep_levels
 from planner.metrics.benchmark import BenchmarkMetrics
 from planner.predict.api import Prediction, predict
+from planner.predict.band import PredictionBand
 from planner.predict.calibration import CalibrationProfile
 
 __all__ = [
@@ -67,6 +68,8 @@ class CurvePoint:
         kv_saturated: the run filled the KV cache.
         preemptions: requests preempted during the run.
         mean_running: mean sequences per engine step.
+        band: the prediction's error band (:class:`~planner.predict.band.PredictionBand`); None for a level
+            predicted without one.
     """
 
     level: float
@@ -74,6 +77,7 @@ class CurvePoint:
     kv_saturated: bool
     preemptions: int
     mean_running: float
+    band: PredictionBand | None = None
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,9 @@ def predict_curve(
         last = predict(scenario, work, profile=profile, plan=plan, spec=spec)
         notes.update(dict.fromkeys(n for n in last.notes if not n.startswith("the KV cache filled")))
         run = last.run
-        points.append(CurvePoint(float(level), run.metrics, run.kv_saturated, run.preemptions, run.mean_running))
+        points.append(
+            CurvePoint(float(level), run.metrics, run.kv_saturated, run.preemptions, run.mean_running, last.band)
+        )
         if on_level is not None:
             on_level(i + 1, len(levels))
     knee = find_knee([(int(p.level), p.metrics.output_throughput) for p in points]) if axis == "concurrency" else None

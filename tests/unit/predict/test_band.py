@@ -1,0 +1,96 @@
+"""The error band: its interval worked by hand, the regime it picks, and the band a prediction carries."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from planner.capacity.scenario import Scenario
+from planner.loadtest.settings import LoadSettings
+from planner.predict.api import predict
+from planner.predict.band import ErrorBand, Sample, band_for, load_band, shipped_band
+from tests.unit.predict.conftest import tiny_shape
+
+
+def _samples(metric: str, klass: str, load: str, by_model: dict[str, list[float]]) -> list[Sample]:
+    return [Sample(m, klass, load, metric, r) for m, ratios in by_model.items() for r in ratios]
+
+
+def test_interval_by_hand() -> None:
+    # Two models whose runs were measured 10% above and 10% below the prediction, two runs each.
+    # log-ratio means: ln 1.1 = 0.095310, ln 0.9 = -0.105361; centre -0.005025; between-model variance (ddof 1)
+    # 2 · 0.100336² = 0.020134; no scatter within a model. t(0.85, 1 dof) = 1.963:
+    # half-width 1.963 · sqrt(0.020134 · (1 + 1/2)) = 1.963 · 0.173784 = 0.341138
+    # band exp(-0.005025 ∓ 0.341138) = 0.70745 .. 1.39958
+    band = ErrorBand.from_samples(_samples("median_tpot", "dense", "c1", {"a": [1.1, 1.1], "b": [0.9, 0.9]}))
+    cell = next(c for c in band.cells if (c.metric, c.klass, c.load) == ("median_tpot", "dense", "c1"))
+    assert (cell.low, cell.high) == pytest.approx((0.70745, 1.39958), abs=2e-4)
+    assert (cell.n, cell.models) == (4, 2)
+
+
+def test_the_prediction_is_always_inside() -> None:
+    # every model measured 50% slower than predicted: the band still reaches down to the prediction
+    band = ErrorBand.from_samples(_samples("median_ttft", "moe", "open", {m: [1.5] * 3 for m in "abc"}))
+    low, high = band.ratios("median_ttft", "moe", "open")
+    assert low == 1.0 and high == pytest.approx(1.5)
+
+
+def test_a_regime_seen_on_too_few_models_borrows_the_pooled_one() -> None:
+    dense = _samples("median_tpot", "dense", "c1", {m: [1.0, 1.02, 0.98] for m in "abcd"})
+    mla = _samples("median_tpot", "mla-moe", "c1", {"x": [0.5, 0.55, 0.6] * 2})
+    band = ErrorBand.from_samples(dense + mla)
+    # dense: 4 models, its own cell
+    assert band.cell("median_tpot", "dense", "c1").models == 4
+    # mla-moe: one model only; the pooled cell (the dense models: a class of one model stays out of it) is
+    # widened to hold what that one model showed
+    low, high = band.ratios("median_tpot", "mla-moe", "c1")
+    assert low < 0.55 and high >= 1.0
+    # an unseen class gets the pooled cell alone
+    assert band.ratios("median_tpot", "sliding", "c1") == band.ratios("median_tpot", "dense", "c1")
+    # a metric with no sample: no band (1, 1)
+    assert band.ratios("p99_ttft", "dense", "c1") == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (LoadSettings(num_prompts=4, max_concurrency=1), "c1"),
+        (LoadSettings(num_prompts=32, max_concurrency=16), "c2-16"),
+        (LoadSettings(num_prompts=64, max_concurrency=64), "c32-64"),
+        (LoadSettings(num_prompts=512, max_concurrency=256), "c128-256"),
+        (LoadSettings(num_prompts=100, request_rate=4.0), "open"),
+    ],
+)
+def test_load_bands(settings: LoadSettings, expected: str) -> None:
+    assert load_band(settings) == expected
+
+
+def test_json_round_trip() -> None:
+    band = ErrorBand.from_samples(_samples("median_tpot", "dense", "c1", {"a": [1.1], "b": [0.9]}), source="x")
+    again = ErrorBand.from_json(band.to_json(measured_coverage=0.8))
+    assert again.cells == band.cells and again.measured_coverage == 0.8
+
+
+def test_band_values_and_the_pessimistic_end() -> None:
+    table = ErrorBand.from_samples(
+        _samples("median_tpot", "dense", "c1", {m: [1.2] * 6 for m in "abc"})
+        + _samples("output_throughput", "dense", "c1", {m: [0.8] * 6 for m in "abc"})
+    )
+    settings = LoadSettings(num_prompts=4, max_concurrency=1)
+    band = band_for(tiny_shape(), settings, {"median_tpot": 0.010, "output_throughput": 100.0}, table)
+    assert band.get("median_tpot") == pytest.approx((0.010, 0.012))
+    assert band.pessimistic("median_tpot") == pytest.approx(0.012)  # slower is worse
+    assert band.pessimistic("output_throughput") == pytest.approx(80.0)  # less is worse
+    assert band.to_json()["median_tpot_ms"] == pytest.approx([10.0, 12.0])
+
+
+def test_a_prediction_carries_the_shipped_band() -> None:
+    scenario = Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h200-sxm-141gb", max_model_len=8192)
+    p = predict(scenario, LoadSettings(num_prompts=32, max_concurrency=16, input_len=512, output_len=64))
+    assert p.band is not None and (p.band.klass, p.band.load) == ("dense", "c2-16")
+    tpot = p.run.metrics.tpot.median_s
+    low, high = p.band.get("median_tpot")
+    assert low <= tpot <= high and high > low
+    assert shipped_band().measured_coverage is not None and 0 < shipped_band().measured_coverage <= 1
+    assert all(math.isfinite(x) for _, lo, hi in p.band.ranges for x in (lo, hi))
