@@ -20,6 +20,7 @@ Usage: ``python bench/frontend_timing.py``
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 import statistics
@@ -30,8 +31,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-import itertools
 
 from bench.h200_runs import MECHANISMS, MODELS, _logged_kv_tokens, shape_of  # noqa: E402
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, critical_path, step_features  # noqa: E402
