@@ -91,7 +91,15 @@ def fit_defaults(exclude_model: str | None = None) -> Fit:
         runs.append(readme_run())
     steps = bare_steps() if exclude_model != "llama-3.1-8b" else []
     # the frontend figures were read off the servers' own logs (planner/predict/step_time.py): not fitted
-    return fit(runs, base=START, prior_weight=PRIOR_WEIGHT, rounds=4, steps=steps, fit_request_overhead=False)
+    return fit(
+        runs,
+        base=START,
+        prior_weight=PRIOR_WEIGHT,
+        rounds=4,
+        steps=steps,
+        fit_request_overhead=False,
+        fit_routing=False,
+    )
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +46,7 @@ from planner.predict.step_time import DEFAULT_COEFFICIENTS, TERMS, StepCoefficie
 __all__ = [
     "MAX_FIT_PREFIX_CACHE_HIT_RATE",
     "PROFILE_VERSION",
+    "ROUTING_EXPONENTS",
     "CalibrationProfile",
     "CalibrationRun",
     "Fit",
@@ -229,6 +230,7 @@ def fit(
     huber: float = 0.10,
     steps: Sequence[tuple[np.ndarray, float]] = (),
     fit_request_overhead: bool = True,
+    fit_routing: bool = True,
 ) -> Fit:
     """Least-squares fit of the step coefficients and the request overhead to ``runs`` (module docstring).
 
@@ -247,6 +249,8 @@ def fit(
             :func:`~planner.predict.step_time.step_features` (``len(TERMS)``), e.g. a profiler's bare decode steps.
         fit_request_overhead: fit ``request_overhead_s`` (a proxy or a slower host adds to it); False keeps
             ``base``'s, e.g. when it was measured on the server itself.
+        fit_routing: when a run's model has routed experts, also choose ``moe_routing_exponent`` from
+            :data:`ROUTING_EXPONENTS` (the fit is repeated for each; the one with the least median TPOT error wins).
 
     Returns:
         The fit and its error on the runs.
@@ -259,6 +263,30 @@ def fit(
     for run in runs:
         if "mean_tpot" not in run.measured:
             raise InvalidParameterError("run", run.label, "a run with a mean TPOT")
+    kw = {"rounds": rounds, "prior_weight": prior_weight, "huber": huber, "steps": steps}
+    if not (fit_routing and any(r.shape.num_experts for r in runs)):
+        return _fit(runs, base, fit_request_overhead, **kw)
+    fits = [
+        _fit(runs, replace(base, moe_routing_exponent=alpha), fit_request_overhead, **kw) for alpha in ROUTING_EXPONENTS
+    ]
+    return min(fits, key=lambda f: f.median_abs_error("median_tpot") or 0.0)
+
+
+#: The routing exponents a calibration of a MoE model tries (:attr:`StepCoefficients.moe_routing_exponent`).
+ROUTING_EXPONENTS: tuple[float, ...] = (1.0, 0.8, 0.6, 0.45, 0.35, 0.25, 0.15)
+
+
+def _fit(
+    runs: Sequence[CalibrationRun],
+    base: StepCoefficients,
+    fit_request_overhead: bool,
+    *,
+    rounds: int,
+    prior_weight: float,
+    huber: float,
+    steps: Sequence[tuple[np.ndarray, float]],
+) -> Fit:
+    """:func:`fit` at ``base``'s routing exponent."""
     prior = np.append(base.vector(), base.request_overhead_s)
     scale = np.maximum(np.where(prior > 0, prior, 1e-6), _PRIOR_FLOOR)
     if not fit_request_overhead:

@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -753,6 +753,8 @@ def simulate(
     if speculative is not None and mode != "continuous":
         raise InvalidParameterError("speculative", speculative.method, "continuous mode (static has no drafter)")
     if isinstance(coefficients, StepCoefficients):
+        if shape.num_experts and coefficients.moe_routing_exponent != shape.moe_routing_exponent:
+            shape = replace(shape, moe_routing_exponent=coefficients.moe_routing_exponent)  # a calibrated routing
         coef = coefficients.vector()
         frontend = _Frontend.of(coefficients, request_overhead_s)
         ar_latency = coefficients.allreduce_latency_s

@@ -126,6 +126,9 @@ class StepCoefficients:
         frontend_gap_s: API-server work per request that requests arriving together wait for one after another
             (the server is one process with one event loop), seconds, besides the per-token part.
         frontend_gap_per_token_s: The same, per prompt token, seconds.
+        moe_routing_exponent: how independently a step's tokens pick their experts, in (0, 1]
+            (:attr:`planner.predict.shape.StepShape.moe_routing_exponent`): 1 by default (independent, uniform
+            routing); a calibration on a MoE model's own runs fits it.
 
     The five frontend figures were read off vLLM 0.24.0's own logs on one H200 host (``bench/data/h200_mechanisms``,
     ``bench/frontend_timing.py``): each request's "Received request" line (logged after tokenization, right before
@@ -154,6 +157,7 @@ class StepCoefficients:
     response_overhead_s: float = 2.6e-3
     frontend_gap_s: float = 2.05e-3
     frontend_gap_per_token_s: float = 0.30e-6
+    moe_routing_exponent: float = 1.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -163,6 +167,8 @@ class StepCoefficients:
         for name in _EFFICIENCIES:
             if not 0 < getattr(self, name) <= 2:
                 raise InvalidParameterError(name, getattr(self, name), "a fraction in (0, 2]")
+        if not 0 < self.moe_routing_exponent <= 1:
+            raise InvalidParameterError("moe_routing_exponent", self.moe_routing_exponent, "an exponent in (0, 1]")
 
     def request_in_s(self, prompt_tokens: float) -> float:
         """Seconds from sending a lone request of ``prompt_tokens`` to the engine receiving it."""
@@ -258,7 +264,7 @@ def step_features(
     tokens = n_decode if prefill_tokens is None else n_decode + prefill_tokens
     weights = shape.dense_weight_bytes
     if shape.num_experts:
-        reached = 1.0 - (1.0 - shape.experts_per_token / shape.num_experts) ** tokens
+        reached = 1.0 - (1.0 - shape.experts_per_token / shape.num_experts) ** (tokens**shape.moe_routing_exponent)
         weights = weights + shape.expert_bytes * reached
     kv_tokens = decode_ctx if prefill_ctx is None else decode_ctx + prefill_ctx
     sampled = n_decode if n_sampled is None else n_sampled
@@ -322,7 +328,8 @@ def step_row(
     tokens = n_decode + prefill_tokens
     weights = shape.dense_weight_bytes
     if shape.num_experts:
-        weights += shape.expert_bytes * (1.0 - (1.0 - shape.experts_per_token / shape.num_experts) ** tokens)
+        independent = tokens**shape.moe_routing_exponent
+        weights += shape.expert_bytes * (1.0 - (1.0 - shape.experts_per_token / shape.num_experts) ** independent)
     per_group = shape.kv_bytes_by_group_list
     kv = sum(x * b for x, b in zip(decode_ctx, per_group, strict=True))
     if prefill_ctx is not None:

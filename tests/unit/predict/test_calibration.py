@@ -128,3 +128,27 @@ def test_calibration_run_from_a_vllm_result_file() -> None:
     assert run.settings.num_prompts == 32
     assert run.measured["mean_tpot"] == pytest.approx(5.4e-3)
     assert run.measured["output_throughput"] == pytest.approx(2048.0)
+
+
+def test_calibration_finds_how_correlated_the_routing_is() -> None:
+    # Runs of a MoE whose tokens keep to few experts (simulated with routing exponent 0.45) are fitted best at 0.45,
+    # one of the exponents the calibration tries; the defaults' independent routing (1.0) would not fit them.
+    from dataclasses import replace as dc_replace
+
+    from planner.capacity.plan import plan
+    from planner.capacity.scenario import Scenario
+    from planner.predict.calibration import ROUTING_EXPONENTS
+    from planner.predict.shape import step_shape
+
+    moe = step_shape(plan(Scenario(model="Qwen/Qwen3-30B-A3B-Instruct-2507", gpu="h200-sxm-141gb", max_model_len=8192)))
+    truth = dc_replace(StepCoefficients(), moe_routing_exponent=0.45)
+    assert 0.45 in ROUTING_EXPONENTS
+    runs = []
+    for c in (1, 8, 32):
+        settings = LoadSettings(num_prompts=2 * c, max_concurrency=c, input_len=256, output_len=64, duration_s=None)
+        m = simulate(moe, settings, truth).metrics
+        measured = {"mean_tpot": m.tpot.mean_s, "median_tpot": m.tpot.median_s, "median_itl": m.itl.median_s}
+        runs.append(CalibrationRun(f"c{c}", moe, settings, measured))
+    result = fit(runs)
+    assert result.coefficients.moe_routing_exponent == 0.45
+    assert result.median_abs_error("median_tpot") < 0.02

@@ -240,3 +240,19 @@ def test_one_step_row_equals_the_vectorised_features(model, n_decode, prefill) -
         coef=coef,
     )
     assert bound == pytest.approx(critical_path(vec[None, :], coef)[0], rel=1e-12, abs=1e-18)
+
+
+def test_correlated_routing_reaches_fewer_experts() -> None:
+    # Mixtral-8x7B: 8 experts, 2 per token. 8 independent tokens reach 1 - (6/8)^8 = 89.99% of them; with routing
+    # exponent 0.5 they count as 8^0.5 = 2.8284 tokens: 1 - 0.75^2.8284 = 1 - exp(2.8284 · ln 0.75) = 55.678%.
+    from dataclasses import replace
+
+    from planner.predict.step_time import TERMS, step_features
+
+    shape = _shape("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    col = TERMS.index("weights")
+    bw = shape.memory_bandwidth_bytes_per_s
+    for alpha, share in ((1.0, 0.899887), (0.5, 0.556782)):
+        s = replace(shape, moe_routing_exponent=alpha)
+        f = step_features(s, n_decode=np.array([8.0]), decode_ctx=np.full((1, len(s.groups)), 8.0))[0]
+        assert f[col] * bw == pytest.approx(s.dense_weight_bytes + s.expert_bytes * share, rel=1e-4)
