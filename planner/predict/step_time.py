@@ -36,12 +36,13 @@ datasheet figures and as seconds (an assumption, scored in ``bench/prediction_ac
 * ``shared/device/vllm/README.md`` §4: Llama-3.1-8B on the chat route at concurrency 1 (TPOT 4.80 ms, TTFT 32 ms).
 
 The frontend figures (``request_overhead_s`` and the four after it) are not fitted: they were read off the servers'
-own logs (the attributes' docs). Fitted values: 8 µs per step and nothing per sequence on the host (with
-asynchronous scheduling the host's work runs beside the GPU's); 42 µs per layer and 19 µs more per MoE layer on the
-GPU; weights read at 0.90 and the KV cache at 0.96 of the datasheet bandwidth; 0.83 of the decode matmuls not hidden;
-prefill at 0.63 of peak; 0.82 ms per layer and 0.71 ms more per MoE layer to launch a step without a graph. Scored
-on each model after refitting without it (``bench/prediction_accuracy.py``): median |error| 7.7% on median TPOT,
-5.0% on output throughput, 11.2% on median TTFT and 10.3% on p99 TTFT over 53 runs of the six models.
+own logs (the attributes' docs). DeepSeek-V2-Lite's runs above one sequence read the experts of an uneven routing the
+defaults do not model (``moe_routing_exponent``), so only its concurrency-1 runs are fitted. Fitted values: 0.11 ms
+per step and 10 µs per sequence on the host; 35 µs per layer on the GPU, and 24 µs more per MoE, FP8 or MLA layer;
+weights read at 0.89 and the KV cache at 0.96 of the datasheet bandwidth; 0.65 of the decode matmuls not hidden;
+prefill at 0.63 of peak; 0.82 ms per layer and 0.69 ms more per MoE layer to launch a step without a graph. Scored on
+each model after refitting without it (``bench/prediction_accuracy.py``, 53 runs of six models): median |error| 5.0%
+on median TPOT, 3.8% on output throughput, 10.8% on median TTFT and 9.7% on p99 TTFT.
 
 ``allreduce_latency_s`` (8 µs per call) is the small-message latency of vLLM's custom all-reduce on NVLink
 (vLLM ``csrc/custom_all_reduce.cuh`` design notes and PR #2192: one-shot all-reduce for messages under 512 KiB);
@@ -76,6 +77,8 @@ TERMS: tuple[str, ...] = (
     "seq",
     "layer",
     "moe_layer",
+    "fp8_layer",
+    "mla_layer",
     "weights",
     "kv",
     "decode_flops",
@@ -85,7 +88,17 @@ TERMS: tuple[str, ...] = (
     "eager_moe_layer",
 )
 #: Terms of the GPU's work in a step (the first operand of the step's ``max``, :func:`critical_path`).
-GPU_TERMS: tuple[str, ...] = ("layer", "moe_layer", "weights", "kv", "decode_flops", "prefill_flops", "allreduce")
+GPU_TERMS: tuple[str, ...] = (
+    "layer",
+    "moe_layer",
+    "fp8_layer",
+    "mla_layer",
+    "weights",
+    "kv",
+    "decode_flops",
+    "prefill_flops",
+    "allreduce",
+)
 #: Terms of the host's kernel launches in a step that runs without a CUDA graph (the second operand).
 EAGER_TERMS: tuple[str, ...] = ("eager_layer", "eager_moe_layer")
 _COL = {name: i for i, name in enumerate(TERMS)}
@@ -107,6 +120,13 @@ class StepCoefficients:
             tail of a layer's ~10 kernels, norms, rotary embedding), seconds.
         moe_layer_overhead_s: The same for the routed-expert block of an MoE layer (router, top-k, token sort
             ``moe_align_block_size``, two grouped GEMMs' tails, the weighted sum), seconds.
+        fp8_layer_overhead_s: The same, more, for a layer with FP8 (W8A8) matmuls: vLLM 0.24.0 quantizes each
+            matmul's input per token in a kernel of its own (the four of a layer: QKV, O, gate-up, down;
+            torch.compile's ``fuse_norm_quant``/``fuse_act_quant`` passes are off by default, as the servers' logged
+            ``compilation_config`` shows), seconds.
+        mla_layer_overhead_s: The same, more, for a layer of multi-head latent attention (the latent projection and
+            its norm, the rotary part, the two absorbed batched matmuls around the MLA kernel:
+            ``vllm/model_executor/layers/mla.py``, ``vllm/v1/attention/backends/mla/``), seconds.
         weight_read_efficiency: Achieved fraction of the datasheet bandwidth when reading weights (0, 2].
         kv_read_efficiency: Achieved fraction of the datasheet bandwidth when reading the KV cache (0, 2].
         decode_matmul_fraction: Fraction of the decode tokens' matmul time (at peak FLOP/s) not hidden under the
@@ -140,17 +160,19 @@ class StepCoefficients:
     TLS adds to them (``calibrate`` fits ``request_overhead_s``).
     """
 
-    step_overhead_s: float = 7.7e-6
-    seq_overhead_s: float = 0.0
-    layer_overhead_s: float = 42e-6
-    moe_layer_overhead_s: float = 19e-6
-    weight_read_efficiency: float = 0.897
-    kv_read_efficiency: float = 0.960
-    decode_matmul_fraction: float = 0.833
-    prefill_efficiency: float = 0.628
+    step_overhead_s: float = 0.114e-3
+    seq_overhead_s: float = 10e-6
+    layer_overhead_s: float = 35e-6
+    moe_layer_overhead_s: float = 24e-6
+    fp8_layer_overhead_s: float = 24e-6
+    mla_layer_overhead_s: float = 24e-6
+    weight_read_efficiency: float = 0.888
+    kv_read_efficiency: float = 0.962
+    decode_matmul_fraction: float = 0.650
+    prefill_efficiency: float = 0.633
     allreduce_efficiency: float = 1.0
     eager_layer_s: float = 0.82e-3
-    eager_moe_layer_s: float = 0.71e-3
+    eager_moe_layer_s: float = 0.69e-3
     allreduce_latency_s: float = 8e-6
     request_overhead_s: float = 2.85e-3
     request_overhead_per_token_s: float = 0.55e-6
@@ -210,6 +232,8 @@ _FIELD_OF_TERM: dict[str, str] = {
     "seq": "seq_overhead_s",
     "layer": "layer_overhead_s",
     "moe_layer": "moe_layer_overhead_s",
+    "fp8_layer": "fp8_layer_overhead_s",
+    "mla_layer": "mla_layer_overhead_s",
     "weights": "weight_read_efficiency",
     "kv": "kv_read_efficiency",
     "decode_flops": "decode_matmul_fraction",
@@ -274,6 +298,8 @@ def step_features(
     out[:, c["seq"]] = n_decode if n_seqs is None else n_seqs
     out[:, c["layer"]] = shape.num_layers
     out[:, c["moe_layer"]] = shape.num_moe_layers
+    out[:, c["fp8_layer"]] = shape.num_layers if shape.fp8_weights else 0
+    out[:, c["mla_layer"]] = shape.num_layers if shape.mla else 0
     bw = shape.memory_bandwidth_bytes_per_s
     out[:, c["weights"]] = weights / bw
     # reads of the cached context, and the writes of the step's own tokens
@@ -341,6 +367,8 @@ def step_row(
     row[c["seq"]] = float(n_seqs)
     row[c["layer"]] = float(shape.num_layers)
     row[c["moe_layer"]] = float(shape.num_moe_layers)
+    row[c["fp8_layer"]] = float(shape.num_layers) if shape.fp8_weights else 0.0
+    row[c["mla_layer"]] = float(shape.num_layers) if shape.mla else 0.0
     row[c["weights"]] = weights / bw
     row[c["kv"]] = (kv + tokens * shape.kv_bytes_per_token) / bw
     lm_head = n_sampled * shape.lm_head_flops_per_token

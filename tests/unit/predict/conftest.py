@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from planner.predict.shape import AttentionGroup, StepShape
-from planner.predict.step_time import StepCoefficients
+from planner.predict.step_time import TERMS, StepCoefficients
 
 #: Every step takes 10 ms, whatever it holds: the coefficient of the constant term only.
-TEN_MS = np.array([0.010] + [0.0] * 10)
+TEN_MS = np.array([0.010] + [0.0] * (len(TERMS) - 1))
 #: A GPU that is "slower" than the defaults in every term the runs can see (what calibration must recover).
 TRUTH = StepCoefficients(
     step_overhead_s=0.6e-3,
