@@ -41,9 +41,9 @@ lot, measure it with the Load Test's spec-decode counters):
 draft_model-based speculative decoding", its start-up log), and the H200 runs of Llama-3.1-8B with a Llama-3.2-1B
 draft (``bench/data/h200_sweeps/llama-3.1-8b-spec``) took ~28 ms more per step than the mechanism above gives, flat
 from concurrency 1 to 64: host time per draft forward the step model does not hold. ``bench/spec_prediction.py``
-fits it as the mean residual per draft forward (7.1 ms) and scores it leave-one-concurrency-out (TPOT within
-+7% to +25%, −21% at c=256; without it −45% to −74%). EAGLE-3 (same server, Model Runner V2) needs none: the mechanism
-alone is within 8% at c=1 and 16. Set ``draft_forward_overhead_s`` to override.
+fits it as the mean residual per draft forward (7.1 ms with the three-model coefficients, 7.2 ms with the six-model
+ones) and scores it leave-one-concurrency-out (TPOT +10% to +28%, −25% at c=256; without it −49% to −74%). EAGLE-3
+(same server, Model Runner V2) needs none: the mechanism alone is within 12% at c=1 and 16 (steady decode). Set ``draft_forward_overhead_s`` to override.
 """
 
 from __future__ import annotations
