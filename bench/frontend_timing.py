@@ -10,6 +10,10 @@ README). Every server line carries its wall-clock time; ``clock.json`` puts the 
 * **burst** (requests sent together): the first wave of each closed-loop point: (last "Received" − first send) / c;
 * **way out** (step → client): at concurrency 1, the client's first token minus the engine's log line of the step
   that made it;
+* **server against client** (the server's Prometheus histograms differenced over each point): mean TTFT as the
+  server's ``vllm:time_to_first_token_seconds`` counts it (from the request's arrival in the API server's engine
+  client) and its queue (``vllm:request_queue_time_seconds``) and prefill (``vllm:request_prefill_time_seconds``)
+  parts, against the client's mean TTFT: the difference is time outside the server's clock (HTTP, the way out);
 * **closure**: the engine's busy time per point against the step model's time for the logged step compositions (each
   "Iteration(k): … context tokens, … generation requests" line; the decode context is taken as the point's mean),
   which separates step-model error from scheduling and frontend error.
@@ -54,6 +58,30 @@ def _load(model: str) -> tuple[list[tuple[float, ...]], dict[tuple[str, int], fl
 def _result(model: str, point: str) -> dict | None:
     path = MECHANISMS / model / f"{point}.json.gz"
     return json.loads(gzip.decompress(path.read_bytes())) if path.exists() else None
+
+
+_HISTOGRAMS = ("time_to_first_token_seconds", "request_queue_time_seconds", "request_prefill_time_seconds")
+
+
+def _means(model: str, point: str) -> dict[str, float] | None:
+    """Mean of each of ``_HISTOGRAMS`` over the point (its ``/metrics`` after minus before), seconds."""
+    texts = []
+    for when in ("pre", "post"):
+        path = MECHANISMS / model / f"{point}.{when}.prom.gz"
+        if not path.exists():
+            return None
+        texts.append(gzip.decompress(path.read_bytes()).decode())
+    out = {}
+    for name in _HISTOGRAMS:
+        got = []
+        for text in texts:
+            sums = re.search(rf"^vllm:{name}_sum{{[^}}]*}} (\S+)", text, re.M)
+            counts = re.search(rf"^vllm:{name}_count{{[^}}]*}} (\S+)", text, re.M)
+            got.append((float(sums[1]), float(counts[1])) if sums and counts else (0.0, 0.0))
+        n = got[1][1] - got[0][1]
+        if n > 0:
+            out[name] = (got[1][0] - got[0][0]) / n
+    return out
 
 
 def _step_s(shape, p: dict, n_ctx: float, ctx_tokens: float, n_gen: float) -> float:
@@ -113,9 +141,18 @@ def main() -> int:
                     continue
                 busy += b[0] - a[0]
                 predicted += t
+            server = _means(model, p["point"]) or {}
+            ttft_server = server.get("time_to_first_token_seconds")
+            split = (
+                f"TTFT client {np.mean(res['ttfts']) * 1e3:6.0f} / server {ttft_server * 1e3:6.0f} ms "
+                f"(queue {server.get('request_queue_time_seconds', 0) * 1e3:5.0f}, "
+                f"prefill {server.get('request_prefill_time_seconds', 0) * 1e3:5.0f})"
+                if ttft_server
+                else ""
+            )
             print(
                 f"  {p['point']:12} way in median {np.nanmedian(lag) * 1e3:6.1f} ms  "
-                f"engine busy {busy:6.2f} s, step model {predicted:6.2f} s ({predicted / busy - 1:+.0%})"
+                f"engine busy {busy:6.2f} s, step model {predicted:6.2f} s ({predicted / busy - 1:+.0%})  {split}"
             )
     print("\nway in, requests sent alone (median):")
     for (n, kind), v in sorted(way_in.items()):

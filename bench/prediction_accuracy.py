@@ -114,6 +114,8 @@ def main() -> int:
     print("\nCalibrated on the model's closed-loop runs at concurrency <= 8, scored at >= 32 and open loop:")
     cal = [(r, calibrated[r.run.label]) for r in runs if r.run.label in calibrated]
     summary["calibrated"] = _summary("all", cal)
+    summary["calibrated_closed_c32_256"] = _summary("closed loop, c 32-256", [x for x in cal if not x[0].open_loop])
+    summary["calibrated_open"] = _summary("open loop", [x for x in cal if x[0].open_loop])
     for klass in sorted({r.klass for r, _ in cal}):
         summary[f"calibrated_{klass}"] = _summary(f"class {klass}", [x for x in cal if x[0].klass == klass])
 
