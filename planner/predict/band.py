@@ -3,7 +3,7 @@
 ``bench/prediction_accuracy.py`` predicts every measured run (vLLM 0.24.0 on one H200, ``bench/data/h200_*``) with
 default coefficients refitted without the run's model, and keeps ``measured / predicted`` per run and metric. Those
 ratios, grouped by **regime** (metric × architecture class × load band), are the band: for a new prediction ``v``
-of a metric in a regime, the band is ``[v · q_low, v · q_high]``, a 70% prediction interval for a model not yet
+of a metric in a regime, the band is ``[v · q_low, v · q_high]``, a 75% prediction interval for a model not yet
 seen (:meth:`ErrorBand.from_samples`: each model's errors share a bias, so the spread between models counts as well as
 the spread of runs); a regime seen on fewer than ``MIN_MODELS`` models or ``MIN_SAMPLES`` runs borrows the next coarser
 one: metric × class, then metric × load, then the metric alone. The prediction itself always lies inside its band.
@@ -75,17 +75,17 @@ MIN_SAMPLES = 6
 #: model's runs share that model's bias, so a regime seen on one or two models says little of the next model.
 MIN_MODELS = 3
 #: The share of a new model's measurements the band is built to hold (two-sided, nominal). Checked
-#: leave-one-model-out by ``bench/prediction_accuracy.py``: the measured share runs above the nominal one.
-COVERAGE = 0.70
-#: Student's t quantiles at (1 + COVERAGE) / 2 = 0.85 by degrees of freedom 1-10 (any statistics table), and the
+#: leave-one-model-out by ``bench/prediction_accuracy.py``.
+COVERAGE = 0.75
+#: Student's t quantiles at (1 + COVERAGE) / 2 = 0.875 by degrees of freedom 1-10 (any statistics table), and the
 #: normal quantile beyond.
-_T85 = (1.963, 1.386, 1.250, 1.190, 1.156, 1.134, 1.119, 1.108, 1.100, 1.093)
-_Z85 = 1.0364
+_T875 = (2.414, 1.604, 1.423, 1.344, 1.301, 1.273, 1.254, 1.240, 1.230, 1.221)
+_Z875 = 1.1503
 
 
 def _t_quantile(dof: int) -> float:
-    """Student's t quantile at 0.85 for ``dof`` degrees of freedom."""
-    return _T85[dof - 1] if dof <= len(_T85) else _Z85 + 1.0 / dof
+    """Student's t quantile at 0.875 for ``dof`` degrees of freedom."""
+    return _T875[dof - 1] if dof <= len(_T875) else _Z875 + 1.0 / dof
 
 
 def load_band(settings: LoadSettings) -> str:
@@ -183,11 +183,12 @@ class ErrorBand:
             by_model: dict[str, list[float]] = {}
             for s in group:
                 by_model.setdefault(s.model, []).append(math.log(s.measured_over_predicted))
-            means = np.array([np.mean(v) for v in by_model.values()])
-            within = np.concatenate([np.array(v) - np.mean(v) for v in by_model.values()])
+            means = np.array([np.median(v) for v in by_model.values()])
+            within = np.concatenate([np.array(v) - np.median(v) for v in by_model.values()])
             m = len(means)
-            dof_w = max(len(within) - m, 1)
-            s_w2 = float((within**2).sum() / dof_w)
+            # the runs' scatter about their model, robustly (1.4826 · median absolute deviation, a normal's σ): one
+            # stalled run must not widen every band of its regime
+            s_w2 = float((1.4826 * np.median(np.abs(within))) ** 2) if within.size > m else 0.0
             s_b2 = float(means.var(ddof=1)) if m > 1 else 0.0
             half = _t_quantile(max(m - 1, 1)) * math.sqrt(s_b2 * (1 + 1 / m) + s_w2)
             centre = float(means.mean())
@@ -240,7 +241,7 @@ class ErrorBand:
         """The table as JSON (:data:`BAND_FILE`'s form)."""
         data = {
             "measured_coverage": measured_coverage if measured_coverage is not None else self.measured_coverage,
-            "what": "measured / predicted: a 70% prediction interval for a model not yet seen, from the predictor's "
+            "what": "measured / predicted: a 75% prediction interval for a model not yet seen, from the predictor's "
             "leave-one-model-out errors (planner/predict/band.py)",
             "source": source if source is not None else self.source,
             "coverage": COVERAGE,

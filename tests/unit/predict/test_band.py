@@ -19,14 +19,22 @@ def _samples(metric: str, klass: str, load: str, by_model: dict[str, list[float]
 
 def test_interval_by_hand() -> None:
     # Two models whose runs were measured 10% above and 10% below the prediction, two runs each.
-    # log-ratio means: ln 1.1 = 0.095310, ln 0.9 = -0.105361; centre -0.005025; between-model variance (ddof 1)
-    # 2 · 0.100336² = 0.020134; no scatter within a model. t(0.85, 1 dof) = 1.963:
-    # half-width 1.963 · sqrt(0.020134 · (1 + 1/2)) = 1.963 · 0.173784 = 0.341138
-    # band exp(-0.005025 ∓ 0.341138) = 0.70745 .. 1.39958
+    # each model's log-ratio (its median): ln 1.1 = 0.095310, ln 0.9 = -0.105361; centre -0.005025; between-model
+    # variance (ddof 1) 2 · 0.100336² = 0.020134; no scatter within a model. t(0.875, 1 dof) = 2.414:
+    # half-width 2.414 · sqrt(0.020134 · (1 + 1/2)) = 2.414 · 0.173784 = 0.419519
+    # band exp(-0.005025 ∓ 0.419519) = 0.65407 .. 1.51360
     band = ErrorBand.from_samples(_samples("median_tpot", "dense", "c1", {"a": [1.1, 1.1], "b": [0.9, 0.9]}))
     cell = next(c for c in band.cells if (c.metric, c.klass, c.load) == ("median_tpot", "dense", "c1"))
-    assert (cell.low, cell.high) == pytest.approx((0.70745, 1.39958), abs=2e-4)
+    assert (cell.low, cell.high) == pytest.approx((0.65407, 1.51360), abs=2e-4)
     assert (cell.n, cell.models) == (4, 2)
+
+
+def test_one_stalled_run_does_not_widen_its_regime() -> None:
+    # three models, each with five runs on the prediction and one run 9x slower (a stall): the runs' scatter is
+    # taken robustly (median absolute deviation: 0 here), so the band stays at the models' agreement (1, 1)
+    by_model = {m: [1.0] * 5 + [9.0] for m in "abc"}
+    band = ErrorBand.from_samples(_samples("p99_ttft", "moe", "open", by_model))
+    assert band.ratios("p99_ttft", "moe", "open") == (1.0, 1.0)
 
 
 def test_the_prediction_is_always_inside() -> None:
