@@ -22,9 +22,17 @@ from planner.links import sizing as sizing_links
 from planner.links.rules import parse_number
 from planner.metrics.slo import format_slos, parse_slos
 from planner.sizing.charts import OPTIONS_HEADLINE, VERDICT_TEXT, headline, options_table, pareto_figure, prices_frame
+from planner.sizing.estimate import describe_estimate
 from planner.sizing.pareto import pareto_points
 from planner.sizing.search import size
-from planner.sizing.settings import DEFAULT, DEFAULT_NODE_GPUS, QUANTIZATIONS, SizingSettings
+from planner.sizing.settings import (
+    CHOICE_SETTINGS,
+    DEFAULT,
+    DEFAULT_NODE_GPUS,
+    QUANTIZATIONS,
+    SizingSettings,
+    choice_setting,
+)
 
 VIEW_KEY = "size.view"  # the last DecodedSizing read from the widgets
 MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, this session's last searches
@@ -48,6 +56,8 @@ def _to_widgets(decoded: sizing_links.DecodedSizing) -> None:
     st.session_state[W["gpu_memory_utilization"]] = s.gpu_memory_utilization
     st.session_state[W["max_model_len"]] = s.max_model_len
     st.session_state[W["slo"]] = format_slos(s.slos).replace(",", ", ")
+    for choice in CHOICE_SETTINGS:
+        st.session_state[W[choice.name]] = getattr(s, choice.name)
     st.session_state[W["gpus"]] = [g for g in s.gpus if g in CATALOG_GPUS]
     st.session_state[W["node_gpus"]] = min((n for _, n in s.node_gpus), default=DEFAULT_NODE_GPUS)
     st.session_state[W["quantization"]] = list(s.quantizations)
@@ -104,7 +114,7 @@ with st.expander("Target load and SLOs", expanded=True):
     input_len = box(c[2], "input_len", "input_len", help="Prompt tokens.")
     output_len = box(c[3], "output_len", "output_len", help="Output tokens (ignore_eos).")
     burstiness = box(c[4], "burstiness", "burstiness", help="Gamma shape of the arrivals: 1 = Poisson.")
-    c = st.columns([3, 1])
+    c = st.columns([3, 1, 2])
     slo_text = c[0].text_input(
         "SLOs (percentiles)",
         key=W["slo"],
@@ -118,6 +128,8 @@ with st.expander("Target load and SLOs", expanded=True):
         "headroom",
         help="Spare capacity: replicas = ⌈target rate × (1 + headroom) / capacity of one replica⌉.",
     )
+    for choice in CHOICE_SETTINGS:
+        c[2].radio(choice.label, choice.choices, key=W[choice.name], help=choice.help + ".", horizontal=True)
 
 with st.expander("GPUs and prices"):
     c = st.columns([4, 1, 1])
@@ -203,6 +215,7 @@ try:
         kv_cache_dtypes=tuple(st.session_state[W["kv_cache_dtype"]]),
         max_model_len=max_model_len,
         gpu_memory_utilization=float(gpu_memory_utilization),
+        **{choice.name: st.session_state[W[choice.name]] for choice in CHOICE_SETTINGS},
     )
 except PlannerError as exc:
     problem, settings = str(exc), st.session_state.get(VIEW_KEY, sizing_links.DecodedSizing()).settings
@@ -241,10 +254,12 @@ with answer:
     row = int(st.session_state[W["row"]]) if rows else 1
     st.session_state[VIEW_KEY] = sizing_links.DecodedSizing(settings, row)
     endpoints_ui.write_link(sizing_links.encode(settings, row=row), _SEEN_KEY)
-    if result.best is None:
-        st.warning(result.answer)
-    else:
-        st.success(result.answer)
+    estimate = choice_setting("slo_estimate")
+    # what the answer's SLO checks stand on, beside the answer, with the widget that changes it
+    checked_at = describe_estimate(settings.slo_estimate, switch=f'"{estimate.label}: {{}}" below')
+    (st.warning if result.best is None else st.success)(result.answer)
+    st.caption(checked_at)
+    if result.best is not None:
         chosen = ranked[row - 1]
         tiles = headline(chosen, settings.target_rate)
         for column, (label, value, help_text) in zip(st.columns(len(tiles)), tiles, strict=True):
@@ -299,7 +314,7 @@ d = st.columns([1, 1, 4])
 d[0].download_button("Table (CSV)", table.to_csv(index=False), "sizing.csv", "text/csv", key="size.csv")
 d[1].download_button(
     "Options (JSON)",
-    json.dumps([o.to_json() for o in result.options], indent=2),
+    json.dumps(result.to_json(), indent=2),
     "sizing.json",
     "application/json",
     key="size.json",

@@ -4,8 +4,10 @@ under percentile SLOs (:func:`planner.sizing.search.size`).
 Flags are the settings' (:class:`~planner.sizing.settings.SizingSettings`) in ``vllm``'s spelling; ``--json`` prints
 a list of options, the ranked ones first, each with ``gpu``, ``tensor_parallel_size``, ``quantization``,
 ``kv_cache_dtype``, ``replicas``, ``num_gpus``, ``usd_per_hour``, ``usd_per_million_output_tokens``, the predicted
-``p99_ttft_ms`` and ``p99_tpot_ms`` at the chosen size, ``meets_slo``, and the configuration's ``verdict`` and
-``reason``. Exit codes: 0 (also when nothing meets the SLOs: the answer says what comes closest), 2 for bad input.
+``p99_ttft_ms`` and ``p99_tpot_ms`` at the chosen size, ``meets_slo``, ``slo_estimate`` (what the SLOs were
+checked against: ``pessimistic``, the worse end of the predictor's error band, the default, or ``point``),
+``slo_checks`` (the values that decided the replicas) and the configuration's ``verdict`` and ``reason``. Exit
+codes: 0 (also when nothing meets the SLOs: the answer says what comes closest), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ _TEXT_ROWS = 12
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``size`` subcommand to ``sub``."""
+    from planner.sizing.settings import CHOICE_SETTINGS
+
     p = sub.add_parser(
         "size",
         help="the cheapest GPU x parallelism x replicas for a target request rate under percentile SLOs",
@@ -57,6 +61,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kv-cache-dtype", default="auto,fp8", help="KV-cache dtypes to consider (default: auto,fp8)")
     p.add_argument("--max-model-len", type=int, help="--max-model-len of the deployments (default: the workload's)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="(default: 0.9)")
+    for choice in CHOICE_SETTINGS:
+        p.add_argument(
+            choice.flag,
+            choices=choice.choices,
+            default=choice.default,
+            help=f"{choice.help} (default: {choice.default})",
+        )
     p.add_argument(
         "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
     )
@@ -67,7 +78,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _settings(args: argparse.Namespace) -> object:
     from planner.capacity.kv_cache import KV_CACHE_DTYPES
     from planner.metrics.slo import parse_slos
-    from planner.sizing.settings import DEFAULT, QUANTIZATIONS, SizingSettings, parse_choices, parse_gpus, parse_prices
+    from planner.sizing.settings import (
+        CHOICE_SETTINGS,
+        DEFAULT,
+        QUANTIZATIONS,
+        SizingSettings,
+        parse_choices,
+        parse_gpus,
+        parse_prices,
+    )
 
     def listed(name: str, text: str, parse: object, *args_: object) -> object:
         try:
@@ -92,6 +111,7 @@ def _settings(args: argparse.Namespace) -> object:
         kv_cache_dtypes=listed("kv_cache_dtype", args.kv_cache_dtype, parse_choices, KV_CACHE_DTYPES),  # type: ignore[arg-type]
         max_model_len=args.max_model_len,
         gpu_memory_utilization=args.gpu_memory_utilization,
+        **{choice.name: getattr(args, choice.name) for choice in CHOICE_SETTINGS},
     )
 
 
@@ -112,9 +132,15 @@ def _text(result: object) -> str:
         "$/M output tokens",
         "p99 TTFT (ms)",
         "p99 TPOT (ms)",
+        "SLO values checked",
         "why",
     ]
-    lines = [result.answer, ""]  # type: ignore[attr-defined]
+    from planner.sizing.estimate import describe_estimate
+    from planner.sizing.settings import choice_setting
+
+    flag = choice_setting("slo_estimate").flag
+    estimate = describe_estimate(result.settings.slo_estimate, switch=flag + " {}")  # type: ignore[attr-defined]
+    lines = [result.answer, estimate, ""]  # type: ignore[attr-defined]
     lines.append(table[columns].to_string(index=False, max_colwidth=90) if len(table) else "(no configuration)")
     counts = result.counts()  # type: ignore[attr-defined]
     lines.append("")
@@ -150,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     except PlannerError as exc:
         return error(PROG, exc)
     if args.json:
-        print(json.dumps([o.to_json() for o in result.options], indent=2))
+        print(json.dumps(result.to_json(), indent=2))
     else:
         print(_text(result))
     for note in result.notes:

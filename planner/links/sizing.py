@@ -9,6 +9,8 @@ flags (``--target-rate`` → ``target_rate``) and the Load Test's names where th
 * ``model`` (a catalog id or a Hugging Face repo id, the scenario links' rule); ``target_rate`` (req/s,
   0.001–100000); ``input_len`` (1–131072), ``output_len`` (1–32768), ``burstiness`` (0.01–100);
 * ``slo``: percentile SLOs, ``ttft_p99_ms=1000,tpot_p99_ms=50``;
+* each setting with a fixed set of values under its field's name (:data:`~planner.sizing.settings.CHOICE_SETTINGS`):
+  ``slo_estimate`` (``pessimistic`` or ``point``: what the SLOs are checked against);
 * ``gpus``: catalog GPU ids with an optional GPUs per node, ``h100-sxm-80gb:8,l4`` (none = the whole catalog);
   ``max_gpus`` (per replica, 1–64);
 * ``price``: the user's prices, ``h100-sxm-80gb=2.49,l4=0.8`` (USD per GPU-hour);
@@ -34,9 +36,10 @@ from dataclasses import dataclass, replace
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.errors import InvalidParameterError
 from planner.links.budget import parse_model
-from planner.links.rules import BadValue, decode_query, format_value, parse_number, show
+from planner.links.rules import BadValue, decode_query, format_value, parse_choice, parse_number, show
 from planner.metrics.slo import SLO_ACCEPTED, format_slos, parse_slos
 from planner.sizing.settings import (
+    CHOICE_SETTINGS,
     DEFAULT,
     LIMITS,
     QUANTIZATIONS,
@@ -58,6 +61,7 @@ KEYS: tuple[str, ...] = (
     "output_len",
     "burstiness",
     "slo",
+    *(choice.name for choice in CHOICE_SETTINGS),
     "gpus",
     "max_gpus",
     "price",
@@ -71,6 +75,7 @@ KEYS: tuple[str, ...] = (
 #: Highest ``row`` a link may ask for.
 MAX_ROW = 1000
 _INTEGERS = ("input_len", "output_len", "max_gpus", "max_model_len")
+_CHOICES = {choice.name: choice.choices for choice in CHOICE_SETTINGS}
 _MAX_PARAMS = 32
 
 
@@ -113,6 +118,8 @@ def parse_field(name: str, text: str) -> object:
         return parse_choices(text, KV_CACHE_DTYPES)
     if name == "row":
         return parse_number(text, 1, MAX_ROW, integer=True)
+    if name in _CHOICES:
+        return parse_choice(text.strip(), _CHOICES[name])
     low, high = LIMITS[name]
     return parse_number(
         text,

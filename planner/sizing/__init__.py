@@ -3,6 +3,8 @@ request rate within percentile latency SLOs, its cost per hour and per million o
 
 * :mod:`planner.sizing.settings`: :class:`~planner.sizing.settings.SizingSettings`, the one description of a sizing
   question (model, target rate, workload, SLOs, GPUs, prices, headroom), and the text rules of its fields.
+* :mod:`planner.sizing.estimate`: which end of the predictor's error band the SLOs are checked at (``pessimistic``,
+  the default, or ``point``), the same ratios for the checks and for the bounds that prune the search.
 * :mod:`planner.sizing.prices`: GPU prices per hour, from the catalog (with their source) or typed by the user.
 * :mod:`planner.sizing.bounds`: analytic figures of one planned deployment from the step-time model: the latency of
   a request alone (a floor no replica count lowers) and the fluid upper bound of the request rate one replica

@@ -27,6 +27,11 @@ A TPOT (or ITL) SLO ``L`` bounds it further: when every step decodes, the mean s
 ``λ ≤ (1 − s / L) / w``; an E2EL SLO gives the same with ``L = (L_e2el − TTFT_floor) / (output_len − 1)``. TTFT
 SLOs bound nothing here (queueing sets them): the simulation does. These are fluid figures, not guarantees: they
 order the search and start it; every verdict on a rate comes from the simulator.
+
+**At the band's pessimistic end** (:mod:`planner.sizing.estimate`) the simulation's value of an SLO's statistic is
+multiplied by the band's high ratio ``h`` before it is checked, so the bounds take the limit as ``L / h``; and a
+replica must keep up with ``λ / low`` (the throughput band's low ratio), so the throughput bound is
+``low · λ_fluid``. A bound thus rules out exactly what the check it stands for would.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from planner.capacity.result import Plan
 from planner.metrics.slo import Slo
 from planner.predict.shape import StepShape
 from planner.predict.step_time import TERMS, StepCoefficients, critical_path, step_features
+from planner.sizing.estimate import SloEnds
 
 __all__ = ["Bounds", "bounds"]
 
@@ -58,8 +64,9 @@ class Bounds:
         fixed_step_s: ``s``, the part of every step no token adds.
         work_per_request_s: ``w``, the step time one request adds over its lifetime.
         max_batch: ``B``, most sequences a step decodes at the workload's mean length.
-        fluid_rate: ``λ_fluid``.
-        rate_bound: the fluid rate lowered by the TPOT, ITL and E2EL SLOs (0 when a floor misses one).
+        fluid_rate: ``λ_fluid``, the simulator's (the point estimate).
+        rate_bound: the fluid rate at the throughput's end of the band, lowered by the TPOT, ITL and E2EL SLOs at
+            theirs (0 when a floor misses one).
         binding: what sets ``rate_bound``: ``"throughput"`` or the SLO's key (``tpot_p99_ms``).
     """
 
@@ -123,7 +130,7 @@ def bounds(
     *,
     input_len: int,
     output_len: int,
-    slos: tuple[Slo, ...] = (),
+    ends: SloEnds | None = None,
 ) -> Bounds:
     """The analytic figures of a deployment (module docstring).
 
@@ -132,7 +139,8 @@ def bounds(
         shape: its step shape (:func:`planner.predict.shape.step_shape`).
         coefficients: the step model's coefficients.
         input_len / output_len: the workload's tokens per request.
-        slos: the SLOs whose TPOT, ITL and E2EL limits lower the rate bound.
+        ends: the SLOs whose TPOT, ITL and E2EL limits lower the rate bound, and the ends of the band they and the
+            throughput are checked at (None: no SLO, the point estimate).
 
     Returns:
         The figures.
@@ -168,12 +176,13 @@ def bounds(
     batch = max(1, min(shape.max_num_seqs, kv_batch))
     steps_per_request = max((output_len - 1) / batch, input_len / shape.max_num_batched_tokens)
     fluid = 1.0 / (fixed * steps_per_request + work) if work > 0 else math.inf
-    rate, binding = fluid, "throughput"
-    for slo in slos:
+    ends = ends or SloEnds()
+    rate, binding = fluid * ends.throughput_low, "throughput"
+    for slo in ends.slos:
         if slo.metric in ("tpot", "itl"):
-            limit = slo.limit_s
+            limit = ends.limit_s(slo)
         elif slo.metric == "e2el" and output_len > 1:
-            limit = (slo.limit_s - ttft) / (output_len - 1)
+            limit = (ends.limit_s(slo) - ttft) / (output_len - 1)
         else:
             continue
         bound = max(0.0, (1.0 - fixed / limit) / work) if limit > 0 and work > 0 else 0.0

@@ -50,6 +50,14 @@ def _num(value: float | None, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+def _checked(o: SizingOption) -> str:
+    """The values its SLOs were checked with, at the chosen end of the band: ``ttft_p99_ms=659.8, tpot_p99_ms=27``."""
+    checks = o.checked
+    if not checks:
+        return "n/a"
+    return ", ".join(f"{c.slo.key}={c.value_s * 1e3:,.1f}" for c in checks if c.value_s is not None)
+
+
 def _capacity(o: SizingOption) -> str:
     if o.replica_rate is None:
         return "n/a"
@@ -74,7 +82,8 @@ OPTIONS_HEADLINE: tuple[str, ...] = (
 
 def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataFrame:
     """One row per configuration (ranked options first), as shown: rank, verdict, configuration, replicas, GPUs,
-    cost, per-replica capacity, predicted p50/p99 TTFT and TPOT at the chosen size, and why.
+    cost, per-replica capacity, predicted p50/p99 TTFT and TPOT at the chosen size, the values its SLOs were checked
+    with (at the chosen end of the band, at its share of the load with headroom), and why.
 
     Args:
         result: the search.
@@ -104,6 +113,7 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
                 "p99 TPOT (ms)": _num(o.at_size_ms("tpot", "p99"), ",.1f"),
                 "p50 TTFT (ms)": _num(o.at_size_ms("ttft", "p50"), ",.0f"),
                 "p50 TPOT (ms)": _num(o.at_size_ms("tpot", "p50"), ",.1f"),
+                "SLO values checked": _checked(o),
                 "req/s per replica": _capacity(o),
                 "$/GPU-hour": _num(o.price.usd_per_hour, ",.2f"),
                 "checkpoint": c.model,

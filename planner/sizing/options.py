@@ -15,6 +15,7 @@ from planner.predict.api import DEFAULT_SOURCE
 from planner.predict.shape import StepShape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
 from planner.sizing.bounds import Bounds
+from planner.sizing.estimate import SloEnds
 from planner.sizing.prices import GpuPrice
 from planner.sizing.probe import Probe
 from planner.sizing.settings import SizingSettings
@@ -109,6 +110,7 @@ class SizingOption:
         plan: its capacity plan (None when it could not be planned).
         shape: its step shape (None unless it fits, can be predicted and has a price).
         bounds: its analytic figures (None unless it fits and can be predicted).
+        ends: the ends of the error band its SLOs are checked at (None unless it fits and can be predicted).
         replicas: replicas it needs (resolved options only).
         replica_rate: per-replica capacity: the highest rate simulated to meet the SLOs, req/s.
         replica_rate_limit: the lowest rate simulated to miss them (or the fluid bound), req/s: capacity is below.
@@ -127,6 +129,7 @@ class SizingOption:
     plan: Plan | None = field(default=None, repr=False, compare=False)
     shape: StepShape | None = field(default=None, repr=False, compare=False)
     bounds: Bounds | None = None
+    ends: SloEnds | None = field(default=None, repr=False)
     replicas: int | None = None
     replica_rate: float | None = None
     replica_rate_limit: float | None = None
@@ -161,8 +164,19 @@ class SizingOption:
         value = None if dist is None else getattr(dist, {"p50": "median_s", "p99": "p99_s", "p90": "p90_s"}[stat])
         return None if value is None else value * 1e3
 
+    @property
+    def checked(self) -> tuple[SloCheck, ...]:
+        """The SLO checks that decided its replicas: those of the simulation at its share of ``target_rate · (1 +
+        headroom)``, each value at the chosen end of the band; () when it was not resolved."""
+        passed = [p for p, met in self.probes if met]
+        if self.ends is None or self.replicas is None or not passed:
+            return ()
+        return self.ends.checks(max(passed, key=lambda p: p.rate).metrics)
+
     def to_json(self) -> dict[str, object]:
-        """The option under the CLI's ``--json`` keys (vLLM's flag names; ``None`` where not known)."""
+        """The option under the CLI's ``--json`` keys (vLLM's flag names; ``None`` where not known). ``slo_checks``
+        lists the checks that decided its replicas: per SLO its limit, the predicted value, the band's ratio and the
+        value checked (their product), in ms."""
         c = self.config
         return {
             "rank": self.rank,
@@ -186,10 +200,23 @@ class SizingOption:
             "p50_tpot_ms": self.at_size_ms("tpot", "p50"),
             "p99_tpot_ms": self.at_size_ms("tpot", "p99"),
             "meets_slo": self.meets_slo,
+            "slo_checks": [self._check_json(check) for check in self.checked],
             "verdict": self.verdict,
             "reason": self.reason,
             "least_usd_per_hour": self.least_usd_per_hour,
             "launch_command": self.launch_command if self.verdict == "meets" else None,
+        }
+
+    def _check_json(self, check: SloCheck) -> dict[str, object]:
+        assert self.ends is not None and check.value_s is not None  # checked() gives only simulated checks
+        ratio = self.ends.ratio(check.slo)
+        return {
+            "slo": check.slo.key,
+            "limit_ms": check.slo.limit_ms,
+            "predicted_ms": check.value_s / ratio * 1e3,
+            "band_ratio": ratio,
+            "checked_ms": check.value_s * 1e3,
+            "met": check.ok,
         }
 
 
@@ -229,6 +256,10 @@ class SizingResult:
     def best(self) -> SizingOption | None:
         """The cheapest option that meets the SLOs; None when none does."""
         return next(iter(self.ranked), None)
+
+    def to_json(self) -> list[dict[str, object]]:
+        """The CLI's ``--json``: every option (:meth:`SizingOption.to_json`) with the search's ``slo_estimate``."""
+        return [{**o.to_json(), "slo_estimate": self.settings.slo_estimate} for o in self.options]
 
     def counts(self) -> dict[str, int]:
         """Configurations per verdict."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.prices import usd_per_million_output_tokens
 from planner.sizing.probe import Probe
-from planner.sizing.search import replica_probe
+from planner.sizing.search import replica_verdict
 
 __all__ = ["LOADS", "ParetoPoint", "frontier", "pareto_points"]
 
@@ -41,7 +41,8 @@ class ParetoPoint:
         tokens_per_s_per_user: 1 / median TPOT.
         tokens_per_s_per_gpu: ``rate · output_len / GPUs``.
         usd_per_million_output_tokens: cost per token at that load; None without a price.
-        meets_slo: the simulation met every SLO.
+        meets_slo: the simulation met every SLO (at the end of the error band the search checked,
+            :func:`planner.sizing.search.replica_verdict`).
         rank: the configuration's rank when it is a ranked option; None otherwise.
     """
 
@@ -93,10 +94,16 @@ def pareto_points(
         The points (operating points that keep up), search first.
     """
     s = result.settings
+
+    def verdict(o: SizingOption, rate: float) -> tuple[Probe, bool]:
+        assert o.shape is not None and o.bounds is not None and o.ends is not None
+        v = replica_verdict(o.shape, o.bounds, result.coefficients, s, o.ends, rate)
+        return v.probe, v.met
+
     out = [
         point
         for o in result.options
-        for p, met in o.probes + (((o.at_size, o.at_size.meets(s.slos)),) if o.at_size is not None else ())
+        for p, met in o.probes + ((verdict(o, o.at_size.rate),) if o.at_size is not None else ())
         if (point := _point(o, p, met, s.output_len)) is not None
     ]
     best: dict[str, SizingOption] = {}
@@ -112,10 +119,7 @@ def pareto_points(
     for i, (o, fraction) in enumerate(todo):
         if on_progress is not None:
             on_progress(i / max(1, len(todo)), f"Simulating {o.config.label} at {fraction:.0%} of its bound")
-        assert o.shape is not None and o.bounds is not None
-        rate = float(o.bounds.rate_bound * fraction)
-        p = replica_probe(o.shape, o.bounds, result.coefficients, s, rate)
-        point = _point(o, p, p.meets(s.slos), s.output_len)
+        point = _point(o, *verdict(o, float(o.bounds.rate_bound * fraction)), s.output_len)
         if point is not None:
             out.append(point)
     if on_progress is not None:

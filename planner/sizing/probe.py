@@ -1,5 +1,6 @@
 """One replica simulated at one request rate: the continuous-batching simulator at the target workload, its
-percentile SLO checks over the steady state, and whether its queue stayed bounded.
+percentiles over the steady state (the SLOs are checked against them at the end of the error band the settings ask
+for, :mod:`planner.sizing.estimate`), and whether its queue stayed bounded.
 
 A probe runs :func:`planner.predict.simulator.simulate` on the deployment's step shape for an open-loop load
 (``vllm bench serve``'s schedule: gamma arrival gaps of the settings' burstiness, seed 0, so every probe of every
@@ -36,7 +37,6 @@ import numpy as np
 
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
-from planner.metrics.slo import Slo, SloCheck, check
 from planner.predict.shape import StepShape
 from planner.predict.simulator import simulate
 from planner.predict.step_time import StepCoefficients
@@ -49,6 +49,7 @@ __all__ = [
     "QUEUE_GROWTH_MIN",
     "Probe",
     "probe",
+    "probe_load",
     "probe_requests",
 ]
 
@@ -105,14 +106,6 @@ class Probe:
         """The queue stayed bounded (module docstring)."""
         return self.queue_growth <= max(QUEUE_GROWTH_MIN, QUEUE_GROWTH_FRACTION * self.num_prompts)
 
-    def checks(self, slos: tuple[Slo, ...]) -> tuple[SloCheck, ...]:
-        """Each SLO against the measured requests."""
-        return check(self.metrics, slos)
-
-    def meets(self, slos: tuple[Slo, ...]) -> bool:
-        """Every SLO is met and the queue stayed bounded."""
-        return self.keeps_up and all(c.ok for c in self.checks(slos))
-
     @property
     def tokens_per_s_per_user(self) -> float | None:
         """Output tokens per second one request sees while it decodes: 1 / median TPOT; None without TPOT."""
@@ -123,6 +116,23 @@ class Probe:
 def _waiting(sent: np.ndarray, first: np.ndarray, t: float) -> int:
     """Requests sent by ``t`` without a first token at ``t``."""
     return int(np.count_nonzero((sent <= t) & (first > t)))
+
+
+def probe_load(
+    *, rate: float, input_len: int, output_len: int, burstiness: float = 1.0, num_prompts: int = 1
+) -> LoadSettings:
+    """The load a probe sends: ``num_prompts`` requests at ``rate`` req/s (open loop, ``vllm bench serve``'s
+    schedule) of ``input_len`` prompt tokens, each answered with ``output_len`` tokens (``ignore_eos``)."""
+    return LoadSettings(
+        num_prompts=num_prompts,
+        max_concurrency=None,
+        request_rate=rate,
+        burstiness=burstiness,
+        input_len=input_len,
+        output_len=output_len,
+        duration_s=None,
+        ignore_eos=True,
+    )
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -145,15 +155,8 @@ def probe(
             hold one request).
     """
     warm, measured = probe_requests(rate, warmup_s, measure_s)
-    settings = LoadSettings(
-        num_prompts=warm + measured,
-        max_concurrency=None,
-        request_rate=rate,
-        burstiness=burstiness,
-        input_len=input_len,
-        output_len=output_len,
-        duration_s=None,
-        ignore_eos=True,
+    settings = probe_load(
+        rate=rate, input_len=input_len, output_len=output_len, burstiness=burstiness, num_prompts=warm + measured
     )
     run = simulate(shape, settings, coefficients)
     window = slice(warm, None)

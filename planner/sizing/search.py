@@ -19,7 +19,8 @@ rate within percentile SLOs.
    throughput bound, or by a TPOT bound checked once by simulation), keyed by cost (replicas × GPUs × price); the
    cheapest entry is simulated at its per-replica share of ``target_rate · (1 + headroom)``
    (:func:`planner.sizing.probe.probe`, the continuous-batching simulator at the target workload, SLOs checked on
-   percentiles over the steady state). A pass is the configuration's answer once the replica count below it is
+   percentiles over the steady state at the end of the predictor's error band the settings ask for,
+   :func:`replica_verdict`). A pass is the configuration's answer once the replica count below it is
    known to fail (bisection between the two); a fail pushes the configuration back at more replicas, scaled by how
    far the binding SLO was missed. Because entries leave the heap in cost order, the first configurations resolved
    are the cheapest; the search stops when :data:`KEEP` options are resolved and the heap's cheapest remaining
@@ -27,6 +28,12 @@ rate within percentile SLOs.
    never simulated: they are listed with the bound that rules them out.
 5. **At the chosen size.** Each resolved option is simulated once more at its actual share, ``target_rate /
    replicas``: the p50/p99 it is predicted to show in service.
+
+**Which end of the error band.** With ``slo_estimate="pessimistic"`` (the default) every SLO is checked against the
+worse end of the predictor's error band and a replica must keep up with its share at the band's low end of
+throughput (:mod:`planner.sizing.estimate`); the floors and rate bounds of stage 3 take the same ratios
+(:mod:`planner.sizing.bounds`), so they rule out what the checks would. ``"point"`` checks the predictions
+themselves.
 
 Per-replica capacity is reported as the bracket the search established: the highest rate simulated to meet the
 SLOs (``target_rate · (1 + headroom) / replicas``) and the lowest one simulated to miss them (or the fluid bound
@@ -53,9 +60,10 @@ from planner.predict.calibration import CalibrationProfile
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
 from planner.sizing.bounds import Bounds, bounds
+from planner.sizing.estimate import SloEnds, ends_for
 from planner.sizing.options import VERDICTS, Configuration, SizingOption, SizingResult
 from planner.sizing.prices import GpuPrice, price_of, usd_per_million_output_tokens
-from planner.sizing.probe import Probe, probe
+from planner.sizing.probe import Probe, probe, probe_load
 from planner.sizing.replicas import cheapest_replicas
 from planner.sizing.settings import SizingSettings
 
@@ -63,8 +71,11 @@ __all__ = [
     "KEEP",
     "MAX_PROBES",
     "MAX_REPLICAS",
+    "ReplicaVerdict",
     "replica_probe",
+    "replica_verdict",
     "size",
+    "slo_ends",
     "spans",
 ]
 
@@ -119,6 +130,7 @@ class _Candidate:
     plan: Plan
     shape: StepShape
     bounds: Bounds
+    ends: SloEnds
     usd_per_gpu_hour: float
     failed: int  # most replicas known to miss (0: none known)
     passed: int | None = None  # fewest replicas known to meet
@@ -154,6 +166,77 @@ def replica_probe(
         warmup_s=warm,
         measure_s=measure,
     )
+
+
+def slo_ends(shape: StepShape, settings: SizingSettings) -> SloEnds:
+    """The ends of the error band ``settings``' SLOs are checked at on ``shape``, for the load every probe sends
+    (:func:`planner.sizing.estimate.ends_for`)."""
+    load = probe_load(
+        rate=settings.deployment_rate,
+        input_len=settings.input_len,
+        output_len=settings.output_len,
+        burstiness=settings.burstiness,
+    )
+    return ends_for(shape, settings.slos, settings.slo_estimate, load)
+
+
+@dataclass(frozen=True)
+class ReplicaVerdict:
+    """Whether one replica meets the SLOs at one rate (:func:`replica_verdict`).
+
+    Attributes:
+        probe: the replica simulated at that rate.
+        checks: each SLO against its value at the chosen end of the band.
+        met: every check passes and the replica keeps up (at the throughput's end of the band).
+        excess: by what ratio it missed (the binding check's ratio; ``1 / low`` when it keeps up only at the
+            throughput's point estimate; inf when its queue grows).
+        simulations: simulations asked for (1, or 2 with the throughput's end).
+    """
+
+    probe: Probe
+    checks: tuple[SloCheck, ...]
+    met: bool
+    excess: float
+    simulations: int
+
+
+def replica_verdict(
+    shape: StepShape,
+    b: Bounds,
+    coefficients: StepCoefficients,
+    settings: SizingSettings,
+    ends: SloEnds,
+    rate: float,
+) -> ReplicaVerdict:
+    """One replica of ``shape`` at ``rate`` req/s checked against ``settings``' SLOs at ``ends``: the SLOs on the
+    percentiles of :func:`replica_probe` at ``rate``, and its queue kept bounded at ``rate / ends.throughput_low``
+    (a second simulation, only when the first passes and the band's throughput end is below 1:
+    :mod:`planner.sizing.estimate`).
+
+    Args:
+        shape / b: the configuration's step shape and bounds.
+        coefficients: the step model's coefficients.
+        settings: the workload and the SLOs.
+        ends: the ends of the band the SLOs and the throughput are checked at (:func:`slo_ends`).
+        rate: the replica's request rate, req/s.
+
+    Returns:
+        The verdict, with the simulation at ``rate``.
+
+    Raises:
+        InvalidParameterError: from the simulator (a request longer than ``max_model_len``).
+    """
+    result = replica_probe(shape, b, coefficients, settings, rate)
+    checks = ends.checks(result.metrics)
+    worst = binding(checks)
+    met = result.keeps_up and (worst is None or worst.ok)
+    excess = worst.ratio if worst is not None and result.keeps_up else math.inf
+    simulations = 1
+    if met and ends.throughput_low < 1.0:
+        simulations += 1
+        if not replica_probe(shape, b, coefficients, settings, rate / ends.throughput_low).keeps_up:
+            met, excess = False, 1.0 / ends.throughput_low
+    return ReplicaVerdict(result, checks, met, excess, simulations)
 
 
 def _money(usd: float) -> str:
@@ -266,30 +349,32 @@ def size(
                     except PlannerError as exc:
                         add(config, "not_predicted", f"cannot be predicted: {exc}", price, plan=result)
                         continue
+                    ends = slo_ends(shape, settings)
                     b = bounds(
                         result,
                         shape,
                         coefficients,
                         input_len=settings.input_len,
                         output_len=settings.output_len,
-                        slos=settings.slos,
+                        ends=ends,
                     )
-                    floors = [(slo, b.floor_s(slo) / slo.limit_s) for slo in settings.slos]
-                    slo, ratio = max(floors, key=lambda f: f[1])
-                    if ratio > 1.0:
+                    floor = binding([ends.check(slo, b.floor_s(slo)) for slo in settings.slos])
+                    if floor is not None and not floor.ok:
+                        slo = floor.slo
                         add(
                             config,
                             "misses_slo",
-                            f"misses {slo.key} at any load: a request alone takes {b.floor_s(slo) * 1e3:,.1f} ms "
-                            f"(SLO {slo.limit_ms:,.6g} ms); more replicas do not help",
+                            f"misses {slo.key} at any load: a request alone takes {ends.shown(floor)} (SLO "
+                            f"{slo.limit_ms:,.6g} ms); more replicas do not help",
                             price,
                             plan=result,
                             bounds=b,
+                            ends=ends,
                         )
                         continue
-                    add(config, "not_searched", None, price, plan=result, shape=shape, bounds=b)
+                    add(config, "not_searched", None, price, plan=result, shape=shape, bounds=b, ends=ends)
                     candidates.append(
-                        _Candidate(len(configs) - 1, config, result, shape, b, price.usd_per_hour, failed=0)
+                        _Candidate(len(configs) - 1, config, result, shape, b, ends, price.usd_per_hour, failed=0)
                     )
     if dominated:
         notes.append(
@@ -303,13 +388,10 @@ def size(
     def evaluate(i: int, replicas: int) -> tuple[bool, float]:
         nonlocal probes_run
         c = candidates[i]
-        result = replica_probe(c.shape, c.bounds, coefficients, settings, rate_needed / replicas)
-        probes_run += 1
-        met = result.meets(settings.slos)
-        c.probes.append((result, met))
-        worst = binding(result.checks(settings.slos))
-        excess = worst.ratio if worst is not None and result.keeps_up else math.inf
-        return met, excess
+        verdict = replica_verdict(c.shape, c.bounds, coefficients, settings, c.ends, rate_needed / replicas)
+        probes_run += verdict.simulations
+        c.probes.append((verdict.probe, verdict.met))
+        return verdict.met, verdict.excess
 
     def step(done: int, i: int, replicas: int) -> None:
         progress(0.3 + 0.6 * done / max_probes, f"Simulating {candidates[i].config.label} × {replicas}")
@@ -439,20 +521,12 @@ def _closest(options: Sequence[SizingOption], settings: SizingSettings) -> tuple
     or from its best simulation."""
     best: tuple[float, SizingOption, SloCheck] | None = None
     for o in options:
-        found: list[SloCheck] = []
-        if o.bounds is not None:
-            found.append(
-                max(
-                    (SloCheck(s, o.bounds.floor_s(s), o.bounds.floor_s(s) / s.limit_s) for s in settings.slos),
-                    key=lambda c: c.ratio,
-                )
-            )
-        for p, _ in o.probes:
-            worst = binding(p.checks(settings.slos))
-            if worst is not None:
-                found.append(worst)
+        if o.bounds is None or o.ends is None:
+            continue
+        found = [binding([o.ends.check(s, o.bounds.floor_s(s)) for s in settings.slos])]
+        found += [binding(o.ends.checks(p.metrics)) for p, _ in o.probes]
         for check in found:
-            if best is None or check.ratio < best[0]:
+            if check is not None and (best is None or check.ratio < best[0]):
                 best = (check.ratio, o, check)
     return None if best is None else (best[1], best[2])
 
@@ -486,10 +560,12 @@ def _answer(
             "reason below."
         )
     option, check = closest
-    floor = option.bounds is not None and check.value_s == option.bounds.floor_s(check.slo)
+    assert option.bounds is not None and option.ends is not None  # _closest keeps only such options
+    floor = check == option.ends.check(check.slo, option.bounds.floor_s(check.slo))
     how = "even with a request alone (more replicas do not help)" if floor else "at its lightest simulated load"
     return (
-        f"No configuration meets the SLOs for {load}. Closest: {option.config.label}, {check.describe()} {how}: "
+        f"No configuration meets the SLOs for {load}. Closest: {option.config.label}, "
+        f"{option.ends.describe(check)} {how}: "
         f"{check.slo.key} binds ({check.ratio:.2f}× its limit). A faster GPU, more tensor parallelism, FP8, or a "
         f"looser {check.slo.key} would help."
     )

@@ -19,20 +19,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field, fields
 
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.errors import InvalidParameterError
 from planner.links.rules import BadValue, format_value, parse_number
 from planner.metrics.slo import Slo
+from planner.sizing.estimate import SLO_ESTIMATES
 
 __all__ = [
+    "CHOICE_SETTINGS",
     "DEFAULT",
     "DEFAULT_NODE_GPUS",
     "LIMITS",
     "MAX_PRICE_USD_PER_HOUR",
     "QUANTIZATIONS",
+    "ChoiceSetting",
     "SizingSettings",
+    "choice_setting",
     "default_max_model_len",
     "format_gpus",
     "format_prices",
@@ -87,6 +91,11 @@ class SizingSettings:
         kv_cache_dtypes: KV-cache dtypes to consider (vLLM's ``--kv-cache-dtype`` values).
         max_model_len: the deployments' ``--max-model-len``; None = :func:`default_max_model_len` of the workload.
         gpu_memory_utilization: vLLM's ``--gpu-memory-utilization`` of every deployment.
+        slo_estimate: what the SLOs are checked against: ``pessimistic``, the predictor's error band's worse end of
+            each predicted figure, or ``point``, the prediction itself (:mod:`planner.sizing.estimate`).
+
+    A setting with a fixed set of values declares them, its label and its help in its field's metadata
+    (:class:`ChoiceSetting`): validation, the CLI flag, the link key and the page's widget derive from it.
 
     Raises:
         InvalidParameterError: a value outside what is accepted, naming it.
@@ -107,6 +116,15 @@ class SizingSettings:
     kv_cache_dtypes: tuple[str, ...] = ("auto", "fp8")
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    slo_estimate: str = field(
+        default="pessimistic",
+        metadata={
+            "choices": SLO_ESTIMATES,
+            "label": "SLOs checked at",
+            "help": "pessimistic: each SLO against the worse end of the predictor's error band (a 70% prediction "
+            "interval from its errors on models it had not seen); point: against the prediction itself",
+        },
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip() or len(self.model) > 200:
@@ -142,6 +160,9 @@ class SizingSettings:
             raise InvalidParameterError(
                 "kv_cache_dtype", self.kv_cache_dtypes, "one or more of " + ", ".join(KV_CACHE_DTYPES)
             )
+        for choice in CHOICE_SETTINGS:
+            if getattr(self, choice.name) not in choice.choices:
+                raise InvalidParameterError(choice.name, getattr(self, choice.name), choice.accepted)
 
     @property
     def deployment_rate(self) -> float:
@@ -160,6 +181,59 @@ class SizingSettings:
     def price_override(self, gpu_id: str) -> float | None:
         """The price the user gave for ``gpu_id``, USD per GPU-hour; None when they gave none."""
         return dict(self.prices).get(gpu_id)
+
+
+@dataclass(frozen=True)
+class ChoiceSetting:
+    """A setting of :class:`SizingSettings` with a fixed set of values, as its field's metadata declares it: the one
+    source of its validation, CLI flag, link key and page widget.
+
+    Attributes:
+        name: the field's name, which is also its link key (``slo_estimate``).
+        choices: its values, the default first.
+        default: its default.
+        label: the widget's label.
+        help: what each value means (the flag's and the widget's help).
+    """
+
+    name: str
+    choices: tuple[str, ...]
+    default: str
+    label: str
+    help: str
+
+    @classmethod
+    def of(cls, f: Field) -> ChoiceSetting:
+        """The setting a field's metadata declares."""
+        return cls(f.name, tuple(f.metadata["choices"]), f.default, f.metadata["label"], f.metadata["help"])
+
+    @property
+    def flag(self) -> str:
+        """Its CLI flag, in vLLM's spelling: ``--slo-estimate``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def accepted(self) -> str:
+        """What it accepts, for error lines."""
+        return "one of " + ", ".join(self.choices)
+
+
+#: The settings with a fixed set of values, in field order.
+CHOICE_SETTINGS: tuple[ChoiceSetting, ...] = tuple(
+    ChoiceSetting.of(f) for f in fields(SizingSettings) if "choices" in f.metadata
+)
+
+
+def choice_setting(name: str) -> ChoiceSetting:
+    """The setting of :data:`CHOICE_SETTINGS` named ``name``.
+
+    Raises:
+        KeyError: no such setting.
+    """
+    found = next((c for c in CHOICE_SETTINGS if c.name == name), None)
+    if found is None:
+        raise KeyError(name)
+    return found
 
 
 #: The settings of the Sizing page opened without a link (the issue's example: 20 req/s of 2k-in / 300-out under

@@ -91,3 +91,34 @@ def test_a_link_the_page_cannot_size_is_still_written_back_clean() -> None:
     assert not at.exception
     assert any("unknown-org/no-such-model" in e.value for e in at.error)
     assert dict(at.query_params) == {"model": "unknown-org/no-such-model"}
+
+
+def _estimate_caption(at: AppTest) -> str:
+    (caption,) = [c.value for c in at.caption if c.value.startswith("SLOs checked against")]
+    return caption
+
+
+def test_the_answer_says_which_end_of_the_band_and_the_widget_switches_it() -> None:
+    at = _app(**NARROW)
+    assert not at.exception and at.radio(key="size.slo_estimate").value == "pessimistic"
+    assert _estimate_caption(at).startswith(
+        'SLOs checked against the pessimistic end of the predictor\'s error band ("SLOs checked at: point" below to '
+        "use the point estimate)"
+    )
+    assert "slo_estimate" not in at.query_params  # the default is not written
+    at.radio(key="size.slo_estimate").set_value("point").run(timeout=TIMEOUT_S)
+    assert not at.exception and not at.warning
+    assert _estimate_caption(at).startswith("SLOs checked against the predictor's point estimate")
+    assert at.query_params["slo_estimate"] == "point"
+
+
+def test_a_link_restores_the_point_estimate() -> None:
+    at = _app(**NARROW, slo_estimate="point")
+    assert not at.exception and not at.warning
+    assert at.radio(key="size.slo_estimate").value == "point"
+    assert _estimate_caption(at).startswith("SLOs checked against the predictor's point estimate")
+    bad = _app(**NARROW, slo_estimate="optimistic")
+    assert any(
+        "slo_estimate='optimistic' is not valid: expected one of pessimistic, point" in w.value for w in bad.warning
+    )
+    assert bad.radio(key="size.slo_estimate").value == "pessimistic"

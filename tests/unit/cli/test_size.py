@@ -80,3 +80,48 @@ def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], flags: list[s
 def test_unknown_gpu_names_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--gpus", "h100-pcix"]) == 2
     assert "unknown GPU 'h100-pcix'; closest catalog ids" in capsys.readouterr().err
+
+
+PESSIMISTIC_LINE = (
+    "SLOs checked against the pessimistic end of the predictor's error band (--slo-estimate point to use the point "
+    "estimate): a 70% prediction interval"
+)
+POINT_LINE = (
+    "SLOs checked against the predictor's point estimate (--slo-estimate pessimistic to check them against the worse "
+    "end of its error band)."
+)
+
+
+@pytest.mark.parametrize(("flags", "line"), [([], PESSIMISTIC_LINE), (["--slo-estimate", "point"], POINT_LINE)])
+def test_text_says_which_end_of_the_band_the_slos_were_checked_at(
+    capsys: pytest.CaptureFixture[str], flags: list[str], line: str
+) -> None:
+    assert main([*BASE, *NARROW, *flags]) == 0
+    second = capsys.readouterr().out.splitlines()[1]
+    assert second.startswith(line)
+
+
+@pytest.mark.parametrize(("flags", "estimate"), [([], "pessimistic"), (["--slo-estimate", "point"], "point")])
+def test_json_says_the_end_and_each_ranked_row_the_values_checked(
+    capsys: pytest.CaptureFixture[str], flags: list[str], estimate: str
+) -> None:
+    assert main([*BASE, *NARROW, "--slo", "ttft_p99_ms=1000", "--slo", "tpot_p99_ms=50", *flags, "--json"]) == 0
+    options = json.loads(capsys.readouterr().out)
+    assert {o["slo_estimate"] for o in options} == {estimate}
+    for option in (o for o in options if o["meets_slo"]):
+        assert [c["slo"] for c in option["slo_checks"]] == ["ttft_p99_ms", "tpot_p99_ms"]
+        for c in option["slo_checks"]:
+            assert c["checked_ms"] == pytest.approx(c["predicted_ms"] * c["band_ratio"], rel=1e-9)
+            assert c["checked_ms"] <= c["limit_ms"] and c["met"] is True
+            # the shipped band's high ends are above 1 for every figure; the point estimate is the prediction
+            assert c["band_ratio"] > 1.0 if estimate == "pessimistic" else c["band_ratio"] == 1.0
+    assert all(o["slo_checks"] == [] for o in options if not o["meets_slo"])
+
+
+def test_bad_slo_estimate_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*BASE, "--slo-estimate", "optimistic"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("python -m planner size: error: ")
+    assert "--slo-estimate" in err and "'optimistic'" in err and "pessimistic" in err and "point" in err

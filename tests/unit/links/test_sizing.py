@@ -31,11 +31,20 @@ def test_round_trip() -> None:
         quantizations=("none",),
         kv_cache_dtypes=("fp8",),
         max_model_len=8192,
+        slo_estimate="point",
     )
     query = encode(s, row=3)
     assert query["gpus"] == "h100-sxm-80gb,l4:4" and query["slo"] == "ttft_p90_ms=500,e2el_p99_ms=8000"
+    assert query["slo_estimate"] == "point"
     back = decode(query)
     assert back.settings == s and back.row == 3 and back.warnings == ()
+
+
+def test_the_default_slo_estimate_is_left_out_and_point_round_trips() -> None:
+    assert DEFAULT.slo_estimate == "pessimistic" and "slo_estimate" not in encode(DEFAULT)
+    assert encode(replace(DEFAULT, slo_estimate="point")) == {"slo_estimate": "point"}
+    assert decode({"slo_estimate": "point"}).settings == replace(DEFAULT, slo_estimate="point")
+    assert decode({"slo_estimate": "pessimistic"}).settings == DEFAULT
 
 
 HOSTILE = {
@@ -47,6 +56,7 @@ HOSTILE = {
     "quantization": "int3",
     "row": "0",
     "max_gpus": "1e9",
+    "slo_estimate": "optimistic",
 }
 
 

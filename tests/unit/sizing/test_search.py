@@ -13,11 +13,14 @@ from planner.catalog.gpus import get_gpu
 from planner.catalog.hub import resolve_model
 from planner.errors import InvalidParameterError, PlannerError
 from planner.loadtest.settings import LoadSettings
-from planner.metrics.slo import parse_slos
+from planner.metrics.slo import Slo, parse_slos
+from planner.predict.band import BandCell, ErrorBand
 from planner.predict.shape import step_shape
 from planner.predict.simulator import simulate
 from planner.predict.step_time import DEFAULT_COEFFICIENTS
+from planner.sizing import estimate
 from planner.sizing.bounds import bounds
+from planner.sizing.estimate import SloEnds
 from planner.sizing.probe import probe
 from planner.sizing.search import size
 from planner.sizing.settings import SizingSettings
@@ -125,4 +128,38 @@ def test_probe_fails_a_rate_past_the_replica_and_passes_one_below() -> None:
     over = probe(shape, DEFAULT_COEFFICIENTS, rate=2 * b.fluid_rate, **kwargs)
     assert not over.keeps_up and over.queue_growth > 10
     under = probe(shape, DEFAULT_COEFFICIENTS, rate=0.3 * b.fluid_rate, **kwargs)
-    assert under.keeps_up and under.meets(parse_slos(["ttft_p99_ms=1000,tpot_p99_ms=50"]))
+    slos = parse_slos(["ttft_p99_ms=1000,tpot_p99_ms=50"])
+    assert under.keeps_up and all(c.ok for c in SloEnds("point", slos, (1.0, 1.0)).checks(under.metrics))
+
+
+def test_a_configuration_that_meets_at_the_point_estimate_misses_at_the_pessimistic_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One H100 at 0.6 req/s (0.5 with 20% headroom) meets a median-TPOT SLO set 5% above its predicted median TPOT
+    ``v``; with a band whose high end is 1.5× (a made-up table) the same SLO asks for ``v · 1.05 / 1.5 = 0.7 v``,
+    below what a request alone takes (a replica this lightly loaded decodes nearly alone): it misses at any load."""
+    monkeypatch.setattr(
+        estimate, "shipped_band", lambda: ErrorBand((BandCell("median_tpot", "*", "*", 0.9, 1.5, 10, 4),))
+    )
+    base = SizingSettings(target_rate=0.5, gpus=("h100-sxm-80gb",), slos=parse_slos(["tpot_p50_ms=50"]), **PLAIN)
+    first = size(replace(base, slo_estimate="point")).best
+    (check,) = first.checked
+    v = check.value_s
+    slo = Slo("tpot", "p50", v * 1.05)
+
+    point = size(replace(base, slos=(slo,), slo_estimate="point"))
+    assert point.best.replicas == 1
+    (check,) = point.best.checked
+    assert check.value_s == pytest.approx(v, rel=1e-12) and check.ratio == pytest.approx(1 / 1.05)
+    assert point.to_json()[0]["slo_checks"][0]["band_ratio"] == 1.0
+
+    pessimistic = size(replace(base, slos=(slo,), slo_estimate="pessimistic"))
+    (option,) = pessimistic.options
+    floor = option.bounds.tpot_s
+    assert floor * 1.5 > slo.limit_s  # a request alone, at the band's high end, already misses
+    assert pessimistic.best is None and option.verdict == "misses_slo"
+    shown = f"{floor * 1e3:,.1f} ms predicted, {floor * 1.5 * 1e3:,.1f} ms at the band's pessimistic end"
+    assert shown in option.reason and "more replicas do not help" in option.reason
+    assert shown in pessimistic.answer
+    assert f"tpot_p50_ms binds ({floor * 1.5 / slo.limit_s:.2f}× its limit)" in pessimistic.answer
+    assert all(row["slo_estimate"] == "pessimistic" for row in pessimistic.to_json())

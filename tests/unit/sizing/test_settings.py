@@ -7,7 +7,9 @@ import pytest
 from planner.errors import InvalidParameterError
 from planner.links.rules import BadValue
 from planner.sizing.settings import (
+    CHOICE_SETTINGS,
     SizingSettings,
+    choice_setting,
     default_max_model_len,
     format_gpus,
     format_prices,
@@ -67,3 +69,17 @@ def test_bad_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(InvalidParameterError) as err:
         SizingSettings(**{field: value})
     assert err.value.name in (field, field.rstrip("s"), "price", "quantization", "kv_cache_dtype")
+
+
+def test_slo_estimate_is_declared_once_in_its_field() -> None:
+    (choice,) = CHOICE_SETTINGS
+    assert (choice.name, choice.choices, choice.default) == ("slo_estimate", ("pessimistic", "point"), "pessimistic")
+    assert choice.flag == "--slo-estimate" and choice_setting("slo_estimate") is choice
+    assert SizingSettings().slo_estimate == "pessimistic"
+    with pytest.raises(InvalidParameterError) as err:
+        SizingSettings(slo_estimate="optimistic")
+    assert (err.value.name, err.value.value, err.value.accepted) == (
+        "slo_estimate",
+        "optimistic",
+        "one of pessimistic, point",
+    )
