@@ -231,10 +231,13 @@ if planned:
                     "per request)"
                 )
                 st.dataframe(forecast.table(), hide_index=True, width="stretch")
+                band_line = forecast.band_line
                 st.caption(
                     f"{forecast.full.calibration}. Full load: {forecast.full_concurrency:,} requests in flight, what "
-                    "the KV cache holds at this length (at most max_num_seqs). Curves for any workload, and "
-                    "calibration on your own runs: the Performance page or python -m planner predict."
+                    "the KV cache holds at this length (at most max_num_seqs). "
+                    + (f"In parentheses: {band_line}. " if band_line else "")
+                    + "Curves for any workload, and calibration on your own runs: the Performance page or "
+                    "python -m planner predict."
                 )
             with st.expander("Formulas with your numbers", expanded=False):
                 # st.table, not st.dataframe: the data grid's code costs every fresh visit ~0.4 s of browser CPU on

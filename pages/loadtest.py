@@ -32,7 +32,6 @@ from planner.loadtest.charts import (
     live_frames,
     run_headline,
     runs_figure,
-    sweep_curves,
     sweep_figure,
     sweep_points,
     turns_figure,
@@ -55,7 +54,7 @@ from planner.loadtest.results import (
 from planner.loadtest.sweep import find_knee
 from planner.loadtest.worker import BenchmarkRun, BenchmarkSnapshot, plan_jobs
 from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
-from planner.predict.charts import fit_table, overlay_errors
+from planner.predict.charts import OVERLAY_HEADLINE, fit_table, overlay_caption, overlay_curves, overlay_errors
 from planner.predict.overlay import recalibrate
 from planner.serving.requests import IGNORE_EOS_KINDS
 from planner.serving.server_metrics import compare_kv
@@ -663,11 +662,11 @@ if len(points):
                 else "no knee found (throughput still grows, or too few levels)."
             )
         )
-    curves = sweep_curves(tabled)
+    curves = overlay_curves(tabled, overlay)
     st.plotly_chart(curves_figure(curves, knees=curve_knees(curves)), key="lt.chart.curves")
     st.caption(
-        "Each sweep against concurrency: solid measured, dashed predicted (when overlaid) in the same colour; the "
-        "thin dotted lines are the p99."
+        "Each sweep against concurrency: solid measured, dashed predicted (when overlaid) in the same colour, shaded "
+        "by its error band (under Predicted against measured); the thin dotted lines are the p99."
     )
 
 if overlay is not None and overlay.pairs:
@@ -676,7 +675,10 @@ if overlay is not None and overlay.pairs:
         f"The same workload as each run, predicted for {scenario_text}. Coefficients: {overlay.calibration}. "
         "Error = predicted / measured − 1."
     )
-    st.dataframe(overlay_errors(overlay.pairs), hide_index=True, key="lt.predict.errors")
+    wide_table(overlay_errors(overlay.pairs, overlay.bands), OVERLAY_HEADLINE, key="lt.predict.errors")
+    band_line = overlay_caption(overlay)
+    if band_line is not None:
+        st.caption(band_line)
     for note in overlay.notes:
         st.caption(f"Note: {note}.")
     c = st.columns([1, 1, 1])

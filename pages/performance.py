@@ -17,6 +17,7 @@ from planner.links.loadtest import parse_field
 from planner.links.rules import BadValue
 from planner.predict.charts import (
     POINTS_HEADLINE,
+    band_caption,
     curve_points,
     headline_metrics,
     performance_figure,
@@ -184,10 +185,13 @@ with answer:
     for curve, label in zip(curves, labels, strict=True):
         if len(curves) > 1:
             st.markdown(f"**{label}**")
-        for column, (name, value, help_text) in zip(st.columns(5), headline_metrics(curve), strict=True):
-            column.metric(name, value, help=help_text)
+        for column, (name, value, help_text, band) in zip(st.columns(5), headline_metrics(curve), strict=True):
+            column.metric(name, value, delta=band, delta_color="off", delta_arrow="off", help=help_text)
     st.caption(f"{workload_caption(settings, axis, levels)} Coefficients: {curves[0].calibration}.")
     st.plotly_chart(performance_figure(curves, labels), key="perf.chart")
+    band_line = band_caption(curves)
+    if band_line is not None:
+        st.caption(band_line)
     for note in dict.fromkeys(n for c in curves for n in c.notes):
         st.caption(f"Note: {note}.")
 

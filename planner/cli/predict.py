@@ -30,6 +30,7 @@ from planner.loadtest.results import to_vllm_file
 from planner.loadtest.settings import LoadSettings, parse_goodput
 from planner.loadtest.sweep import sweep_levels
 from planner.predict.api import Prediction, SpeculativePrediction, predict, predict_speculative, predicted_run
+from planner.predict.band import band_note
 from planner.predict.calibration import CalibrationProfile, load_profile
 from planner.predict.curves import PredictedCurve, predict_curve
 from planner.predict.speculative import SPEC_METHODS, rates_from_measured
@@ -214,12 +215,9 @@ def _text(prediction: Prediction) -> str:
             else "  static batching: n/a"
         )
     lines.append(f"  coefficients: {prediction.calibration}")
-    if band is not None:
-        held = f"; it held {band.measured_coverage:.0%} of them" if band.measured_coverage is not None else ""
-        lines.append(
-            f"  (low–high): the predictor's error band for {band.klass} models at load {band.load}, from its errors "
-            f"on models it was not fitted to{held}"
-        )
+    note = band_note([band])
+    if note is not None:
+        lines.append(f"  (low–high): {note}")
     lines += [f"  note: {n}" for n in prediction.notes]
     return "\n".join(lines)
 

@@ -7,10 +7,10 @@ E2EL = last token − sent; output throughput = Σ output tokens / run duration.
 * :func:`sweep_figure`: the throughput-against-latency curve of each sweep (x: median latency, y: output tokens/s),
   one marker per concurrency level, the knee starred.
 * :func:`curves_figure`: output throughput, TPOT and TTFT (median, p99 thinner) against concurrency or request rate
-  (log₂ x axis), one colour per series group, predicted series dashed beside the measured ones they mirror, the
-  knee starred and the load at which the KV cache fills marked; its points come from :func:`curve_row` (one level
-  of any run, measured or predicted) or :func:`sweep_curves` (the levels of saved sweeps), their knees from
-  :func:`curve_knees`.
+  (log₂ x axis), one colour per series group, predicted series dashed beside the measured ones they mirror, a
+  shaded band around a median where the points carry one (a prediction's error band), the knee starred and the load
+  at which the KV cache fills marked; its points come from :func:`curve_row` (one level of any run, measured or
+  predicted) or :func:`sweep_curves` (the levels of saved sweeps), their knees from :func:`curve_knees`.
 * :func:`runs_figure`: runs side by side (measured here, earlier, imported): throughput and latency medians with
   their p99.
 * :func:`live_figure`: a run while it goes: output tokens/s and TTFT percentiles per time window, requests in
@@ -37,6 +37,7 @@ from planner.serving.server_metrics import ServerSample
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
+    "BAND_OPACITY",
     "CURVE_AXES",
     "CURVE_COLUMNS",
     "KV_FULL_TEXT",
@@ -68,7 +69,18 @@ LATENCY_AXES: dict[str, tuple[str, str]] = {
 }
 
 
-#: Columns of a load curve's points (:func:`curve_row`); latencies in milliseconds, throughputs per second.
+#: Panels of :func:`curves_figure`: (median column, p99 column or None, subplot title).
+_CURVE_PANELS: tuple[tuple[str, str | None, str], ...] = (
+    ("output_throughput", None, "output throughput (tok/s)"),
+    ("median_tpot_ms", "p99_tpot_ms", "TPOT (ms): median, p99 thin"),
+    ("median_ttft_ms", "p99_ttft_ms", "TTFT (ms): median, p99 thin"),
+)
+#: The columns the TTFT panel's log axis must span (its band's ends included).
+_TTFT_COLUMNS: tuple[str, ...] = ("median_ttft_ms", "p99_ttft_ms", "median_ttft_ms_low", "median_ttft_ms_high")
+#: Opacity of the band shaded around a median (the curve's own colour shows through it).
+BAND_OPACITY = 0.18
+#: Columns of a load curve's points (:func:`curve_row`); latencies in milliseconds, throughputs per second. Each
+#: panel's median has ``<column>_low`` and ``<column>_high``: the band around it (None where there is none).
 CURVE_COLUMNS: tuple[str, ...] = (
     "series",
     "group",
@@ -83,6 +95,7 @@ CURVE_COLUMNS: tuple[str, ...] = (
     "median_itl_ms",
     "completed",
     "failed",
+    *(f"{median}_{end}" for median, _, _ in _CURVE_PANELS for end in ("low", "high")),
 )
 #: x-axis title of :func:`curves_figure` for each axis.
 CURVE_AXES: dict[str, str] = {
@@ -91,12 +104,6 @@ CURVE_AXES: dict[str, str] = {
 }
 #: The text by the line that marks where a series' KV cache fills up.
 KV_FULL_TEXT = "KV cache full"
-#: Panels of :func:`curves_figure`: (median column, p99 column or None, subplot title).
-_CURVE_PANELS: tuple[tuple[str, str | None, str], ...] = (
-    ("output_throughput", None, "output throughput (tok/s)"),
-    ("median_tpot_ms", "p99_tpot_ms", "TPOT (ms): median, p99 thin"),
-    ("median_ttft_ms", "p99_ttft_ms", "TTFT (ms): median, p99 thin"),
-)
 
 
 def _ms(dist: Distribution | None, stat: str) -> float | None:
@@ -105,7 +112,13 @@ def _ms(dist: Distribution | None, stat: str) -> float | None:
 
 
 def curve_row(
-    series: str, level: float, metrics: BenchmarkMetrics, *, group: str | None = None, predicted: bool = False
+    series: str,
+    level: float,
+    metrics: BenchmarkMetrics,
+    *,
+    group: str | None = None,
+    predicted: bool = False,
+    band: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, object]:
     """One point of a load curve (the columns of :data:`CURVE_COLUMNS`).
 
@@ -115,10 +128,17 @@ def curve_row(
         metrics: the run's aggregates at that level, measured or predicted.
         group: the colour group (a predicted series shares its measured sweep's colour); None = ``series``.
         predicted: the metrics are a prediction.
+        band: ``(low, high)`` around a median, keyed by its column (``output_throughput``, ``median_tpot_ms``,
+            ``median_ttft_ms``) in that column's unit; a column left out has no band.
 
     Returns:
         ``{column: value}``: throughputs in tokens/s and requests/s, latencies in ms, None where there is no sample.
     """
+    band = band or {}
+    ends = {}
+    for median, _, _ in _CURVE_PANELS:
+        low, high = band.get(median, (None, None))
+        ends |= {f"{median}_low": low, f"{median}_high": high}
     return {
         "series": series,
         "group": group or series,
@@ -133,15 +153,22 @@ def curve_row(
         "median_itl_ms": _ms(metrics.itl, "median"),
         "completed": metrics.completed,
         "failed": metrics.failed,
+        **ends,
     }
 
 
-def sweep_curves(runs: Sequence[SavedRun]) -> pd.DataFrame:
+def sweep_curves(
+    runs: Sequence[SavedRun], bands: Mapping[str, Mapping[str, tuple[float, float]]] | None = None
+) -> pd.DataFrame:
     """The levels of the sweeps among ``runs`` as :func:`curve_row` points, level = concurrency.
 
     A run with ``source="predicted"`` (:func:`planner.predict.api.predicted_run`) is drawn as the prediction of the
     sweep its ``sweep`` names: series ``"<sweep> · predicted"`` in that sweep's colour group. Runs without a sweep id
     or a concurrency are left out.
+
+    Args:
+        runs: saved runs, measured, imported or predicted.
+        bands: run label → :func:`curve_row`'s ``band`` (a prediction's error band); runs not named have none.
 
     Returns:
         A frame with :data:`CURVE_COLUMNS`, sorted by series and level.
@@ -152,7 +179,10 @@ def sweep_curves(runs: Sequence[SavedRun]) -> pd.DataFrame:
             continue
         predicted = run.source == "predicted"
         series = f"{run.sweep} · predicted" if predicted else run.sweep
-        rows.append(curve_row(series, run.max_concurrency, run.metrics, group=run.sweep, predicted=predicted))
+        band = (bands or {}).get(run.label)
+        rows.append(
+            curve_row(series, run.max_concurrency, run.metrics, group=run.sweep, predicted=predicted, band=band)
+        )
     frame = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     return frame.sort_values(["series", "level"], kind="stable").reset_index(drop=True)
 
@@ -191,6 +221,43 @@ def _knee_star(x: object, y: object, series: str, text: str, color: str) -> go.S
     )
 
 
+def _band_trace(frame: pd.DataFrame, median: str, name: str, color: str) -> go.Scatter | None:
+    """The band around ``frame``'s ``median`` (its ``_low`` and ``_high`` columns) as one closed, shaded polygon in
+    ``color``; None where no point has a band. Its values show in the median's hover, not its own."""
+    low, high = f"{median}_low", f"{median}_high"
+    if low not in frame.columns:
+        return None
+    kept = frame.dropna(subset=[low, high])
+    if kept.empty:
+        return None
+    levels = list(kept["level"])
+    return go.Scatter(
+        x=levels + levels[::-1],
+        y=list(kept[high]) + list(kept[low])[::-1],
+        fill="toself",
+        fillcolor=color,
+        opacity=BAND_OPACITY,
+        mode="lines",
+        line={"width": 0, "color": color},
+        name=f"{name} band",
+        legendgroup=name,
+        showlegend=False,
+        hoverinfo="skip",
+    )
+
+
+def _band_hover(frame: pd.DataFrame, median: str) -> list[str]:
+    """Per point, ``<br>error band low–high`` (two decimals, the median's unit) for its hover; empty where it has
+    none."""
+    low, high = f"{median}_low", f"{median}_high"
+    if low not in frame.columns:
+        return [""] * len(frame)
+    return [
+        "" if pd.isna(lo) or pd.isna(hi) else f"<br>error band {lo:,.2f}–{hi:,.2f}"
+        for lo, hi in zip(frame[low], frame[high], strict=True)
+    ]
+
+
 def _level_text(level: float) -> str:
     return f"{level:,.0f}" if float(level).is_integer() else f"{level:g}"
 
@@ -208,8 +275,11 @@ def curves_figure(
 
     Each series is a line with markers in its group's colour (groups in order of appearance); its p99 TPOT and TTFT
     are a thinner dotted line of the same colour. A predicted series is dashed when ``dash_predicted`` (beside the
-    measured sweep it mirrors). The x axis is logarithmic with a tick at every level (1, 2, 4, … requests in
-    flight, or the request rates); so is the TTFT axis (milliseconds when idle, seconds behind a queue).
+    measured sweep it mirrors). Where a series' points carry a band around a median (``<column>_low`` and
+    ``_high``), it is shaded in the series' colour at :data:`BAND_OPACITY` under the line (trace ``"<series>
+    band"``, out of the legend, toggled with its series), and the line's hover gives its low and high. The x axis
+    is logarithmic with a tick at every level (1, 2, 4, … requests in flight, or the request rates); so is the TTFT
+    axis (milliseconds when idle, seconds behind a queue).
 
     Args:
         points: :func:`curve_row` points (:data:`CURVE_COLUMNS`).
@@ -238,6 +308,9 @@ def curves_figure(
         dash = "dash" if dash_predicted and bool(frame["predicted"].iloc[0]) else "solid"
         name = str(series)
         for col, (median, p99, title) in enumerate(_CURVE_PANELS, start=1):
+            band = _band_trace(frame, median, name, color)
+            if band is not None:  # first, so the line is drawn over it
+                fig.add_trace(band, row=1, col=col)
             fig.add_trace(
                 go.Scatter(
                     x=frame["level"],
@@ -248,8 +321,9 @@ def curves_figure(
                     showlegend=col == 1,
                     line={"color": color, "dash": dash, "width": 2.5},
                     marker={"size": 7},
+                    customdata=_band_hover(frame, median),
                     hovertemplate=f"<b>{name}</b><br>{axis} %{{x:,.4~g}}{unit}<br>{title.split(' (')[0]} "
-                    "%{y:,.2f}<extra></extra>",
+                    "%{y:,.2f}%{customdata}<extra></extra>",
                 ),
                 row=1,
                 col=col,
@@ -304,8 +378,8 @@ def curves_figure(
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     # TTFT spans milliseconds (an idle server) to seconds (a queue): a log axis, ticked 1-2-5 in each decade
-    ttft = points[["median_ttft_ms", "p99_ttft_ms"]].to_numpy(dtype=float).ravel()
-    ttft = ttft[ttft > 0]
+    ttft = points[[c for c in _TTFT_COLUMNS if c in points.columns]].to_numpy(dtype=float).ravel()
+    ttft = ttft[ttft > 0]  # NaN compares False: missing values and bands drop out
     ticks = _log_ticks(float(ttft.min()), float(ttft.max())) if len(ttft) else []
     fig.update_yaxes(
         type="log", tickvals=ticks, ticktext=[f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks], row=1, col=3

@@ -23,7 +23,7 @@ from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
 from planner.loadtest.schedule import draw_lengths
 from planner.loadtest.settings import LoadSettings
-from planner.predict.band import PredictionBand, band_for
+from planner.predict.band import PredictionBand, band_for, band_note, range_text, with_band
 from planner.predict.calibration import CalibrationProfile, scored_values
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.simulator import SimulatedRun, simulate
@@ -252,26 +252,44 @@ class Outlook:
 
     def table(self) -> pd.DataFrame:
         """One row per load (1 request, full load): TTFT and TPOT medians (ms), output tokens/s in all and per
-        request; "n/a" where a figure is missing."""
+        request, each followed by its error band, e.g. ``"7.2 (5.8–8.0)"``; "n/a" where a figure is missing.
+
+        Tokens/s per request is ``1 / median TPOT``, so its band is ``1 / high`` to ``1 / low`` of the TPOT band.
+        """
         rows = []
         for label, p in (("1 request", self.single), (f"{self.full_concurrency:,} requests (full)", self.full)):
             m = p.run.metrics
+            band = p.band
             per_request = 1.0 / m.tpot.median_s if m.tpot and m.tpot.median_s else None
+            tpot_band = band.get("median_tpot") if band is not None else None
 
             def ms(d: object) -> str:
                 return "n/a" if d is None or d.median_s is None else f"{d.median_s * 1e3:,.1f}"
 
+            per_request_band = None if tpot_band is None else range_text(1 / tpot_band[1], 1 / tpot_band[0], digits=0)
+
+            def within(value: str, metric: str, band: PredictionBand | None = band) -> str:
+                return with_band(value, band.text(metric) if band is not None else None)
+
             rows.append(
                 {
                     "load": label,
-                    "TTFT p50 (ms)": ms(m.ttft),
-                    "TPOT p50 (ms)": ms(m.tpot),
-                    "output tok/s": f"{m.output_throughput:,.0f}",
-                    "tok/s per request": "n/a" if per_request is None else f"{per_request:,.0f}",
+                    "TTFT p50 (ms)": within(ms(m.ttft), "median_ttft"),
+                    "TPOT p50 (ms)": within(ms(m.tpot), "median_tpot"),
+                    "output tok/s": within(f"{m.output_throughput:,.0f}", "output_throughput"),
+                    "tok/s per request": with_band(
+                        "n/a" if per_request is None else f"{per_request:,.0f}", per_request_band
+                    ),
                     "KV cache": "fills up" if p.run.kv_saturated else "room left",
                 }
             )
         return pd.DataFrame(rows)
+
+    @property
+    def band_line(self) -> str | None:
+        """What the ``(low–high)`` beside the figures of :meth:`table` is, in one line
+        (:func:`planner.predict.band.band_note`); None without a band."""
+        return band_note((self.single.band, self.full.band))
 
 
 def outlook(plan: Plan, spec: ModelSpec | None = None) -> Outlook | None:

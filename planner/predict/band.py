@@ -49,8 +49,11 @@ __all__ = [
     "Sample",
     "architecture_class",
     "band_for",
+    "band_note",
     "load_band",
+    "range_text",
     "shipped_band",
+    "with_band",
 ]
 
 #: The table the product ships.
@@ -300,6 +303,24 @@ class PredictionBand:
         """``(low, high)`` of ``metric``; None when it was not predicted."""
         return next(((lo, hi) for m, lo, hi in self.ranges if m == metric), None)
 
+    def contains(self, metric: str, value: float | None) -> bool | None:
+        """Whether ``value`` (a measurement of ``metric``, seconds or tokens/s) lies inside the band, ends included;
+        None when either is unknown."""
+        r = self.get(metric)
+        if r is None or value is None:
+            return None
+        return r[0] <= value <= r[1]
+
+    def text(self, metric: str) -> str | None:
+        """The band of ``metric`` for reading, in its display unit: ``"5.8–8.0"`` (ms, one decimal) for a time,
+        ``"1,210–1,480"`` (tokens/s) for throughput; None when it was not predicted."""
+        r = self.get(metric)
+        if r is None:
+            return None
+        if metric in _TIME_METRICS:
+            return range_text(r[0] * 1e3, r[1] * 1e3, digits=1)
+        return range_text(r[0], r[1], digits=0)
+
     def pessimistic(self, metric: str) -> float | None:
         """The band's worse end of ``metric``: the high end of a time, the low end of a throughput."""
         r = self.get(metric)
@@ -336,3 +357,37 @@ def band_for(
         if r is not None:
             ranges.append((metric, r[0], r[1]))
     return PredictionBand(klass, load, tuple(ranges), table.source, table.measured_coverage)
+
+
+def range_text(low: float | None, high: float | None, *, digits: int) -> str:
+    """``"low–high"`` with thousands separators and ``digits`` decimals (``"1,210–1,481"``); "n/a" where either end
+    is missing (None or NaN)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "n/a"
+    return f"{low:,.{digits}f}–{high:,.{digits}f}"
+
+
+def with_band(value: str, band: str | None) -> str:
+    """A figure as text followed by its band (:func:`range_text`) in parentheses, as every page shows them:
+    ``"7.2 (5.8–8.0)"``; ``value`` alone where either is missing (None or "n/a")."""
+    return value if band is None or "n/a" in (value, band) else f"{value} ({band})"
+
+
+def band_note(bands: Iterable[PredictionBand | None]) -> str | None:
+    """What the bands shown beside predicted figures are, in one line (for a caption, a legend or the CLI).
+
+    Example: ``"the predictor's error band for dense models at load c1, from its errors on models it was not fitted
+    to; it held 81% of their measurements"`` ("by load" when the bands span several load bands).
+
+    Returns:
+        The line; None when no band is given.
+    """
+    given = [b for b in bands if b is not None]
+    if not given:
+        return None
+    classes = " and ".join(dict.fromkeys(b.klass for b in given))
+    loads = list(dict.fromkeys(b.load for b in given))
+    at = f"at load {loads[0]}" if len(loads) == 1 else "by load"
+    coverage = next((b.measured_coverage for b in given if b.measured_coverage is not None), None)
+    held = "" if coverage is None else f"; it held {coverage:.0%} of their measurements"
+    return f"the predictor's error band for {classes} models {at}, from its errors on models it was not fitted to{held}"

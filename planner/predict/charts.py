@@ -1,16 +1,20 @@
 """Figures and tables of predictions: pure functions returning plotly figures, pandas frames and display text.
 
 * :func:`curve_points`: every level of every predicted curve as :func:`planner.loadtest.charts.curve_row` points
-  (so measured and predicted curves share one table shape and one figure), with the KV-cache columns added.
+  (so measured and predicted curves share one table shape and one figure), with the KV-cache columns added and each
+  level's error band (:mod:`planner.predict.band`) as the band columns.
 * :func:`performance_figure`: the Performance page's chart, :func:`planner.loadtest.charts.curves_figure` with one
-  colour per scenario (the capacity pages' colours), each curve's knee starred and the level at which its KV cache
-  fills marked "KV cache full".
+  colour per scenario (the capacity pages' colours), the error band shaded around each curve, each curve's knee
+  starred and the level at which its KV cache fills marked "KV cache full".
 * :func:`headline_metrics`: the answer above the chart: the knee (or the highest level), the output throughput,
-  median TPOT and TTFT there, and where the KV cache fills.
+  median TPOT and TTFT there with their bands, and where the KV cache fills.
+* :func:`band_caption`: what the shaded bands of curves are, in one line.
 * :func:`workload_caption`: the workload a curve was predicted for, in one line.
 * :func:`points_table`: :func:`curve_points` for reading ("n/a" where a value is missing).
 * :func:`overlay_errors`: measured against predicted for each measured run (Load Test), ``predicted / measured − 1``
-  per metric (:func:`planner.predict.calibration.relative_errors`).
+  per metric (:func:`planner.predict.calibration.relative_errors`) and whether the measurement lies inside the
+  prediction's band; :func:`overlay_curves` the sweeps with their predictions and bands, :func:`overlay_caption`
+  what the bands are and how many measurements they hold.
 * :func:`fit_table`: a recalibration's error on each run, with the default coefficients and with the fitted ones.
 """
 
@@ -24,17 +28,23 @@ import plotly.graph_objects as go
 
 from planner.capacity.charts import COLORS
 from planner.errors import InvalidParameterError
-from planner.loadtest.charts import curve_row, curves_figure
+from planner.loadtest.charts import curve_row, curves_figure, sweep_curves
 from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
+from planner.predict.band import PredictionBand, band_note, range_text, with_band
 from planner.predict.calibration import RunScore, relative_errors, scored_values
 from planner.predict.curves import PredictedCurve
+from planner.predict.overlay import Overlay
 
 __all__ = [
+    "OVERLAY_HEADLINE",
     "POINTS_HEADLINE",
+    "band_caption",
     "curve_points",
     "fit_table",
     "headline_metrics",
+    "overlay_caption",
+    "overlay_curves",
     "overlay_errors",
     "performance_figure",
     "points_table",
@@ -66,14 +76,34 @@ _ERROR_METRICS: tuple[tuple[str, str, float], ...] = (
 )
 
 
+#: (band metric of :data:`planner.predict.band.BAND_METRICS`, the curve column it shades, scale to that column's unit,
+#: decimals shown: those of :meth:`planner.predict.band.PredictionBand.text`).
+_BAND_COLUMNS: tuple[tuple[str, str, float, int], ...] = (
+    ("output_throughput", "output_throughput", 1.0, 0),
+    ("median_tpot", "median_tpot_ms", _MS, 1),
+    ("median_ttft", "median_ttft_ms", _MS, 1),
+)
+
+
+def _band_columns(band: PredictionBand | None) -> dict[str, tuple[float, float]]:
+    """A prediction's band as :func:`planner.loadtest.charts.curve_row`'s ``band`` (tokens/s and ms)."""
+    out = {}
+    for metric, column, scale, _ in _BAND_COLUMNS:
+        r = band.get(metric) if band is not None else None
+        if r is not None:
+            out[column] = (r[0] * scale, r[1] * scale)
+    return out
+
+
 def _check(curves: Sequence[PredictedCurve], labels: Sequence[str]) -> None:
     if len(labels) != len(curves):
         raise InvalidParameterError("labels", len(labels), f"one label per curve ({len(curves)})")
 
 
 def curve_points(curves: Sequence[PredictedCurve], labels: Sequence[str]) -> pd.DataFrame:
-    """One row per level of each curve: :data:`planner.loadtest.charts.CURVE_COLUMNS` plus ``axis``,
-    ``kv_saturated``, ``preemptions`` and ``mean_running`` (sequences per engine step).
+    """One row per level of each curve: :data:`planner.loadtest.charts.CURVE_COLUMNS` (the ``*_low`` and ``*_high``
+    columns: the level's error band, None without one) plus ``axis``, ``kv_saturated``, ``preemptions`` and
+    ``mean_running`` (sequences per engine step).
 
     Args:
         curves: predicted curves (:func:`planner.predict.curves.predict_curve`).
@@ -86,7 +116,7 @@ def curve_points(curves: Sequence[PredictedCurve], labels: Sequence[str]) -> pd.
     rows = []
     for curve, label in zip(curves, labels, strict=True):
         for point in curve.points:
-            row = curve_row(label, point.level, point.metrics, predicted=True)
+            row = curve_row(label, point.level, point.metrics, predicted=True, band=_band_columns(point.band))
             row |= {
                 "axis": curve.axis,
                 "kv_saturated": point.kv_saturated,
@@ -98,7 +128,8 @@ def curve_points(curves: Sequence[PredictedCurve], labels: Sequence[str]) -> pd.
 
 
 def performance_figure(curves: Sequence[PredictedCurve], labels: Sequence[str]) -> go.Figure:
-    """Output throughput, TPOT and TTFT against the load, a colour per scenario, knees and KV saturation marked.
+    """Output throughput, TPOT and TTFT against the load, a colour per scenario, each curve's error band shaded
+    around it (:func:`band_caption` says what it is), knees and KV saturation marked.
 
     Args:
         curves: predicted curves of one axis.
@@ -135,13 +166,14 @@ def _ms(value_s: float | None) -> str:
 KEPT_UP = 0.95
 
 
-def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
-    """The answer of a curve, as ``(label, value, help)`` for five metrics.
+def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str, str | None], ...]:
+    """The answer of a curve, as ``(label, value, help, band)`` for five metrics.
 
     The point reported is the knee (concurrency sweeps; Kneedle, :func:`planner.loadtest.sweep.find_knee`) or, when
     the curve does not bend, its highest level; for a rate sweep, the highest rate kept up with (:data:`KEPT_UP`),
-    else the lowest. Values are text: tokens/s with thousands
-    separators, latencies in ms, "n/a" where missing.
+    else the lowest. Values are text: tokens/s with thousands separators, latencies in ms, "n/a" where missing.
+    ``band`` is the point's error band in the value's unit (``"band 8.8–12.7 ms"``) for throughput, TPOT and TTFT;
+    None for the others and where the point has none.
 
     Raises:
         InvalidParameterError: a curve without points.
@@ -179,26 +211,57 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str], ...]:
             f"The curve does not bend up to {_level(curve, point.level)}: figures at the top level.",
         )
     m = point.metrics
+
+    def band(metric: str, unit: str) -> str | None:
+        text = point.band.text(metric) if point.band is not None else None
+        return None if text is None else f"band {text} {unit}"
+
     top = _level(curve, curve.points[-1].level)
     full = "never" if curve.saturation_level is None else _level(curve, curve.saturation_level)
     bound = "n/a" if curve.kv_max_concurrency is None else f"{curve.kv_max_concurrency:,.1f}"
     at = f"{point.level:,.4g} req/s" if curve.axis == "rate" else f"c={point.level:,.4g}"
     return (
-        first,
-        (f"Throughput @ {at}", f"{m.output_throughput:,.0f} tok/s", f"Output tokens/s {where}."),
+        (*first, None),
+        (
+            f"Throughput @ {at}",
+            f"{m.output_throughput:,.0f} tok/s",
+            f"Output tokens/s {where}.",
+            band("output_throughput", "tok/s"),
+        ),
         (
             f"Median TPOT @ {at}",
             _ms(m.tpot.median_s if m.tpot else None),
             f"Time per output token after the first, {where}.",
+            band("median_tpot", "ms"),
         ),
-        (f"Median TTFT @ {at}", _ms(m.ttft.median_s if m.ttft else None), f"Time to first token, {where}."),
+        (
+            f"Median TTFT @ {at}",
+            _ms(m.ttft.median_s if m.ttft else None),
+            f"Time to first token, {where}.",
+            band("median_ttft", "ms"),
+        ),
         (
             "KV cache full at",
             full,
             f"The first level whose requests filled the KV cache (then requests wait for blocks); sweep up to {top}. "
             f"The cache holds {bound} requests of this workload's length at once.",
+            None,
         ),
     )
+
+
+def band_caption(curves: Sequence[PredictedCurve]) -> str | None:
+    """What the band shaded around each curve (and under its headline figures, in parentheses in its table) is, in one
+    line; None when no level has one.
+
+    Example: ``"Shaded around each curve, "band" under the figures and (low–high) in the table: the predictor's error
+    band for dense models by load, from its errors on models it was not fitted to; it held 81% of their
+    measurements."``
+    """
+    note = band_note(p.band for c in curves for p in c.points)
+    if note is None:
+        return None
+    return f'Shaded around each curve, "band" under the figures and (low–high) in the table: {note}.'
 
 
 def workload_caption(settings: LoadSettings, axis: str, levels: Sequence[float]) -> str:
@@ -248,30 +311,71 @@ POINTS_HEADLINE: tuple[str, ...] = (
 
 
 def points_table(points: pd.DataFrame) -> pd.DataFrame:
-    """:func:`curve_points` for reading: named columns with units, numbers rounded, "n/a" for missing values."""
+    """:func:`curve_points` for reading: named columns with units, numbers rounded, "n/a" for missing values; a
+    shaded metric's value followed by its band as the headline writes it, ``"34.51 (27.8–38.8)"`` (the Budget page's
+    outlook reads the same; the CSV keeps ``*_low`` and ``*_high`` as numbers)."""
     if not len(points):
         return pd.DataFrame(columns=list(_TABLE_COLUMNS.values()))
     axis = points["axis"].iloc[0]
-    frame = points[list(_TABLE_COLUMNS)].astype(object)
+    frame = points[list(_TABLE_COLUMNS)].astype(object).map(_cell)
+    for _, column, _, digits in _BAND_COLUMNS:
+        ends = zip(frame[column], points[f"{column}_low"], points[f"{column}_high"], strict=True)
+        frame[column] = [with_band(value, range_text(lo, hi, digits=digits)) for value, lo, hi in ends]
     frame["level"] = [f"{v:,.4g}" for v in points["level"]]
     frame = frame.rename(columns=_TABLE_COLUMNS)
-    frame = frame.rename(columns={"level": "concurrency" if axis == "concurrency" else "request rate (req/s)"})
-    return frame.map(_cell)
+    return frame.rename(columns={"level": "concurrency" if axis == "concurrency" else "request rate (req/s)"})
 
 
-def overlay_errors(pairs: Sequence[tuple[SavedRun, SavedRun]]) -> pd.DataFrame:
-    """Measured against predicted for each ``(measured, predicted)`` run: the value of each and the error.
+#: The columns of :func:`overlay_errors` that answer first and fit a page's width (the rest fold away on the page).
+OVERLAY_HEADLINE: tuple[str, ...] = (
+    "run",
+    "concurrency",
+    *(f"{name.split(' (')[0]} error" for _, name, _ in _ERROR_METRICS),
+    "in band",
+)
+
+
+def _inside(band: PredictionBand | None, metric: str, measured: float | None) -> str:
+    """Whether a measurement lies inside the prediction's band: "yes", "no, above", "no, below", or "n/a"."""
+    inside = band.contains(metric, measured) if band is not None else None
+    if band is None or measured is None or inside is None:
+        return "n/a"
+    if inside:
+        return "yes"
+    _, high = band.get(metric) or (0.0, 0.0)
+    return "no, above" if measured > high else "no, below"
+
+
+def _band_counts(band: PredictionBand | None, measured: SavedRun) -> tuple[int, int]:
+    """``(inside, known)``: how many of a run's measurements (output tok/s, median TPOT, TTFT, ITL) lie inside its
+    band, of those that have both a measurement and a band."""
+    values = scored_values(measured.metrics)
+    said = [_inside(band, metric, values[metric]) for metric, _, _ in _ERROR_METRICS]
+    known = [text for text in said if text != "n/a"]
+    return known.count("yes"), len(known)
+
+
+def overlay_errors(
+    pairs: Sequence[tuple[SavedRun, SavedRun]], bands: Sequence[PredictionBand | None] = ()
+) -> pd.DataFrame:
+    """Measured against predicted for each ``(measured, predicted)`` run: the value of each, the error, and whether
+    the measurement lies inside the prediction's error band.
 
     Args:
         pairs: a measured (or imported) run and the prediction of the same workload.
+        bands: the error band of each prediction, in the order of ``pairs`` (:attr:`Overlay.bands
+            <planner.predict.overlay.Overlay.bands>`); missing or None = "n/a".
 
     Returns:
         One row per pair: ``run``, ``concurrency``, the ``error`` (``predicted / measured − 1``, as a signed
-        percentage) of output tok/s, median TPOT, TTFT and ITL, then their ``measured`` and ``predicted`` values
-        (tokens/s, ms); "n/a" where a value is missing.
+        percentage) of output tok/s, median TPOT, TTFT and ITL, how many measurements are ``in band`` ("3 of 4"),
+        whether each is (``<metric> in band``: "yes", "no, above", "no, below"), then their ``measured`` and
+        ``predicted`` values and the ``band`` (tokens/s, ms); "n/a" where a value is missing. :data:`OVERLAY_HEADLINE`
+        are the columns that answer first.
     """
     rows = []
-    for measured, predicted in pairs:
+    for i, (measured, predicted) in enumerate(pairs):
+        band = bands[i] if i < len(bands) else None
         values_m, values_p = scored_values(measured.metrics), scored_values(predicted.metrics)
         errors = relative_errors(values_p, values_m)
         row: dict[str, object] = {
@@ -280,12 +384,45 @@ def overlay_errors(pairs: Sequence[tuple[SavedRun, SavedRun]]) -> pd.DataFrame:
         }
         for metric, name, _ in _ERROR_METRICS:  # the errors first: they are what the table is read for
             row[f"{name.split(' (')[0]} error"] = _error(errors[metric])
+        # one short cell for the headline, narrow enough to sit beside the errors; the columns after it say which
+        inside, known = _band_counts(band, measured)
+        row["in band"] = f"{inside} of {known}" if known else "n/a"
+        for metric, name, _ in _ERROR_METRICS:
+            row[f"{name.split(' (')[0]} in band"] = _inside(band, metric, values_m[metric])
         for metric, name, scale in _ERROR_METRICS:
             m, p = values_m[metric], values_p[metric]
             row[f"{name} measured"] = "n/a" if m is None else f"{m * scale:,.1f}"
             row[f"{name} predicted"] = "n/a" if p is None else f"{p * scale:,.1f}"
+            row[f"{name} band"] = (band.text(metric) if band is not None else None) or "n/a"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def overlay_curves(runs: Sequence[SavedRun], overlay: Overlay | None = None) -> pd.DataFrame:
+    """The sweeps among ``runs`` as :func:`planner.loadtest.charts.sweep_curves` points, each predicted level of
+    ``overlay`` with its error band (so :func:`planner.loadtest.charts.curves_figure` shades it)."""
+    bands = {}
+    if overlay is not None:
+        bands = {p.label: _band_columns(b) for (_, p), b in zip(overlay.pairs, overlay.bands, strict=False)}
+    return sweep_curves(runs, bands)
+
+
+def overlay_caption(overlay: Overlay) -> str | None:
+    """What the predictions' bands are and how many of the measurements (output tok/s, median TPOT, TTFT and ITL)
+    they hold, in one line; None when no prediction has a band.
+
+    Example: ``"Shaded around each predicted sweep, and "in band": the predictor's error band for dense models by
+    load, from its errors on models it was not fitted to; it held 81% of their measurements. Here: 10 of 12 measured
+    values inside."``
+    """
+    note = band_note(overlay.bands)
+    if note is None:
+        return None
+    counts = [_band_counts(band, measured) for (measured, _), band in zip(overlay.pairs, overlay.bands, strict=False)]
+    inside, known = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    return (
+        f'Shaded around each predicted sweep, and "in band": {note}. Here: {inside} of {known} measured values inside.'
+    )
 
 
 def _error(value: float | None) -> str:

@@ -21,6 +21,7 @@ from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun
 from planner.predict.api import DEFAULT_SOURCE, planned_shape, predict, predicted_run
+from planner.predict.band import PredictionBand
 from planner.predict.calibration import (
     CalibrationProfile,
     CalibrationRun,
@@ -46,12 +47,15 @@ class Overlay:
         skipped: one line per run left out, saying why (no completed request, longer than ``max_model_len``, …).
         calibration: where the coefficients come from, in words.
         notes: what a reader of the predictions must know (once each).
+        bands: each prediction's error band (:class:`~planner.predict.band.PredictionBand`), in the order of
+            ``pairs``; () when none was computed.
     """
 
     pairs: tuple[tuple[SavedRun, SavedRun], ...]
     skipped: tuple[str, ...]
     calibration: str
     notes: tuple[str, ...] = ()
+    bands: tuple[PredictionBand | None, ...] = ()
 
     @property
     def predicted(self) -> tuple[SavedRun, ...]:
@@ -107,7 +111,8 @@ def predict_runs(
         spec: the model, when it is not resolved from ``scenario.model``.
 
     Returns:
-        The pairs, labelled ``predicted · <measured label>``, and the runs left out with why.
+        The pairs, labelled ``predicted · <measured label>``, each prediction's error band, and the runs left out
+        with why.
 
     Raises:
         InvalidParameterError: the engine is not vLLM, the scenario does not fit (with the planner's reason), or its
@@ -117,7 +122,7 @@ def predict_runs(
     result, shape = planned_shape(scenario, plan=plan, spec=spec)
     usable, skipped = _calibration_runs(runs, shape)
     measured = {r.label: r for r in runs}
-    pairs = []
+    pairs, bands = [], []
     notes: dict[str, None] = {}
     calibration = DEFAULT_SOURCE
     for run in usable:
@@ -130,7 +135,8 @@ def predict_runs(
         notes.update(dict.fromkeys(n for n in prediction.notes if not n.startswith("the KV cache filled")))
         source = measured[run.label]
         pairs.append((source, predicted_run(prediction, f"predicted · {source.label}", sweep=source.sweep)))
-    return Overlay(tuple(pairs), tuple(skipped), calibration, tuple(notes))
+        bands.append(prediction.band)
+    return Overlay(tuple(pairs), tuple(skipped), calibration, tuple(notes), tuple(bands))
 
 
 def recalibrate(

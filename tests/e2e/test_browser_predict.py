@@ -1,9 +1,11 @@
-"""The prediction in a real Chromium: the Performance page answers on its first screen and takes a calibration
-profile; the Load Test overlays the prediction on an imported sweep and recalibrates on it."""
+"""The prediction in a real Chromium: the Performance page answers on its first screen, with each curve's error band
+shaded, and takes a calibration profile; the Load Test overlays the prediction and its band on an imported sweep, says
+which measurements lie inside it, and recalibrates on it."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from planner.predict.step_time import StepCoefficients
 pytestmark = pytest.mark.e2e
 
 PLOTLY = ".js-plotly-plot .main-svg"
+#: The filled areas plotly draws (a band shaded around a curve is one per panel).
+FILLS = ".scatterlayer .trace path.js-fill"
 #: The pages' default scenario (Llama 3.1 8B on one H100), "measured" on a GPU that reads weights slower.
 SLOWER = CalibrationProfile("h100-sxm-80gb", "vllm", None, (), StepCoefficients(weight_read_efficiency=0.5), {})
 
@@ -56,6 +60,9 @@ def test_performance_answers_first_and_takes_a_profile(open_page, tmp_path):
     assert all(_bottom(metrics.nth(i)) <= height for i in range(5))  # the answer on the first screen (1400 x 900)
     assert chart.bounding_box()["y"] < height  # and the chart starts there
     assert "Coefficients: default coefficients" in st.text()
+    assert st.keyed("perf.chart").locator(FILLS).count() == 3  # the band around throughput, TPOT and TTFT
+    assert [metrics.nth(i).get_by_test_id("stMetricDelta").count() for i in range(5)] == [0, 1, 1, 1, 0]
+    assert "the predictor's error band for dense models by load" in st.text()
     assert st.external == []
     st.screenshot("performance-default")
 
@@ -88,6 +95,11 @@ def test_load_test_overlays_the_prediction_on_an_imported_sweep(open_page, tmp_p
     assert [r["run"] for r in rows] == ["h100 c=1", "h100 c=2", "h100 c=4", "h100 c=8"]
     # measured on a GPU with slower weight reads: the default coefficients predict a faster TPOT (a negative error)
     assert all(r["median TPOT error"].startswith("-") for r in rows)
+    # TPOT measured ~1.6x the prediction (weights read at half the default rate), past the band's high end (about
+    # 1.2x for a dense model, planner/predict/data/error_band.json): at most 3 of the 4 measurements inside
+    assert all(re.fullmatch(r"[0-3] of 4", r["in band"]) for r in rows), [r["in band"] for r in rows]
+    assert curves.locator(FILLS).count() == 3  # the predicted sweep's band on each panel, the measured one bare
+    assert st.overflowing_grids() == []
     st.screenshot("loadtest-predicted")
 
     st.act(st.page.get_by_role("button", name="Recalibrate from these runs").click)

@@ -181,3 +181,15 @@ def test_target_past_the_models_limit_is_na() -> None:
     assert not at.exception
     assert [m.value for m in at.metric if m.label == "Concurrency @ 2,000,000"] == ["n/a"]
     assert any("beyond the model's limit of 131,072 tokens" in w.value for w in at.warning)
+
+
+def test_the_outlook_gives_each_predicted_figure_its_band() -> None:
+    at = _budget(gpu="h200-sxm-141gb", max_model_len="8192")
+    assert not at.exception
+    (outlook,) = [d.value for d in at.dataframe if "TPOT p50 (ms)" in d.value.columns]
+    for column in ("TTFT p50 (ms)", "TPOT p50 (ms)", "output tok/s", "tok/s per request"):
+        for cell in outlook[column]:
+            value, band = cell.removesuffix(")").split(" (")  # "7.2 (5.8–8.0)"
+            low, high = (float(x.replace(",", "")) for x in band.split("–"))
+            assert low <= float(value.replace(",", "")) <= high, (column, cell)
+    assert any("In parentheses: the predictor's error band for dense models by load" in c.value for c in at.caption)

@@ -6,6 +6,7 @@ AppTest does not fire ``st.fragment(run_every=...)`` timers, so the tests poll w
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -240,6 +241,14 @@ def test_overlay_predicts_each_run_and_recalibrate_fits_them():
     assert runs["source"].tolist() == ["imported"] * 3 + ["predicted"] * 3
     assert runs["run"].tolist()[3] == "predicted · h100 c=1"
     assert "h100 sweep · predicted" in _trace_names(at, "TPOT (ms): median, p99 thin")
+    assert "h100 sweep · predicted band" in _trace_names(at, "TPOT (ms): median, p99 thin")
+    assert "h100 sweep band" not in _trace_names(at, "TPOT (ms): median, p99 thin")  # measured: no band
+    assert all(v in ("yes", "no, above", "no, below") for v in errors["median TPOT in band"])
+    assert all(re.fullmatch(r"[0-4] of 4", v) for v in errors["in band"]), errors["in band"].tolist()
+    assert all("–" in v for v in errors["median TPOT (ms) band"])
+    (held,) = [c.value for c in at.caption if "in band" in c.value]
+    assert held.startswith('Shaded around each predicted sweep, and "in band": the predictor\'s error band for dense')
+    assert held.endswith("measured values inside.")
     assert any("Coefficients: default coefficients" in c.value for c in at.caption)
 
     at.button(key="lt.recalibrate").click().run(timeout=TIMEOUT_S)

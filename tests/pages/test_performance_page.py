@@ -4,6 +4,7 @@ states (a scenario that does not fit, an engine the simulator does not model, a 
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,25 @@ def test_default_scenario_gets_its_curves():
     assert any("Coefficients: default coefficients" in c.value for c in at.caption)
     assert dict(at.query_params) == {}  # the default page has an empty link
     assert {b.label for b in at.get("download_button")} == {"Download points (CSV)"}
+
+
+def test_each_curve_and_figure_has_its_error_band():
+    at = _app()
+    assert not at.exception
+    label = "1 · Llama-3.1-8B-Instruct · h100-sxm-80gb · vllm"
+    assert f"{label} band" in _chart_names(at)
+    deltas = {m.label: m.delta for m in at.metric}
+    for name in ("Throughput @ c=256", "Median TPOT @ c=256", "Median TTFT @ c=256"):
+        assert deltas[name].startswith("band ") and "–" in deltas[name], deltas
+    assert not deltas["Knee"] and not deltas["KV cache full at"]
+    assert any(
+        c.value.startswith(
+            'Shaded around each curve, "band" under the figures and (low–high) in the table: the predictor'
+        )
+        for c in at.caption
+    )
+    table = at.dataframe[0].value
+    assert all(re.fullmatch(r"[\d,.]+ \([\d,.]+–[\d,.]+\)", v) for v in table["median TPOT (ms)"]), table
 
 
 def test_link_round_trips_the_workload_and_the_scenarios():

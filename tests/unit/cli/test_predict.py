@@ -39,6 +39,14 @@ def test_predict_json_has_vllm_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["total_output_tokens"] == 4 * 128
 
 
+def test_predict_text_says_what_its_band_is(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["predict", *DEPLOYMENT, "--max-concurrency", "1", "--num-prompts", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "  (low–high): the predictor's error band for dense models at load c1, from its errors on models it " in out
+    tpot = next(line for line in out.splitlines() if line.lstrip().startswith("TPOT"))
+    assert tpot.count("–") == 2  # median and p99, each with its band
+
+
 def test_predict_sweep_and_save(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _json(capsys, "predict", *DEPLOYMENT, "--sweep", "4", "--json")
     assert [lvl["max_concurrency"] for lvl in out["levels"]] == [1, 2, 4]

@@ -11,6 +11,7 @@ import pytest
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.charts import (
+    BAND_OPACITY,
     CURVE_AXES,
     CURVE_COLUMNS,
     KV_FULL_TEXT,
@@ -169,6 +170,55 @@ def test_curves_figure_draws_medians_p99_knee_and_kv_full():
     assert fig.layout.yaxis3.type == "log"
     assert list(fig.layout.yaxis3.tickvals) == [100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0]
     assert list(fig.layout.yaxis3.ticktext)[3] == "1,000"
+
+
+def test_curves_figure_shades_a_band_under_its_curve():
+    # a predicted sweep at 1, 2, 4 in flight: throughput 100, 200, 400 tok/s in a band of 80% to 120% of it, median
+    # TPOT 20, 21, 22 ms in 18-24, 19-25, 20-26 ms; TTFT without a band; the measured sweep has none
+    measured = _runs([_curve_level(c, 100.0 * c, 19.0 + c, 150.0) for c in (1, 2, 4)])
+    predicted = [replace(r, source="predicted", label=f"predicted {r.label}") for r in measured]
+    bands = {
+        p.label: {"output_throughput": (80.0 * c, 120.0 * c), "median_tpot_ms": (17.0 + c, 23.0 + c)}
+        for p, c in zip(predicted, (1, 2, 4), strict=True)
+    }
+    points = sweep_curves([*measured, *predicted], bands)
+    assert points["output_throughput_low"].tolist()[3:] == [80.0, 160.0, 320.0]
+    assert (
+        points["median_ttft_ms_low"].isna().all() and points["output_throughput_low"].isna().tolist()[:3] == [True] * 3
+    )
+    fig = curves_figure(points)
+    p = "s · predicted"
+    shaded = [t for t in fig.data if t.name == f"{p} band"]
+    assert len(shaded) == 2 and not any(t.name == "s band" for t in fig.data)  # throughput and TPOT, predicted only
+    throughput, tpot = shaded
+    # one closed polygon: the high ends left to right, then the low ends back
+    assert list(throughput.x) == [1.0, 2.0, 4.0, 4.0, 2.0, 1.0]
+    assert list(throughput.y) == [120.0, 240.0, 480.0, 320.0, 160.0, 80.0]
+    assert list(tpot.y) == [24.0, 25.0, 27.0, 21.0, 19.0, 18.0] and tpot.xaxis == "x2"
+    line = next(t for t in fig.data if t.name == p and t.xaxis == "x2")
+    for lo, mid, hi in zip(tpot.y[3:][::-1], line.y, tpot.y[:3], strict=True):
+        assert lo <= mid <= hi
+    for band in shaded:
+        assert band.fill == "toself" and band.opacity == BAND_OPACITY and band.showlegend is False
+        assert band.legendgroup == p and band.fillcolor == line.line.color  # toggled with its series, its colour
+        assert band.hoverinfo == "skip"
+    # drawn under its line, and the line's hover gives the band
+    names = [t.name for t in fig.data]
+    assert names.index(f"{p} band") < names.index(p)
+    assert list(line.customdata) == [
+        "<br>error band 18.00–24.00",
+        "<br>error band 19.00–25.00",
+        "<br>error band 21.00–27.00",
+    ]
+    assert "%{customdata}" in line.hovertemplate
+    assert set(next(t for t in fig.data if t.name == "s" and t.xaxis == "x2").customdata) == {""}
+
+
+def test_the_ttft_axis_spans_its_band():
+    (run,) = _runs([_curve_level(1, 100.0, 20.0, 150.0)])
+    points = sweep_curves([run], {run.label: {"median_ttft_ms": (40.0, 600.0)}})
+    # 40 ms to 600 ms, beyond the median (150) and the p99 (450): ticks from 20 to 1,000
+    assert list(curves_figure(points).layout.yaxis3.tickvals) == [20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
 
 
 def test_curves_figure_empty_and_bad_axis():

@@ -61,6 +61,30 @@ def test_outlook_at_one_request_and_at_full_load() -> None:
     assert outlook(plan(Scenario(engine="tgi"))) is None
 
 
+def _numbers(cell: str) -> tuple[float, float, float]:
+    """``"7.2 (5.8–8.0)"`` → ``(7.2, 5.8, 8.0)``."""
+    value, band = cell.removesuffix(")").split(" (")
+    low, high = band.split("–")
+    return tuple(float(x.replace(",", "")) for x in (value, low, high))
+
+
+def test_outlook_figures_carry_their_band() -> None:
+    o = outlook(plan(Scenario(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h200-sxm-141gb", max_model_len=8192)))
+    assert o is not None
+    single, full = o.table().to_dict("records")
+    for row in (single, full):
+        for column in ("TTFT p50 (ms)", "TPOT p50 (ms)", "output tok/s", "tok/s per request"):
+            value, low, high = _numbers(row[column])
+            assert low <= value <= high and low < high, (column, row[column])
+    # the one-request row's TPOT and its band are the prediction's, in ms with one decimal
+    tpot = o.single.run.metrics.tpot.median_s
+    low, high = o.single.band.get("median_tpot")
+    assert single["TPOT p50 (ms)"] == f"{tpot * 1e3:,.1f} ({low * 1e3:,.1f}–{high * 1e3:,.1f})"
+    # tokens/s per request is 1 / TPOT: its band is 1 / the TPOT band's high to 1 / its low
+    assert single["tok/s per request"] == f"{1 / tpot:,.0f} ({1 / high:,.0f}–{1 / low:,.0f})"
+    assert o.band_line is not None and o.band_line.startswith("the predictor's error band for dense models by load")
+
+
 # A scenario that carries vLLM's speculative_config is predicted with it (planner.predict.api.predict).
 _EAGLE3 = '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from planner.capacity.scenario import Scenario
 from planner.loadtest.settings import LoadSettings
 from planner.predict.api import predict
-from planner.predict.band import ErrorBand, Sample, band_for, load_band, shipped_band
+from planner.predict.band import (
+    ErrorBand,
+    PredictionBand,
+    Sample,
+    band_for,
+    band_note,
+    load_band,
+    range_text,
+    shipped_band,
+    with_band,
+)
 from tests.unit.predict.conftest import tiny_shape
 
 
@@ -102,3 +113,26 @@ def test_a_prediction_carries_the_shipped_band() -> None:
     assert low <= tpot <= high and high > low
     assert shipped_band().measured_coverage is not None and 0 < shipped_band().measured_coverage <= 1
     assert all(math.isfinite(x) for _, lo, hi in p.band.ranges for x in (lo, hi))
+
+
+def test_band_text_membership_and_its_note() -> None:
+    band = PredictionBand(
+        "dense", "c1", (("median_tpot", 0.0058, 0.0080), ("output_throughput", 1210.4, 1480.6)), measured_coverage=0.806
+    )
+    # times in ms with one decimal, throughput in tok/s with none
+    assert band.text("median_tpot") == "5.8–8.0" and band.text("output_throughput") == "1,210–1,481"
+    assert band.text("median_ttft") is None
+    assert range_text(0.5, 1234.56, digits=1) == "0.5–1,234.6" and range_text(None, 1.0, digits=0) == "n/a"
+    assert range_text(math.nan, 1.0, digits=0) == "n/a"
+    assert with_band("7.2", "5.8–8.0") == "7.2 (5.8–8.0)"
+    assert with_band("7.2", None) == with_band("7.2", "n/a") == "7.2" and with_band("n/a", "5.8–8.0") == "n/a"
+    assert band.contains("median_tpot", 0.0080) is True  # the ends belong to the band
+    assert band.contains("median_tpot", 0.0081) is False and band.contains("output_throughput", 1200.0) is False
+    assert band.contains("median_ttft", 0.1) is None and band.contains("median_tpot", None) is None
+    assert band_note([None, band]) == (
+        "the predictor's error band for dense models at load c1, from its errors on models it was not fitted to; "
+        "it held 81% of their measurements"
+    )
+    two = band_note([band, replace(band, klass="moe", load="c2-16")])
+    assert two is not None and "for dense and moe models by load," in two
+    assert band_note([None]) is None and band_note([replace(band, measured_coverage=None)]).endswith("fitted to")

@@ -47,6 +47,16 @@ def test_each_run_is_predicted_with_its_own_workload():
     assert overlay.calibration == DEFAULT_SOURCE and overlay.skipped == ()
 
 
+def test_each_prediction_carries_its_band_in_the_order_of_the_pairs():
+    measured = _measured()
+    overlay = predict_runs(SCENARIO, measured)
+    assert len(overlay.bands) == len(overlay.pairs) == 4
+    assert [b.load for b in overlay.bands] == ["c1", "c2-16", "c2-16", "c32-64"]  # 1, 4, 16, 64 in flight
+    for (m, _), band in zip(overlay.pairs, overlay.bands, strict=True):
+        # measured with the default coefficients: each measurement is its own prediction, inside the band
+        assert band.contains("median_tpot", m.metrics.tpot.median_s) is True
+
+
 def test_runs_that_cannot_be_predicted_are_listed_with_why():
     measured = _measured()
     failed = replace(measured[0], label="all failed", metrics=replace(measured[0].metrics, completed=0, tpot=None))
