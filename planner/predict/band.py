@@ -377,7 +377,7 @@ def band_note(bands: Iterable[PredictionBand | None]) -> str | None:
     """What the bands shown beside predicted figures are, in one line (for a caption, a legend or the CLI).
 
     Example: ``"the predictor's error band for dense models at load c1, from its errors on models it was not fitted
-    to; it held 81% of their measurements"`` ("by load" when the bands span several load bands).
+    to; it held 82% of their measurements"`` ("by load" when the bands span several load bands).
 
     Returns:
         The line; None when no band is given.

@@ -255,7 +255,7 @@ def band_caption(curves: Sequence[PredictedCurve]) -> str | None:
     line; None when no level has one.
 
     Example: ``"Shaded around each curve, "band" under the figures and (low–high) in the table: the predictor's error
-    band for dense models by load, from its errors on models it was not fitted to; it held 81% of their
+    band for dense models by load, from its errors on models it was not fitted to; it held 82% of their
     measurements."``
     """
     note = band_note(p.band for c in curves for p in c.points)
@@ -412,7 +412,7 @@ def overlay_caption(overlay: Overlay) -> str | None:
     they hold, in one line; None when no prediction has a band.
 
     Example: ``"Shaded around each predicted sweep, and "in band": the predictor's error band for dense models by
-    load, from its errors on models it was not fitted to; it held 81% of their measurements. Here: 10 of 12 measured
+    load, from its errors on models it was not fitted to; it held 82% of their measurements. Here: 10 of 12 measured
     values inside."``
     """
     note = band_note(overlay.bands)

@@ -43,7 +43,8 @@ draft (``bench/data/h200_sweeps/llama-3.1-8b-spec``) took ~28 ms more per step t
 from concurrency 1 to 64: host time per draft forward the step model does not hold. ``bench/spec_prediction.py``
 fits it as the mean residual per draft forward (7.1 ms with the three-model coefficients, 7.2 ms with the six-model
 ones) and scores it leave-one-concurrency-out (TPOT +10% to +28%, −25% at c=256; without it −49% to −74%). EAGLE-3
-(same server, Model Runner V2) needs none: the mechanism alone is within 12% at c=1 and 16 (steady decode). Set ``draft_forward_overhead_s`` to override.
+(same server, Model Runner V2) needs none: the mechanism alone is within 12% at c=1 and 16 (steady decode). Set
+``draft_forward_overhead_s`` to override.
 """
 
 from __future__ import annotations
