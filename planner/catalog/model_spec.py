@@ -433,7 +433,13 @@ def _layer_attention(
 
 
 def _moe(
-    text: Mapping[str, Any], model_type: str, num_layers: int, hidden: int, intermediate: int, model_id: str
+    text: Mapping[str, Any],
+    model_type: str,
+    num_layers: int,
+    hidden: int,
+    intermediate: int,
+    model_id: str,
+    notes: list[str],
 ) -> dict[str, Any]:
     def read(key: str, default: int, low: int = 1) -> int:
         return _int(text, key, model_id, default=default, low=low)
@@ -466,6 +472,11 @@ def _moe(
         step = read("interleave_moe_layer_step", 1)
         moe_layers = [(i + 1) % step == 0 for i in range(num_layers)]
         # Llama 4 experts use intermediate_size; dense layers use intermediate_size_mlp.
+        if "moe_intermediate_size" in text and moe_inter != intermediate:
+            notes.append(
+                f"moe_intermediate_size {moe_inter} ignored: a Llama 4 expert is intermediate_size ({intermediate}) "
+                "wide, as vLLM's Llama4 model reads it"
+            )
         moe_inter = intermediate
         dense_inter = read("intermediate_size_mlp", intermediate)
         shared, shared_inter = 1, intermediate
@@ -592,6 +603,7 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
     o_bias = bool(attention_bias) and model_type not in _QKV_BIAS_TYPES
     # Llama 4's use_qk_norm is a weightless L2 norm, so it adds no parameters.
     qk_norm = model_type in _QK_NORM_TYPES
+    moe = _moe(text, model_type, layers, hidden, intermediate, model_id, notes)  # before the notes are taken
     return ModelSpec(
         model_id=model_id,
         architecture=architecture,
@@ -623,5 +635,5 @@ def _parse_config(config: Mapping[str, Any], model_id: str) -> ModelSpec:
         index_head_dim=_int(text, "index_head_dim", model_id, default=None) if mla else None,
         index_topk=_int(text, "index_topk", model_id, default=None) if mla else None,
         **mla,
-        **_moe(text, model_type, layers, hidden, intermediate, model_id),
+        **moe,
     )
