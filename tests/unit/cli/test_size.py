@@ -7,6 +7,7 @@ import json
 import pytest
 
 from planner.cli.main import main
+from planner.predict.band import COVERAGE
 
 BASE = ["size", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--target-rate", "6", "--input-len", "2048"]
 NARROW = ["--gpus", "h100-sxm-80gb,a100-sxm4-80gb", "--max-gpus", "1", "--quantization", "none"]
@@ -84,7 +85,7 @@ def test_unknown_gpu_names_the_closest(capsys: pytest.CaptureFixture[str]) -> No
 
 PESSIMISTIC_LINE = (
     "SLOs checked against the pessimistic end of the predictor's error band (--slo-estimate point to use the point "
-    "estimate): a 70% prediction interval"
+    f"estimate): a {COVERAGE:.0%} prediction interval"
 )
 POINT_LINE = (
     "SLOs checked against the predictor's point estimate (--slo-estimate pessimistic to check them against the worse "

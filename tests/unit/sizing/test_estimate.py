@@ -11,7 +11,7 @@ from planner.capacity.scenario import Scenario
 from planner.catalog.hub import resolve_model
 from planner.metrics.benchmark import metrics_from_samples
 from planner.metrics.slo import Slo, parse_slo, parse_slos
-from planner.predict.band import BandCell, ErrorBand, band_for
+from planner.predict.band import COVERAGE, BandCell, ErrorBand, band_for
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS
 from planner.sizing.bounds import bounds
@@ -165,9 +165,9 @@ def test_describe_says_which_end_and_how_to_switch() -> None:
     pessimistic = describe_estimate("pessimistic", switch="--slo-estimate {}", table=HAND)
     assert pessimistic.startswith(
         "SLOs checked against the pessimistic end of the predictor's error band (--slo-estimate point to use the "
-        "point estimate): a 70% prediction interval"
+        f"point estimate): a {COVERAGE:.0%} prediction interval"
     )
-    assert "held 81%" in pessimistic
+    assert "held 81%" in pessimistic  # HAND's measured coverage
     assert describe_estimate("point", switch="--slo-estimate {}") == (
         "SLOs checked against the predictor's point estimate (--slo-estimate pessimistic to check them against the "
         "worse end of its error band)."
