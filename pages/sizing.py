@@ -220,9 +220,17 @@ try:
 except PlannerError as exc:
     problem, settings = str(exc), st.session_state.get(VIEW_KEY, sizing_links.DecodedSizing()).settings
 
+
+def _chosen_row() -> int:
+    """The ranked row whose launch command is shown: the selectbox's value, 1 until it holds a row number (when the
+    ranking changes, Streamlit can leave the old option's label in its state)."""
+    value = st.session_state.get(W["row"])
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
 # --- search --------------------------------------------------------------------------------------------------------
 # the link holds the question before any answer, so a question the page cannot size still leaves a clean URL
-endpoints_ui.write_link(sizing_links.encode(settings, row=int(st.session_state.get(W["row"]) or 1)), _SEEN_KEY)
+endpoints_ui.write_link(sizing_links.encode(settings, row=_chosen_row()), _SEEN_KEY)
 with answer:
     if problem:
         st.error(f"Cannot size: {problem}.")
@@ -249,9 +257,9 @@ with answer:
     bar.empty()
     ranked = result.ranked
     rows = [o.rank for o in ranked]
-    if st.session_state.get(W["row"]) not in rows:
+    if _chosen_row() not in rows:
         st.session_state[W["row"]] = 1
-    row = int(st.session_state[W["row"]]) if rows else 1
+    row = _chosen_row() if rows else 1
     st.session_state[VIEW_KEY] = sizing_links.DecodedSizing(settings, row)
     endpoints_ui.write_link(sizing_links.encode(settings, row=row), _SEEN_KEY)
     estimate = choice_setting("slo_estimate")

@@ -121,8 +121,8 @@ class SizingSettings:
         metadata={
             "choices": SLO_ESTIMATES,
             "label": "SLOs checked at",
-            "help": "pessimistic: each SLO against the worse end of the predictor's error band (a 70% prediction "
-            "interval from its errors on models it had not seen); point: against the prediction itself",
+            "help": "pessimistic: each SLO against the worse end of the predictor's error band (an interval from its "
+            "errors on models it had not seen); point: against the prediction itself",
         },
     )
 

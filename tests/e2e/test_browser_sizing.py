@@ -44,3 +44,15 @@ def test_sizing_link_restores_a_narrower_question(open_page):
     values = dict(st.widget_values())
     assert values["target rate (req/s)"] == "6"
     assert values["Launch command of"].startswith("#2: ")
+
+
+def test_editing_the_target_rate_twice_keeps_the_page_working(open_page):
+    # the new-user trial: 20 -> 25 req/s worked, 25 -> 30 raised "invalid literal for int() with base 10: '#1: 2 ×
+    # GH200 ...'" from the link writer: after the ranking changed, the launch-command box's state held its old label
+    st = open_page("sizing", "gpus=h100-sxm-80gb,a100-sxm4-80gb&max_gpus=2&quantization=none&target_rate=6")
+    st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+    for rate in ("12", "18", "24"):
+        st.number("target rate (req/s)", rate)
+        st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+        st.assert_no_exception()
+        assert f"target_rate={rate}" in st.page.url
