@@ -14,7 +14,8 @@ and tested on that model's runs (the share of measured values inside it, and its
   experts, DeepSeek-V2/V3), ``mla``, ``moe`` (routed experts), ``fp8-dense`` (dense with FP8 weights), ``sliding``
   (sliding-window layers), ``dense``. A class no measurement covers borrows the coarser regimes above.
 * **Load bands** (:func:`load_band`): ``c1`` (one request at a time), ``c2-16``, ``c32-64``, ``c128-256`` (closed
-  loop at that ``max_concurrency``) and ``open`` (requests at a rate, Poisson or gamma).
+  loop at that ``max_concurrency``; a rate so high that every request goes out within a millisecond counts as that
+  burst) and ``open`` (requests at a rate, Poisson or gamma).
 
 The table the product ships is ``planner/predict/data/error_band.json`` (written by ``bench/prediction_accuracy.py
 --write-band``; it names its measurements). It speaks for vLLM 0.24.0 on an H200 with the default coefficients; on
@@ -93,7 +94,8 @@ def _t_quantile(dof: int) -> float:
 
 def load_band(settings: LoadSettings) -> str:
     """The load band of a workload (module docstring)."""
-    if settings.request_rate != math.inf:
+    # a rate that sends every request within a millisecond is the burst it amounts to
+    if settings.request_rate != math.inf and settings.num_prompts / settings.request_rate > 1e-3:
         return "open"
     c = settings.max_concurrency or settings.num_prompts
     if c <= 1:
@@ -351,12 +353,17 @@ def band_for(
     workload on ``shape``, from ``table`` (default the shipped one)."""
     table = table if table is not None else shipped_band()
     klass, load = architecture_class(shape), load_band(settings)
-    ranges = []
+    found: dict[str, tuple[float, float]] = {}
     for metric in BAND_METRICS:
         r = table.range_of(values.get(metric), metric, klass, load)
         if r is not None:
-            ranges.append((metric, r[0], r[1]))
-    return PredictionBand(klass, load, tuple(ranges), table.source, table.measured_coverage)
+            found[metric] = r
+    # A p99 is never below its median, so neither end of its band is (the two regimes' ratios are fitted apart).
+    for median, p99 in (("median_ttft", "p99_ttft"), ("median_tpot", "p99_tpot")):
+        if median in found and p99 in found:
+            found[p99] = (max(found[p99][0], found[median][0]), max(found[p99][1], found[median][1]))
+    ranges = tuple((m, lo, hi) for m, (lo, hi) in found.items())
+    return PredictionBand(klass, load, ranges, table.source, table.measured_coverage)
 
 
 def range_text(low: float | None, high: float | None, *, digits: int) -> str:

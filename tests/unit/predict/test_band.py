@@ -136,3 +136,23 @@ def test_band_text_membership_and_its_note() -> None:
     two = band_note([band, replace(band, klass="moe", load="c2-16")])
     assert two is not None and "for dense and moe models by load," in two
     assert band_note([None]) is None and band_note([replace(band, measured_coverage=None)]).endswith("fitted to")
+
+
+def test_a_p99_band_never_ends_below_its_median_band() -> None:
+    # the new-user trial: "TTFT median 1,001 (755–1,178) p99 1,011 (818–1,113)": the p99's high end below the
+    # median's. Medians measured 1.5x the prediction, p99s on it: the p99's band is raised to the median's.
+    table = ErrorBand.from_samples(
+        _samples("median_ttft", "dense", "c1", {m: [1.5] * 6 for m in "abc"})
+        + _samples("p99_ttft", "dense", "c1", {m: [1.0] * 6 for m in "abc"})
+    )
+    band = band_for(
+        tiny_shape(), LoadSettings(num_prompts=4, max_concurrency=1), {"median_ttft": 1.0, "p99_ttft": 1.01}, table
+    )
+    assert band.get("median_ttft") == pytest.approx((1.0, 1.5))
+    assert band.get("p99_ttft") == pytest.approx((1.01, 1.5))
+
+
+def test_a_rate_that_sends_everything_at_once_is_the_burst() -> None:
+    # "--request-rate 1e30 --max-concurrency 16" sends 64 requests within 1e-28 s: the burst at 16 in flight
+    capped = LoadSettings(num_prompts=64, max_concurrency=16, request_rate=1e30)
+    assert load_band(capped) == load_band(LoadSettings(num_prompts=64, max_concurrency=16)) == "c2-16"
