@@ -33,7 +33,7 @@ from planner.loadtest.results import SavedRun
 from planner.loadtest.settings import LoadSettings
 from planner.predict.band import PredictionBand, band_note, range_text, with_band
 from planner.predict.calibration import RunScore, relative_errors, scored_values
-from planner.predict.curves import PredictedCurve
+from planner.predict.curves import CurvePoint, PredictedCurve
 from planner.predict.overlay import Overlay
 
 __all__ = [
@@ -160,10 +160,22 @@ def _ms(value_s: float | None) -> str:
     return "n/a" if value_s is None else f"{value_s * _MS:,.1f} ms"
 
 
-#: A rate level is kept up with when the run's request throughput is at least this share of the offered rate (a run
-#: of a finite number of requests ends a little after its last arrival, so throughput is a little under the rate even
-#: when nothing queues).
+#: A rate level is kept up with when the run's request throughput is at least this share of what a run that never
+#: queues would measure (:func:`kept_up`).
 KEPT_UP = 0.95
+
+
+def kept_up(point: CurvePoint) -> bool:
+    """Whether a rate level's requests were served as fast as they came. A finite run of ``n`` requests at ``r``
+    req/s that never queues still ends one request's latency after its last arrival, so it measures
+    ``n / (n / r + E2E)`` req/s, well under ``r`` when ``n`` is small; the level is kept up with when the measured
+    throughput is at least :data:`KEPT_UP` of that (median E2E)."""
+    m = point.metrics
+    if m.completed == 0 or point.level <= 0:
+        return False
+    e2e = m.e2el.median_s if m.e2el is not None and m.e2el.median_s is not None else 0.0
+    ideal = m.completed / (m.completed / point.level + e2e)
+    return m.request_throughput >= KEPT_UP * ideal
 
 
 def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str, str | None], ...]:
@@ -184,7 +196,7 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str, str | 
     point = next(p for p in curve.points if p.level == curve.knee) if at_knee else curve.points[-1]
     where = f"at the knee, {_level(curve, point.level)}" if at_knee else f"at the top, {_level(curve, point.level)}"
     if curve.axis == "rate":
-        kept = [p for p in curve.points if p.metrics.request_throughput >= KEPT_UP * p.level]
+        kept = [p for p in curve.points if kept_up(p)]
         point = kept[-1] if kept else curve.points[0]
         served = max(p.metrics.request_throughput for p in curve.points)
         where = (
@@ -196,7 +208,8 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str, str | 
             "Sustained rate",
             _level(curve, point.level) if kept else f"< {_level(curve, point.level)}",
             f"The highest rate of the sweep whose requests were served as fast as they came (request throughput at "
-            f"least {KEPT_UP:.0%} of the rate); past it the queue grows. At most {served:,.2f} req/s were served.",
+            f"least {KEPT_UP:.0%} of what a run of that many requests that never queues measures: the rate, less the "
+            f"last request's own latency); past it the queue grows. At most {served:,.2f} req/s were served.",
         )
     elif at_knee:
         first = (
