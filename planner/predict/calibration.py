@@ -118,7 +118,8 @@ def prefix_cache_refusal(saved: SavedRun) -> str | None:
     return (
         f"{rate:.1%} of its prompt tokens came from the prefix cache ({source}), and the fit prefills every prompt "
         f"token, so TTFT would fit too low; it takes runs with at most {MAX_FIT_PREFIX_CACHE_HIT_RATE:.0%} (measure "
-        "with prefix caching off, vllm serve --no-enable-prefix-caching, or with prompts that do not repeat)"
+        "with prefix caching off, vllm serve --no-enable-prefix-caching (the demo server: demo-server "
+        "--no-enable-prefix-caching), or with prompts that do not repeat, e.g. another --seed)"
     )
 
 
