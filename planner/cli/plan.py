@@ -145,7 +145,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     art.add_argument("--num-layers", type=int, help="decoder layers")
     art.add_argument("--num-kv-heads", type=int, help="KV heads")
     art.add_argument("--head-dim", type=int, help="head dimension")
-    art.add_argument("--gpu-memory-gb", type=float, help="GPU memory, GB (10^9 bytes)")
+    art.add_argument(
+        "--gpu-memory-gb",
+        type=float,
+        help="GPU memory as marketed (24 for an RTX 4090); the article then uses it as GiB, and so does this engine",
+    )
     art.add_argument("--weight-quant", choices=_PRECISIONS, help="weight precision (default: fp16)")
     art.add_argument("--kv-quant", choices=_PRECISIONS, help="KV-cache precision (default: fp16)")
 

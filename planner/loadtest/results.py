@@ -544,6 +544,12 @@ def import_runs(data: bytes | str, name: str = "file") -> tuple[SavedRun, ...]:
         ]
     if not objects or len(objects) > _MAX_RUNS:
         raise InvalidParameterError(name, f"{len(objects)} results", f"1 to {_MAX_RUNS} results")
+    if isinstance(objects[0], dict) and {"coefficients", "gpu"} <= objects[0].keys():
+        raise InvalidParameterError(
+            name,
+            "a calibration profile",
+            "a vllm bench serve result file (a profile goes under Calibration, or predict --calibration)",
+        )
     return tuple(_run_from_object(obj, i, name) for i, obj in enumerate(objects))
 
 

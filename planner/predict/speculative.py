@@ -117,7 +117,12 @@ class SpecDecodeConfig:
         if not all(_rate(a) for a in self.acceptance_rates):
             raise InvalidParameterError("acceptance_rates", self.acceptance_rates, "fractions in [0, 1]")
         if not self.acceptance_rates and self.method not in DEFAULT_ACCEPTANCE:
-            raise InvalidParameterError("acceptance_rates", "()", f"rates per position for method {self.method!r}")
+            raise InvalidParameterError(
+                "acceptance_rates",
+                "none given",
+                f"rates per draft position for method {self.method!r}, which has no published rate "
+                "(predict: --spec-acceptance-rates, e.g. 0.5,0.3,0.2, or --spec-acceptance-from a measured run)",
+            )
         extra = self.draft_forward_overhead_s
         if extra is not None and not (isinstance(extra, int | float) and math.isfinite(extra) and extra >= 0):
             raise InvalidParameterError("draft_forward_overhead_s", extra, "seconds ≥ 0")

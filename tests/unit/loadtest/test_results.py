@@ -266,3 +266,10 @@ def test_imported_vllm_files_of_one_workload_become_one_sweep() -> None:
     assert sorted(r.max_concurrency for r in grouped if r.sweep.startswith("llama-3.1-8b · 512")) == [1, 4, 16, 64, 256]
     # a lone run stays as it was
     assert group_sweeps(runs[:1]) == runs[:1]
+
+
+def test_a_calibration_profile_given_as_a_result_file_says_what_it_is() -> None:
+    # the new-user trial: a profile uploaded as a run gave "result 1='duration' is not valid"
+    profile = json.dumps({"version": 1, "gpu": "h200-sxm-141gb", "coefficients": {}, "models": []})
+    with pytest.raises(InvalidParameterError, match="a calibration profile.*a profile goes under Calibration"):
+        import_runs(profile, "h200-profile.json")
