@@ -271,5 +271,5 @@ def test_imported_vllm_files_of_one_workload_become_one_sweep() -> None:
 def test_a_calibration_profile_given_as_a_result_file_says_what_it_is() -> None:
     # the new-user trial: a profile uploaded as a run gave "result 1='duration' is not valid"
     profile = json.dumps({"version": 1, "gpu": "h200-sxm-141gb", "coefficients": {}, "models": []})
-    with pytest.raises(InvalidParameterError, match="a calibration profile.*a profile goes under Calibration"):
+    with pytest.raises(InvalidParameterError, match=r"a calibration profile.*a profile goes under Calibration"):
         import_runs(profile, "h200-profile.json")
