@@ -346,7 +346,7 @@ _NOT_WITH_SWEEP = (
 def _spec_text(p: SpeculativePrediction) -> str:
     e, c = p.estimate, p.config
     rates = ", ".join(f"{a:.2f}" for a in c.rates)
-    even = "never within max_num_seqs" if p.break_even_batch is None else f"batch {p.break_even_batch}"
+    even = "still pays at max_num_seqs" if p.break_even_batch is None else f"stops paying at batch {p.break_even_batch}"
     m = p.run.metrics
     lines = [
         f"  with speculative decoding, simulated: TPOT median {_ms(m.tpot.median_s if m.tpot else None)}   "
@@ -356,7 +356,7 @@ def _spec_text(p: SpeculativePrediction) -> str:
         f"draft {_ms(e.draft_s)})",
         f"    TPOT {_ms(e.tpot_s)} with, {_ms(e.tpot_without_s)} without ({e.speedup:.2f}x)",
         f"    output {e.output_throughput:,.0f} tok/s with, {e.output_throughput_without:,.0f} without",
-        f"    stops paying at {even}",
+        f"    {even}",
     ]
     return "\n".join(lines + [f"    note: {n}" for n in p.notes])
 
@@ -428,6 +428,11 @@ def run(args: argparse.Namespace) -> int:
             Path(args.save_result).write_text(json.dumps(payload, indent=1))
         except OSError as exc:
             return error(f"python -m planner {args.command}", f"--save-result {args.save_result}: {exc.strerror}")
-    text = _text(prediction) + ("\n" + _spec_text(speculative) if speculative is not None else "")
+    text = _text(prediction)
+    if speculative is not None:
+        if prediction.plan.scenario.speculative_config is None:
+            # the figures above are the target alone: say so before the lines with speculation
+            text = text.replace("\n", "; without speculative decoding (with it: the last lines)\n", 1)
+        text += "\n" + _spec_text(speculative)
     print(json.dumps(payload, indent=2) if args.json else text)
     return 0
