@@ -35,6 +35,7 @@ import numpy as np
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.settings import LoadSettings
+from planner.predict.calibration import SCORED
 from planner.predict.shape import StepShape
 
 __all__ = [
@@ -59,16 +60,8 @@ __all__ = [
 
 #: The table the product ships.
 BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
-#: Metrics a band is kept for (keys of :data:`planner.predict.calibration.SCORED`).
-BAND_METRICS: tuple[str, ...] = (
-    "median_tpot",
-    "mean_tpot",
-    "median_ttft",
-    "median_itl",
-    "output_throughput",
-    "p99_ttft",
-    "p99_tpot",
-)
+#: Metrics a band is kept for: every one the predictor is scored on.
+BAND_METRICS: tuple[str, ...] = SCORED
 #: Metrics whose high end is the pessimistic one (for throughput it is the low end).
 HIGHER_IS_WORSE = frozenset(m for m in BAND_METRICS if m != "output_throughput")
 ARCHITECTURE_CLASSES: tuple[str, ...] = ("dense", "sliding", "fp8-dense", "moe", "mla", "mla-moe")
