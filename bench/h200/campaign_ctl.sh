@@ -14,9 +14,11 @@ pack() {
   ls -la "$OUT"; tail -n 40 /tmp/camp.out; nvidia-smi --query-gpu=memory.used,memory.free --format=csv
 }
 if [ "$cmd" = start ]; then
-  mkdir -p /tmp/camp-code $camp && cp bench/h200/mechanisms_campaign.py bench/h200/catalog_configs.json /tmp/camp-code/
+  mkdir -p /tmp/camp-code /tmp/camp-repo $camp && cp bench/h200/mechanisms_campaign.py bench/h200/catalog_configs.json /tmp/camp-code/
+  cp -r planner /tmp/camp-repo/  # the prefix-caching points run this checkout's load test
   nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   cd /tmp/camp-code && PYTHONPATH=/tmp/vllm-site setsid nohup python3 mechanisms_campaign.py $camp --end-epoch "$arg" \
+    --models "${CAMP_MODELS:-}" --repo /tmp/camp-repo \
     > /tmp/camp.out 2>&1 < /dev/null &
   sleep 5; cat /tmp/camp.out; sleep "$3"
   pack

@@ -103,6 +103,20 @@ MODELS = [
     {"name": "llama-3.2-3b", "model": "meta-llama/Llama-3.2-3B-Instruct", "kv_b": 114688, "w_gib": 6.0,
      "max_c": 256, "extra": ["api"]},
     {"name": "qwen3-8b-fp8", "model": "Qwen/Qwen3-8B-FP8", "kv_b": 147456, "w_gib": 9.5, "max_c": 128},
+    {"name": "llama-3.2-3b-prefix", "model": "meta-llama/Llama-3.2-3B-Instruct", "kv_b": 114688, "w_gib": 6.0,
+     "max_c": 64, "prefix": True},
+]  # fmt: skip
+#: The prefix-caching server's points: ``python -m planner bench`` (this project's load test, from the checkout
+#: given by ``--repo``) with conversations and shared prefixes, so the server's ``vllm:prefix_cache_queries`` and
+#: ``vllm:prefix_cache_hits`` counters can be set against a simulated replica's hit rate on the same workload.
+PREFIX_POINTS = [
+    {"name": "mt_c8", "in": 256, "out": 64, "c": 8, "n": 128,
+     "flags": ["--dataset-name", "multi_turn", "--num-turns", "4"]},
+    {"name": "mt_c32", "in": 256, "out": 64, "c": 32, "n": 256,
+     "flags": ["--dataset-name", "multi_turn", "--num-turns", "4"]},
+    {"name": "prefix_rep_c16", "in": 512, "out": 64, "c": 16, "n": 200,
+     "flags": ["--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "256",
+               "--prefix-repetition-suffix-len", "256", "--prefix-repetition-num-prefixes", "10"]},
 ]  # fmt: skip
 #: Seconds of a server's start-up beyond which it counts as failed.
 STARTUP_LIMIT_S = 300
@@ -165,8 +179,11 @@ class Server:
         else:
             mdir = model_dir(m, env)
             kv_bytes = int(kv_tokens(m["max_c"]) * m["kv_b"])
+            args = [a for a in SERVER_ARGS if not (m.get("prefix") and a == "--no-enable-prefix-caching")]
+            if m.get("prefix"):
+                env["VLLM_SERVER_DEV_MODE"] = "1"  # for /reset_prefix_cache (planner bench --flush-cache)
             cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(mdir), "--load-format", "dummy",
-                   "--served-model-name", m["name"], "--port", str(port), *SERVER_ARGS,
+                   "--served-model-name", m["name"], "--port", str(port), *args,
                    "--kv-cache-memory-bytes", str(kv_bytes)]  # fmt: skip
         if PIN:
             cmd = ["taskset", "-c", LANES[lane], *cmd]
@@ -251,6 +268,8 @@ def save_metrics(port: int, path: Path) -> None:
 
 def points_for(m: dict) -> list[dict]:
     """The model's points in the order they run (the most informative first, so a late cut loses the least)."""
+    if m.get("prefix"):
+        return [dict(p, tool="planner") for p in PREFIX_POINTS]
     c_top = min(m["max_c"], 128)
     pts = [
         {"name": "warmup", "in": 1024, "out": 24, "c": 64, "n": 128, "untimed": True},
@@ -325,6 +344,19 @@ def bench_argv(p: dict, m: dict, mdir: Path, out: Path, port: int) -> list[str]:
     return argv
 
 
+def run_planner_bench(p: dict, port: int, out: Path, repo: Path) -> dict:
+    """One point through this project's load test (a subprocess from the checkout at ``repo``); returns its
+    vllm-keyed JSON."""
+    path = out / f"{p['name']}.json"
+    argv = [sys.executable, "-m", "planner", "bench", "--endpoint", f"vllm:http://127.0.0.1:{port}",
+            "--input-len", str(p["in"]), "--output-len", str(p["out"]), "--ignore-eos", "--num-prompts", str(p["n"]),
+            "--concurrency", str(p["c"]), "--seed", "0", "--flush-cache", "--save-result", str(path), *p["flags"]]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=f"/tmp/proj-site:{repo}")
+    done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    (out / f"{p['name']}.stdout.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+    return json.loads(path.read_text()) if path.exists() else {"error": f"exit {done.returncode}"}
+
+
 def run_bench(argv: list[str], fake: bool, port: int, p: dict, out: Path) -> dict:
     if fake:
         body = json.dumps({"model": "x", "prompt": "hi", "max_tokens": 4, "stream": False}).encode()
@@ -351,8 +383,8 @@ def run_bench(argv: list[str], fake: bool, port: int, p: dict, out: Path) -> dic
 
 
 class Campaign:
-    def __init__(self, outdir: Path, end_epoch: float, fake: bool, only: list[str]) -> None:
-        self.outdir, self.end, self.fake = outdir, end_epoch, fake
+    def __init__(self, outdir: Path, end_epoch: float, fake: bool, only: list[str], repo: Path) -> None:
+        self.outdir, self.end, self.fake, self.repo = outdir, end_epoch, fake, repo
         self.models = [m for m in MODELS if not only or m["name"] in only]
         self.log = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "end_epoch": end_epoch,
                     "server_args": SERVER_ARGS, "lanes": LANES, "models": []}  # fmt: skip
@@ -473,7 +505,10 @@ class Campaign:
             compiling_before = self.others_compiling(m["name"])
             rec["t0_epoch"] = time.time()
             try:
-                res = run_bench(bench_argv(p, m, mdir, s.out, s.port), self.fake, s.port, p, s.out)
+                if p.get("tool") == "planner":
+                    res = run_planner_bench(p, s.port, s.out, self.repo)
+                else:
+                    res = run_bench(bench_argv(p, m, mdir, s.out, s.port), self.fake, s.port, p, s.out)
                 est.learn(p, res)
                 if p["name"] == f"in1024_c{min(m['max_c'], 128)}" and res.get("request_throughput"):
                     rate_base = res["request_throughput"]
@@ -502,6 +537,7 @@ def main() -> None:
     ap.add_argument("--end-epoch", type=float, required=True, help="wall-clock second by which everything has stopped")
     ap.add_argument("--models", default="", help="comma-separated names (default: all, in order)")
     ap.add_argument("--fake", action="store_true", help="the project's demo server instead of vLLM (a dry run)")
+    ap.add_argument("--repo", default=".", help="the project's checkout (for the prefix-caching points)")
     ap.add_argument("--print", action="store_true", help="print the plan (footprints, points) and exit")
     a = ap.parse_args()
     if a.print:
@@ -512,7 +548,7 @@ def main() -> None:
     outdir = Path(a.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     only = [x for x in a.models.split(",") if x]
-    camp = Campaign(outdir, a.end_epoch, a.fake, only)
+    camp = Campaign(outdir, a.end_epoch, a.fake, only, Path(a.repo).resolve())
     stop = threading.Event()
     try:
         camp.run()
