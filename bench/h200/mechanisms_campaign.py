@@ -350,7 +350,8 @@ def run_planner_bench(p: dict, port: int, out: Path, repo: Path) -> dict:
     path = out / f"{p['name']}.json"
     argv = [sys.executable, "-m", "planner", "bench", "--endpoint", f"vllm:http://127.0.0.1:{port}",
             "--input-len", str(p["in"]), "--output-len", str(p["out"]), "--ignore-eos", "--num-prompts", str(p["n"]),
-            "--concurrency", str(p["c"]), "--seed", "0", "--flush-cache", "--save-result", str(path), *p["flags"]]  # fmt: skip
+            "--concurrency", str(p["c"]), "--seed", "0", "--flush-cache", "--save-result", str(path),
+            *p["flags"]]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=f"/tmp/proj-site:{repo}")
     done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     (out / f"{p['name']}.stdout.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
