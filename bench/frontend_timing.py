@@ -46,11 +46,27 @@ _ITERATION = re.compile(
 _RECEIVED = re.compile(rb"\) (\d+\.\d+) INFO .*Received request cmpl-(.+)-(\d+)-0:")
 
 
-def _load(model: str) -> tuple[list[tuple[float, ...]], dict[tuple[str, int], float], list[dict]]:
+#: The campaign's runs: (its record, its clock), each for the models it measured.
+CAMPAIGNS = (
+    ("campaign.json.gz", "clock.json.gz"),
+    ("campaign_2026-12-03T1502.json.gz", "clock_2026-12-03T1502.json.gz"),
+)
+
+
+def _campaigns() -> list[tuple[dict, float]]:
+    """Each run of the campaign and its ``time.time() - time.perf_counter()`` (the client's clock on the wall)."""
+    out = []
+    for record, clock in CAMPAIGNS:
+        campaign = json.loads(gzip.decompress((MECHANISMS / record).read_bytes()))
+        offset = json.loads(gzip.decompress((MECHANISMS / clock).read_bytes()))["time_minus_perf_counter_s"]
+        out.append((campaign, offset))
+    return out
+
+
+def _load(model: str, campaign: dict) -> tuple[list[tuple[float, ...]], dict[tuple[str, int], float], list[dict]]:
     text = gzip.decompress((MECHANISMS / model / "server.log.gz").read_bytes())
     steps = [tuple(float(x) for x in m.groups()) for m in _ITERATION.finditer(text)]
     received = {(m[2].decode(), int(m[3])): float(m[1]) for m in _RECEIVED.finditer(text)}
-    campaign = json.loads(gzip.decompress((MECHANISMS / "campaign.json.gz").read_bytes()))
     points = next(x for x in campaign["models"] if x["name"] == model)["points"]
     return steps, received, [p for p in points if "wall_s" in p and not p["point"].startswith("warmup")]
 
@@ -101,12 +117,12 @@ def _step_s(shape, p: dict, n_ctx: float, ctx_tokens: float, n_gen: float) -> fl
 
 
 def main() -> int:
-    clock = json.loads(gzip.decompress((MECHANISMS / "clock.json.gz").read_bytes()))["time_minus_perf_counter_s"]
     way_in: dict[tuple[int, str], list[float]] = {}
     burst: dict[int, list[float]] = {}
     way_out: list[float] = []
-    for model in ("llama-3.3-70b-fp8", "mixtral-8x7b", "deepseek-v2-lite"):
-        steps, received, points = _load(model)
+    runs = [(m["name"], c, clock) for c, clock in _campaigns() for m in c["models"] if m["name"] in MODELS]
+    for model, campaign, clock in runs:
+        steps, received, points = _load(model, campaign)
         times = np.array([s[0] for s in steps])
         shape = shape_of(MODELS[model], _logged_kv_tokens(MECHANISMS / model))
         print(f"\n{model}")

@@ -1,9 +1,10 @@
 """Predicted against measured, leave-one-model-out, by architecture class and by load, and the error band's coverage.
 
 Measurements scored: every run of ``bench/h200_runs.py`` (``vllm bench serve`` against a real vLLM 0.24.0 on one
-H200, dummy weights, prefix caching off): six models of four architecture classes (dense Llama-3.1-8B and
-Qwen2.5-32B, MoE Qwen3-30B-A3B and Mixtral-8x7B, MLA MoE DeepSeek-V2-Lite, FP8 dense Llama-3.3-70B), closed loop at
-concurrency 1-256 and open loop (Poisson and gamma arrivals), 512-3,072 input tokens. How they were made:
+H200, dummy weights, prefix caching off): eleven models of five architecture classes (dense Llama-3.1-8B,
+Llama-3.2-3B, Qwen3-14B and Qwen2.5-32B; MoE Qwen3-30B-A3B, Mixtral-8x7B and Qwen3-Coder-30B-A3B-FP8; MLA MoE
+DeepSeek-V2-Lite; FP8 dense Llama-3.3-70B and Qwen3-8B; sliding-window Gemma-2-9B), closed loop at concurrency 1-256
+and open loop (Poisson and gamma arrivals), 512-3,072 input tokens. How they were made:
 ``bench/data/h200_sweeps/README.md`` and ``bench/data/h200_mechanisms/README.md``.
 
 For each model the default coefficients are refitted without it (``bench/default_coefficients.py``
@@ -143,7 +144,7 @@ def main() -> int:
 
     if a.write_band:
         band = ErrorBand.from_samples(_samples(runs, unseen))
-        source = "vLLM 0.24.0, one H200, six models (bench/prediction_accuracy.py --write-band)"
+        source = "vLLM 0.24.0, one H200, eleven models (bench/prediction_accuracy.py --write-band)"
         BAND_FILE.write_text(band.to_json(source=source, measured_coverage=coverage) + "\n")
         print(f"\nwrote {BAND_FILE.relative_to(ROOT)}")
     if a.json:

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Where the default coefficients come from, in words.
-DEFAULT_SOURCE = "default coefficients (fitted to vLLM 0.24.0 on one H200: six models' runs and its decode steps)"
+DEFAULT_SOURCE = "default coefficients (fitted to vLLM 0.24.0 on one H200: eleven models' runs and its decode steps)"
 
 
 @dataclass(frozen=True)

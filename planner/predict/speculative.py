@@ -41,9 +41,9 @@ lot, measure it with the Load Test's spec-decode counters):
 draft_model-based speculative decoding", its start-up log), and the H200 runs of Llama-3.1-8B with a Llama-3.2-1B
 draft (``bench/data/h200_sweeps/llama-3.1-8b-spec``) took ~28 ms more per step than the mechanism above gives, flat
 from concurrency 1 to 64: host time per draft forward the step model does not hold. ``bench/spec_prediction.py``
-fits it as the mean residual per draft forward (7.1 ms with the three-model coefficients, 7.2 ms with the six-model
-ones) and scores it leave-one-concurrency-out (TPOT +10% to +28%, −25% at c=256; without it −49% to −74%). EAGLE-3
-(same server, Model Runner V2) needs none: the mechanism alone is within 12% at c=1 and 16 (steady decode). Set
+fits it as the mean residual per draft forward (7.1 ms with the three-model coefficients, 7.6 ms with the eleven-model
+ones) and scores it leave-one-concurrency-out (TPOT +14% to +36%, −35% at c=256; without it −58% to −72%). EAGLE-3
+(same server, Model Runner V2) needs none: the mechanism alone is within 13% at c=1 and 16 (steady decode). Set
 ``draft_forward_overhead_s`` to override.
 """
 
@@ -76,7 +76,7 @@ SPEC_METHODS: tuple[str, ...] = ("draft_model", "eagle", "eagle3", "mtp", "ngram
 #: Conditional acceptance rate per draft position, by method (sources in the module docstring).
 DEFAULT_ACCEPTANCE: dict[str, float] = {"eagle": 0.8, "eagle3": 0.8, "mtp": 0.85, "draft_model": 0.6}
 #: Host seconds per draft forward beyond the step model, by method (fitted, module docstring; 0 elsewhere).
-DRAFT_FORWARD_OVERHEAD_S: dict[str, float] = {"draft_model": 7.1e-3}
+DRAFT_FORWARD_OVERHEAD_S: dict[str, float] = {"draft_model": 7.6e-3}
 
 
 def _rate(value: object) -> bool:

