@@ -6,14 +6,15 @@ prediction and capacity never disagree on the deployment:
 * **Weights read per step**: the rank's weights ("Model loading took") less the input embedding table (a step
   gathers only its tokens' rows; with ``tie_word_embeddings`` the LM head multiplies by that same table, so it is
   read in full: Llama-3.2-3B's logged decode step at batch 1 on vLLM 0.24.0 takes 2.60 ms, which the step model
-  puts at 2.46 ms without its 0.79 GB table's read and 2.64 ms with it, ``bench/data/h200_mechanisms/README.md``) and less the routed experts its tokens do not reach. With ``E`` experts of which
-  each token picks ``k``, a step of ``T`` tokens reaches ``E · (1 − (1 − k/E)^T)`` experts per MoE layer in
-  expectation, under uniform routing (the expected number of occupied bins when ``T·k`` balls fall into ``E``
-  bins, picking ``k`` distinct ones per ball; Switch Transformer, Fedus et al. 2021, §2.2, assumes the same
-  balanced load). Tokens whose routing is correlated reach fewer: ``T`` is then replaced by ``T^α``
-  (``moe_routing_exponent`` α ≤ 1, fitted by a calibration; on vLLM 0.24.0 with dummy weights DeepSeek-V2-Lite's
-  decode steps read the experts of ~11, 16 and 25 of 64 experts at 8, 32 and 128 sequences where independent routing
-  reaches 35, 61 and 64: α ≈ 0.35, ``bench/data/h200_mechanisms/README.md``).
+  puts at 2.46 ms without its 0.79 GB table's read and 2.64 ms with it, ``bench/data/h200_mechanisms/README.md``)
+  and less the routed experts its tokens do not reach. With ``E`` experts of which each token picks ``k``, a step of
+  ``T`` tokens reaches ``E · (1 − (1 − k/E)^T)`` experts per MoE layer in expectation, under uniform routing (the
+  expected number of occupied bins when ``T·k`` balls fall into ``E`` bins, picking ``k`` distinct ones per ball;
+  Switch Transformer, Fedus et al. 2021, §2.2, assumes the same balanced load). Tokens whose routing is correlated
+  reach fewer: ``T`` is then replaced by ``T^α`` (``moe_routing_exponent`` α ≤ 1, fitted by a calibration; on vLLM
+  0.24.0 with dummy weights DeepSeek-V2-Lite's decode steps read the experts of ~11, 16 and 25 of 64 experts at 8, 32
+  and 128 sequences where independent routing reaches 35, 61 and 64: α ≈ 0.35,
+  ``bench/data/h200_mechanisms/README.md``).
 * **KV bytes per token**, per GPU and per layer: one block's page of one layer over the block size, as the plan
   laid the cache out (``KVPool.page_bytes``: GQA/MQA heads per rank, MLA's latent, fp8 KV). Sliding-window layers
   read at most their window.
