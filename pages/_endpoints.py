@@ -8,24 +8,34 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from pages import _state as state
+from pages._cache import cached_discovery
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
+from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, check_new_name, load_endpoints
+from planner.views.endpoints import DISCOVERY_CAPTION, discovery_view, no_endpoints_message
 
 CUSTOM_KEY = "endpoints.custom"  # {name: Endpoint} added in this session, shared by the endpoint pages
-EXAMPLE_TOML = """[[endpoint]]
-name = "vllm-a"
-kind = "vllm"                       # vllm | tgi | openai | sglang | llamacpp
-base_url = "http://127.0.0.1:8000"
-model = "Qwen/Qwen3-0.6B"           # optional: discovered when absent
-api_key_env = "VLLM_API_KEY"        # optional: the NAME of the env var / secret holding the key"""
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def endpoints_path() -> tuple[Path, bool]:
+    """The endpoints file: ``$LLM_PLANNER_ENDPOINTS``, else ``endpoints.toml`` at the repo root.
+
+    Returns:
+        ``(path, explicit)``: ``explicit`` is True when the environment named the file (then a missing file is
+        an error; a missing default file just means "no endpoints configured").
+    """
+    named = os.environ.get("LLM_PLANNER_ENDPOINTS", "").strip()
+    return (Path(named).expanduser(), True) if named else (_ROOT / "endpoints.toml", False)
 
 
 def available_endpoints(prefix: str, selection_key: str, *, required: bool = True) -> dict[str, Endpoint]:
@@ -36,7 +46,7 @@ def available_endpoints(prefix: str, selection_key: str, *, required: bool = Tru
         selection_key: Widget key of the page's endpoint multiselect (a newly added endpoint is selected).
         required: Stop the page when there is none (Live Compare); Load Test goes on, to show imported runs.
     """
-    path, explicit = state.endpoints_path()
+    path, explicit = endpoints_path()
     file_endpoints: tuple[Endpoint, ...] = ()
     if explicit or path.exists():
         try:
@@ -53,18 +63,7 @@ def available_endpoints(prefix: str, selection_key: str, *, required: bool = Tru
     if allow_custom:
         _add_form(prefix, selection_key, available, custom, file_names, path.name)
     if not available:
-        st.info(
-            "No endpoint is configured. To try the page without a GPU, start the demo server "
-            "(`python -m planner demo-server`) and add it above as `http://127.0.0.1:8000`. Or put an "
-            "`endpoints.toml` at the repository root (or point `LLM_PLANNER_ENDPOINTS` at one) with one table per "
-            "server:\n\n"
-            f"```toml\n{EXAMPLE_TOML}\n```\n\n"
-            + (
-                "or add one above for this session."
-                if allow_custom
-                else "Adding endpoints in the page is turned off on this deployment."
-            )
-        )
+        st.info(no_endpoints_message(allow_custom))
         if required:
             st.stop()
     return available
@@ -137,33 +136,17 @@ def discovery_table(endpoints: Sequence[Endpoint], secrets: Mapping[str, str], k
     """Health, served model, context limit and version of each endpoint (cached 30 s), one row each."""
     if not endpoints:
         return
-    rows, errors = [], []
+    found: list[EndpointInfo | PlannerError] = []
     for endpoint in endpoints:
         try:
-            info = state.cached_discovery(endpoint, 5.0, dict(secrets))
+            found.append(cached_discovery(endpoint, 5.0, dict(secrets)))
         except PlannerError as exc:
-            rows.append({"endpoint": endpoint.name, "kind": endpoint.kind, "health": "down"})
-            errors.append(f"{endpoint.name}: {exc}")
-            continue
-        context = "n/a" if info.max_model_len_tokens is None else f"{info.max_model_len_tokens:,}"
-        if info.max_input_tokens is not None:
-            context = f"input {info.max_input_tokens:,} / total {context}"
-        rows.append(
-            {
-                "endpoint": endpoint.name,
-                "kind": endpoint.kind,
-                "health": "up" if info.healthy else "down",
-                "model": info.model or "n/a",
-                "context (tokens)": context,
-                "version": info.version or "n/a",
-            }
-        )
-        if info.error:
-            errors.append(f"{endpoint.name}: {info.error}")
-    st.dataframe(pd.DataFrame(rows).fillna("n/a"), hide_index=True, key=key)
-    for line in errors:  # a sentence each, under the table: in a grid column it ran past the page's edge
+            found.append(exc)
+    view = discovery_view(endpoints, found)
+    st.dataframe(view.table, hide_index=True, key=key)
+    for line in view.errors:
         st.caption(f":orange[:material/cloud_off: {line}]")
-    st.caption("Discovery (health, served model, context limit, version) is cached for 30 s.")
+    st.caption(DISCOVERY_CAPTION)
 
 
 def restore_from_link(

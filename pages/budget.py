@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import streamlit as st
 
-from pages import _editor as editor
+from pages import _cache as cache
 from pages import _state as state
-from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
-from planner.capacity.explain import (
-    Explanation,
-    explain,
-    layout_rows,
-    version_changes,
-    version_range_text,
-)
-from planner.capacity.result import Plan
-from planner.capacity.verdict import verdict
-from planner.catalog.launch import launch
-from planner.catalog.presets import presets, scenario_from_advice
-from planner.errors import PlannerError
+from pages._editor import edit_scenario
+from pages._editor_memory import COUNT_WIDGET, seed
+from planner.catalog.launch import Launch
+from planner.catalog.presets import presets
 from planner.links.budget import MAX_SCENARIOS
+from planner.views.budget import KEY_FIGURES_CAPTION, MEMORY_CAPTION, ExplanationView, budget_view
+from planner.views.model import ModelDetails
 
 state.use_router()
 st.title("VRAM Budget")
@@ -53,9 +43,9 @@ with st.expander("Presets: the article's scenarios and deployment recipes", expa
         st.button("Load preset", key="w.load_preset", on_click=_load_preset, width="stretch")
     st.caption(PRESETS[chosen].description + " Loading replaces the scenarios below.")
 
-if fresh or editor.COUNT_WIDGET not in st.session_state:
-    st.session_state[editor.COUNT_WIDGET] = len(scenarios)
-count = st.radio("Scenarios to compare", range(1, MAX_SCENARIOS + 1), key=editor.COUNT_WIDGET, horizontal=True)
+if fresh or COUNT_WIDGET not in st.session_state:
+    st.session_state[COUNT_WIDGET] = len(scenarios)
+count = st.radio("Scenarios to compare", range(1, MAX_SCENARIOS + 1), key=COUNT_WIDGET, horizontal=True)
 
 
 def _editor_cells(count: int) -> list:
@@ -70,191 +60,123 @@ def _editor_cells(count: int) -> list:
 edited = []
 for index, column in enumerate(_editor_cells(count)):
     # A column hidden by a lower count keeps its remembered values; a brand-new one copies the last.
-    editor.seed(index, scenarios[min(index, len(scenarios) - 1)], overwrite=fresh)
+    seed(index, scenarios[min(index, len(scenarios) - 1)], overwrite=fresh)
     with column:
         st.subheader(f"Scenario {index + 1}")
-        edited.append(editor.edit_scenario(index))
+        edited.append(edit_scenario(index))
 state.save(edited)
 
-labels = [scenario_label(i, s) for i, s in enumerate(edited)]
-models, results = zip(*state.plan_scenarios(edited), strict=True)
+view = budget_view(edited, cache.plan_scenarios(edited), forecast=cache.cached_outlook)
 
 
-#: Characters Streamlit's markdown would read as formatting (``_report_kv_cache_config``, ``$``) in the planner's text.
-_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})
+def _model_details(details: ModelDetails) -> None:
+    st.table(details.table)
+    for assumption in details.assumptions:
+        st.caption(f":orange[:material/warning: Assumed: {assumption}]")
+    for note in details.notes:
+        st.caption(f"ℹ️ {note}")
 
 
-def _bullets(lines: tuple[str, ...]) -> None:
-    """Draw the planner's sentences as a bulleted list, their markdown characters escaped."""
-    st.markdown("\n".join(f"- {line.translate(_MARKDOWN)}" for line in lines))
-
-
-def _show_explanation(explanation: Explanation) -> None:
+def _show_explanation(explanation: ExplanationView) -> None:
     """Draw an explanation: the layout table, the reasons, the longest that fits, the sources."""
-    # a column per attention type, a row per figure: narrow enough for half the page
-    st.table(pd.DataFrame(layout_rows(explanation.layout)).set_index("attention").T.rename_axis(None))
-    _bullets(explanation.lines)
+    st.table(explanation.layout)
+    st.markdown(explanation.reasons)
     st.markdown("**The longest that fits**")
-    _bullets(explanation.longest_fit.lines)
-    st.caption("Formulas: " + "; ".join(explanation.sources))
+    st.markdown(explanation.longest_fit)
+    st.caption(explanation.sources)
 
 
-def _apply_advice(index: int, advice_index: int) -> None:
-    plan = results[index]
-    new = list(edited)
-    new[index] = scenario_from_advice(edited[index], plan, plan.advice[advice_index])
-    state.set_scenarios(new)
+def _launch(command: Launch, *, heading: bool) -> None:
+    """The launch command, its warning and the command that fits (under a heading in the Details tabs)."""
+    if heading:
+        st.markdown("**Launch command**")
+    st.code(command.command, language="bash", wrap_lines=True)
+    if command.warning:
+        st.warning(command.warning)
+    if command.corrected:
+        if heading:
+            st.markdown(f"**Launch command that fits** ({command.change})")
+        else:
+            st.caption(f"Launch command that fits ({command.change}):")
+        st.code(command.corrected, language="bash", wrap_lines=True)
 
+
+_SAY = {"fits": st.success, "warning": st.warning}
 
 with answer:
     st.header("Verdict")
-    compact = count >= 3  # four metric grids side by side truncate their values: one table instead
-    for index, (column, result) in enumerate(zip(st.columns(count), results, strict=True)):
+    for index, (column, said) in enumerate(zip(st.columns(count), view.answers, strict=True)):
         with column:
-            st.markdown(f"**{labels[index]}**")
-            if isinstance(result, PlannerError):
-                st.error(f"Cannot plan this scenario: {result}")
-                if not isinstance(models[index], PlannerError):
+            st.markdown(f"**{said.label}**")
+            if said.error is not None:
+                st.error(said.error)
+                if said.model is not None:
                     with st.expander("Model details"):
-                        editor.model_details(models[index])
+                        _model_details(said.model)
                 continue
-            said = verdict(result)
-            {"fits": st.success, "warning": st.warning}.get(said.level, st.error)(said.text)
-            if result.topology is not None and result.topology.warning:
-                needs = " or ".join(result.topology.needs)
-                st.warning(f"{result.topology.warning}." + (f" vLLM launches it with {needs}." if needs else ""))
-            range_text = version_range_text(result)
-            if range_text:
-                st.info(f"vLLM version not set: {range_text}.")
-            if not compact and not result.refused:  # a refused configuration has no start-up to describe
-                terms = result.per_gpu.as_gib()
-                target = result.scenario.target_context
-                # the answer first (concurrency, KV tokens), then where the memory went; 4 a row for one scenario
-                wide = count == 1
-                row = st.columns(4) if wide else st.columns(2)
-                row[0].metric(
-                    f"Concurrency @ {result.max_model_len:,}",
-                    f"{result.max_concurrency:,.2f}",
-                    help="Requests of max_model_len tokens that fit in the KV cache at once.",
-                )
-                row[1].metric(
-                    f"Concurrency @ {target:,}" if target else "Concurrency @ target",
-                    "n/a" if result.max_concurrency_at_target is None else f"{result.max_concurrency_at_target:,.2f}",
-                    help="Set a target context to see concurrency at it.",
-                )
-                row = row[2:] if wide else st.columns(2)
-                row[0].metric("KV cache tokens", f"{result.kv_cache_tokens:,}")
-                blocks = "n/a" if result.num_gpu_blocks is None else f"{result.num_gpu_blocks:,}"
-                row[1].metric("KV blocks per GPU", blocks)
-                row = st.columns(4) if wide else st.columns(2)
-                row[0].metric("Weights per GPU", f"{terms['weights_gib']:.2f} GiB")
-                row[1].metric("KV cache per GPU", f"{terms['kv_cache_gib']:.2f} GiB")
-                (row[2] if wide else st).metric("KV bytes per token (per GPU)", f"{result.kv_bytes_per_token:,.0f} B")
-            explanation = explain(result)
+            _SAY.get(said.verdict_level, st.error)(said.verdict_text)
+            if said.topology_warning:
+                st.warning(said.topology_warning)
+            if said.range_info:
+                st.info(said.range_info)
+            for row in said.metric_rows:
+                cells = st.columns(4 if count == 1 else 2) if len(row) > 1 else [st]
+                for cell, metric in zip(cells, row, strict=False):
+                    cell.metric(metric.label, metric.value, help=metric.help)
             # one scenario: the two expanders side by side, so the launch command stays on the first screen
-            spots = st.columns(2) if count == 1 and explanation is not None else (st, st)
+            spots = st.columns(2) if count == 1 and said.explanation is not None else (st, st)
             with spots[0].expander("Model details"):
-                editor.model_details(models[index])
-            if explanation is not None:
+                _model_details(said.model)
+            if said.explanation is not None:
                 with spots[1].expander("Why these numbers: the KV layout"):
-                    _show_explanation(explanation)
-            if result.advice:
+                    _show_explanation(said.explanation)
+            if said.advice:
                 st.markdown("**What would make it fit** (each re-planned):")
-                for a_index, advice in enumerate(result.advice):
+                for a_index, advice in enumerate(said.advice):
                     # The change as wrapping text and a short button: long button labels get cut off.
                     text, button = st.columns([3, 2], vertical_alignment="center")
-                    text.markdown(
-                        f"{advice.change} → **{advice.max_concurrency:,.1f}** req. on {advice.num_gpus} GPU"
-                        f"{'s' if advice.num_gpus > 1 else ''}"
-                    )
+                    text.markdown(advice.text)
                     button.button(
                         "Apply",
                         key=f"w{index}.advice{a_index}",
-                        on_click=_apply_advice,
-                        args=(index, a_index),
+                        on_click=state.set_scenarios,
+                        args=(advice.scenarios,),
                         help=f"Load this change into scenario {index + 1}.",
                         width="stretch",
                     )
-
-planned = [
-    (i, label, r) for i, (label, r) in enumerate(zip(labels, results, strict=True)) if not isinstance(r, PlannerError)
-]
-with answer:
-    for first, second, change in version_changes([r if isinstance(r, Plan) else None for r in results]):
-        versions = f"vLLM {change.old_version} to {change.new_version}"
-        with st.expander(f"What changed from {versions} (scenarios {first + 1} and {second + 1})"):
-            _bullets(change.lines)
-            st.table(pd.DataFrame(change.rows()).set_index("figure").rename_axis(None))
-    if planned and compact:
-        st.table(
-            key_figures_table([r for *_, r in planned], [f"Scenario {i + 1}" for i, *_ in planned]).rename_axis(None)
-        )
-        st.caption("Concurrency: requests of that many tokens each that fit in the KV cache at once.")
-    if len(planned) == 1:  # one scenario: its launch command belongs to the answer
-        command = launch(planned[0][2])
-        st.code(command.command, language="bash", wrap_lines=True)
-        if command.warning:
-            st.warning(command.warning)
-        if command.corrected:
-            st.caption(f"Launch command that fits ({command.change}):")
-            st.code(command.corrected, language="bash", wrap_lines=True)
-    if planned:
-        st.plotly_chart(
-            memory_breakdown_figure([r for *_, r in planned], [label for _, label, _ in planned]), key="memory_chart"
-        )
-        st.caption(
-            "Memory per GPU: the limiting GPU of each scenario; terms an engine does not model are left out. The "
-            "black line (labelled) is the device's total memory, the dashed one the engine's budget (total × "
-            "utilization); anything past the total is the red hatched over-budget segment."
-        )
-if planned:
+    for change in view.version_changes:
+        with st.expander(change.title):
+            st.markdown(change.reasons)
+            st.table(change.table)
+    if view.key_figures is not None:
+        st.table(view.key_figures)
+        st.caption(KEY_FIGURES_CAPTION)
+    if view.launch is not None:  # one scenario: its launch command belongs to the answer
+        _launch(view.launch, heading=False)
+    if view.memory_figure is not None:
+        st.plotly_chart(view.memory_figure, key="memory_chart")
+        st.caption(MEMORY_CAPTION)
+if view.details:
     st.header("Details")
-    for tab, (index, _, result) in zip(st.tabs([label for _, label, _ in planned]), planned, strict=True):
+    for tab, detail in zip(st.tabs([d.label for d in view.details]), view.details, strict=True):
         with tab:
-            st.markdown("**Launch command**")
-            command = launch(result)
-            st.code(command.command, language="bash", wrap_lines=True)
-            if command.warning:
-                st.warning(command.warning)
-            if command.corrected:
-                st.markdown(f"**Launch command that fits** ({command.change})")
-                st.code(command.corrected, language="bash", wrap_lines=True)
-            if models[index].source == "upload":
-                st.caption(
-                    f"{result.scenario.model} stands for the pasted config.json: put the checkpoint's path or "
-                    "repo id there."
-                )
-            forecast = state.cached_outlook(result.scenario, models[index].spec)
-            if forecast is not None:
-                st.markdown(
-                    f"**Predicted performance** ({forecast.input_len:,} prompt + {forecast.output_len} output tokens "
-                    "per request)"
-                )
-                st.dataframe(forecast.table(), hide_index=True, width="stretch")
-                band_line = forecast.band_line
-                st.caption(
-                    f"{forecast.full.calibration}. Full load: {forecast.full_concurrency:,} requests in flight, what "
-                    "the KV cache holds at this length (at most max_num_seqs). "
-                    + (f"In parentheses: {band_line}. " if band_line else "")
-                    + "Curves for any workload, and calibration on your own runs: the Performance page or "
-                    "python -m planner predict."
-                )
+            _launch(detail.launch, heading=True)
+            if detail.upload_note:
+                st.caption(detail.upload_note)
+            if detail.forecast is not None:
+                st.markdown(detail.forecast.title)
+                st.dataframe(detail.forecast.table, hide_index=True, width="stretch")
+                st.caption(detail.forecast.caption)
             with st.expander("Formulas with your numbers", expanded=False):
                 # st.table, not st.dataframe: the data grid's code costs every fresh visit ~0.4 s of browser CPU on
                 # a 2-core machine, for a table that starts folded (bench/data/README.md, page loads)
-                st.table(
-                    [
-                        {"what": f.label, "formula": f.expression, "value": f.value, "source": f.source}
-                        for f in result.formulas
-                    ],
-                    hide_index=True,
-                )
-            for note in result.notes:
+                st.table(list(detail.formulas), hide_index=True)
+            for note in detail.notes:
                 st.caption(f"ℹ️ {note}")
             st.download_button(
                 "Download plan (JSON)",
-                json.dumps(result.to_json(), indent=2),
-                file_name=f"plan-{index + 1}.json",
+                detail.plan_json,
+                file_name=detail.file_name,
                 mime="application/json",
-                key=f"w.json.{index}",
+                key=f"w.json.{detail.index}",
             )
