@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
 from pages import _state as state
 from pages._numbers import field_boxes
-from planner.compare.charts import (
-    METRIC_HELP,
-    display_metrics,
-    endpoint_metrics,
-    endpoint_status,
-    history_csv,
-    history_figure,
-    history_frame,
-    itl_figure,
-    tokens_figure,
-    ttft_figure,
-)
-from planner.compare.run import CompareRun, CompareSnapshot, notes, to_csv, to_json
+from planner.compare.charts import METRIC_HELP
+from planner.compare.run import CompareRun
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings, parse_stop, to_request
 from planner.errors import PlannerError
 from planner.links import compare as compare_state
+from planner.views.compare import METRICS_CAPTION, LiveView, history_view, live_view
 
 RUN_KEY = "compare.run"  # {"run": CompareRun, "repeat": int, "recorded": bool}
 HISTORY_KEY = "compare.history"  # [CompareResult], oldest first
@@ -155,48 +144,41 @@ if b2.button("Cancel", key="cmp.cancel", disabled=not active, icon=":material/st
     entry["run"].cancel()
 
 
-def render_live(snap: CompareSnapshot, repeat: int) -> None:
+def render_live(view: LiveView) -> None:
     """The live columns, charts and (when done) the final metrics table of one snapshot."""
-    if snap.error:
-        st.error(f"The run failed: {snap.error}")
-    if not snap.endpoints:
+    if view.error:
+        st.error(view.error)
+    if not view.columns:
         return
-    for col, progress in zip(st.columns(len(snap.endpoints)), snap.endpoints, strict=True):
-        status = endpoint_status(progress, repeat)
+    for col, live in zip(st.columns(len(view.columns)), view.columns, strict=True):
         with col:
-            st.markdown(f"**{progress.endpoint}** · {ICON[status.state]} {status.label}")
-            if status.error:
-                st.error(status.error, icon=":material/error:")
-            if not (progress.text or progress.reasoning_text) and status.state in ("error", "cancelled"):
+            st.markdown(f"**{live.endpoint}** · {ICON[live.state]} {live.label}")
+            if live.error:
+                st.error(live.error, icon=":material/error:")
+            if not live.boxed:
                 continue
             with st.container(height=240, border=True):
-                if progress.reasoning_text:
-                    st.caption(f"Reasoning: {progress.reasoning_text}")
-                if progress.text:
-                    st.markdown(progress.text)
-                elif status.state in ("waiting", "streaming"):
+                if live.reasoning:
+                    st.caption(f"Reasoning: {live.reasoning}")
+                if live.text:
+                    st.markdown(live.text)
+                elif live.waiting:
                     st.caption("waiting for the first token…")
-                if status.state == "cut":
+                if live.cut:
                     st.caption(":material/content_cut: cut: the stream failed after this partial answer")
-    c1, c2, c3 = st.columns(3)
-    c1.plotly_chart(tokens_figure(snap.endpoints), key="cmp.chart.tokens")
-    c2.plotly_chart(ttft_figure(snap.endpoints), key="cmp.chart.ttft")
-    c3.plotly_chart(itl_figure(snap.endpoints), key="cmp.chart.itl")
-    if snap.done and snap.result is not None and snap.result.records:
-        st.subheader("Metrics" + (" (cancelled run)" if snap.result.cancelled else ""))
+    for col, figure, key in zip(st.columns(3), view.figures, ("tokens", "ttft", "itl"), strict=True):
+        col.plotly_chart(figure, key=f"cmp.chart.{key}")
+    if view.metrics_title is not None:
+        st.subheader(view.metrics_title)
         st.dataframe(
-            display_metrics(endpoint_metrics(snap.result)),
+            view.metrics,
             hide_index=True,
             column_config={name: st.column_config.TextColumn(name, help=text) for name, text in METRIC_HELP.items()},
             key="cmp.metrics",
         )
-        for line in notes(snap.result):
+        for line in view.notes:
             st.warning(line, icon=":material/info:")
-        st.caption(
-            "TTFT = first token − request sent · ITL = gap between token-bearing chunks, split per token · "
-            "TPOT = (E2E − TTFT) / (output tokens − 1) · E2E = last token − request sent · tokens/s = output "
-            "tokens / E2E. Medians over the ok requests with sample counts; n/a where undefined."
-        )
+        st.caption(METRICS_CAPTION)
 
 
 def live_panel() -> None:
@@ -205,7 +187,7 @@ def live_panel() -> None:
     if current is None:
         return
     snap = current["run"].snapshot()
-    render_live(snap, current["repeat"])
+    render_live(live_view(snap, current["repeat"]))
     if snap.done and record_if_done(current):
         st.rerun(scope="app")
 
@@ -213,16 +195,14 @@ def live_panel() -> None:
 st.fragment(run_every=0.3 if active else None)(live_panel)()
 
 # --- history ---------------------------------------------------------------------------------------------------------
-history = st.session_state.get(HISTORY_KEY, [])
-if history:
+history = history_view(st.session_state.get(HISTORY_KEY, []))
+if history is not None:
     st.subheader("Run history")
-    frame = history_frame(history)
-    shown = frame.astype(object).map(lambda v: "n/a" if v is None or (isinstance(v, float) and pd.isna(v)) else v)
-    st.dataframe(shown.map(lambda v: f"{v:,.1f}" if isinstance(v, float) else v), hide_index=True, key="cmp.history")
-    st.plotly_chart(history_figure(frame), key="cmp.chart.history")
+    st.dataframe(history.table, hide_index=True, key="cmp.history")
+    st.plotly_chart(history.figure, key="cmp.chart.history")
     d1, d2, d3, _ = st.columns([1, 1, 1, 3])
-    d1.download_button("Last run (CSV)", to_csv(history[-1]), "compare_last_run.csv", "text/csv", key="cmp.dl.csv")
+    d1.download_button("Last run (CSV)", history.last_csv, "compare_last_run.csv", "text/csv", key="cmp.dl.csv")
     d2.download_button(
-        "Last run (JSON)", to_json(history[-1]), "compare_last_run.json", "application/json", key="cmp.dl.json"
+        "Last run (JSON)", history.last_json, "compare_last_run.json", "application/json", key="cmp.dl.json"
     )
-    d3.download_button("History (CSV)", history_csv(history), "compare_history.csv", "text/csv", key="cmp.dl.history")
+    d3.download_button("History (CSV)", history.history_csv, "compare_history.csv", "text/csv", key="cmp.dl.history")
