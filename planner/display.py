@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from planner.units import GIB
 
 __all__ = ["NA", "cell", "count", "gib", "is_missing", "ms", "number", "percent", "rate", "text"]
@@ -38,8 +40,11 @@ NA = "n/a"
 
 
 def is_missing(value: object) -> bool:
-    """Whether ``value`` is missing data: ``None`` or a float NaN (pandas writes a missing number as NaN)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """Whether ``value`` is missing data: ``None``, a float NaN (pandas writes a missing number as NaN), or pandas'
+    ``NA`` / ``NaT``."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    return value is None or value is pd.NA or value is pd.NaT
 
 
 def text(value: object) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner import display
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.capacity.verdict import verdict
@@ -164,7 +165,7 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
                 orientation="h",
                 marker_color=color,
                 x=shown,
-                customdata=[["n/a", "n/a"] if v is None else [f"{v:,.0f}", f"{v / GIB:,.3f}"] for v in values],
+                customdata=[[display.count(v), display.gib(v, 3, unit=False)] for v in values],
                 hovertemplate=f"<b>%{{y}}</b><br>{name}: %{{customdata[1]}} GiB (%{{customdata[0]}} bytes)"
                 "<extra></extra>",
             )
@@ -180,7 +181,10 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
                     "color": _OVERFLOW_COLOR,
                     "pattern": {"shape": "/", "fillmode": "overlay", "fgcolor": "white", "solidity": 0.3},
                 },
-                customdata=[[f"{u / GIB:,.3f}", f"{t / GIB:,.3f}"] for u, t in zip(used, totals, strict=True)],
+                customdata=[
+                    [display.gib(u, 3, unit=False), display.gib(t, 3, unit=False)]
+                    for u, t in zip(used, totals, strict=True)
+                ],
                 hovertemplate="<b>%{y}</b><br>Over the GPU total by %{x:.3f} GiB<br>"
                 "weights + overheads + KV: %{customdata[0]} GiB of %{customdata[1]} GiB<extra></extra>",
             )
@@ -192,7 +196,7 @@ def memory_breakdown_figure(plans: Sequence[Plan], labels: Sequence[str]) -> go.
         fig.add_annotation(
             x=x,
             y=i,
-            text=f"total {x:.1f} GiB",
+            text=f"total {display.gib(total, 1)}",
             showarrow=False,
             xanchor="left",
             xshift=6,
@@ -487,14 +491,14 @@ def key_figures_table(plans: Sequence[Plan], labels: Sequence[str]) -> pd.DataFr
         target = plan.scenario.target_context
         data[name] = [
             {"fits": "fits", "warning": "fits in part"}.get(verdict(plan).level, "does not fit"),
-            f"{plan.per_gpu.kv_cache_bytes / GIB:,.2f} GiB",
-            f"{plan.kv_cache_tokens:,}",
-            "n/a" if plan.num_gpu_blocks is None else f"{plan.num_gpu_blocks:,}",
-            f"{plan.kv_bytes_per_token:,.0f} B",
-            f"{plan.max_model_len:,}",
-            f"{plan.max_concurrency:,.2f}",
-            "n/a"
+            display.gib(plan.per_gpu.kv_cache_bytes),
+            display.count(plan.kv_cache_tokens),
+            display.count(plan.num_gpu_blocks),
+            f"{display.count(plan.kv_bytes_per_token)} B",
+            display.count(plan.max_model_len),
+            display.number(plan.max_concurrency),
+            display.NA
             if plan.max_concurrency_at_target is None or not target
-            else f"{plan.max_concurrency_at_target:,.2f} @ {context_label(target)}",
+            else f"{display.number(plan.max_concurrency_at_target)} @ {context_label(target)}",
         ]
     return pd.DataFrame(data, index=pd.Index(rows, name="figure"))

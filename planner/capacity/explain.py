@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
-from planner.capacity.engines.common import fmt_gib
+from planner import display
 from planner.capacity.engines.vllm import VLLMProfile, accepts_max_model_len_auto, profile_for
 from planner.capacity.kv_layout import KvGroupType, KvLayout
 from planner.capacity.plan import ADVICE_MAX_LEN_STEP_TOKENS, advised_max_model_len
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
-from planner.units import GIB, MIB
+from planner.units import MIB
 
 __all__ = [
     "SOURCES",
@@ -177,7 +177,7 @@ def layout_rows(layout: KvLayout) -> list[dict[str, str]]:
     return [
         {
             "attention": _ATTENTION_NAMES.get(g.attention, g.attention),
-            "window": "n/a" if g.window_tokens is None else f"{g.window_tokens:,}",
+            "window": display.count(g.window_tokens),
             "layers/GPU": f"{g.num_layers:,}" + (f" (+{g.padding_layers} padding)" if g.padding_layers else ""),
             "KV-cache groups": f"{g.num_groups:,} × {layout.group_size_layers:,} layers",
             "tokens kept/request": f"{g.tokens_per_request:,}",
@@ -229,7 +229,7 @@ def _block_line(plan: Plan, layout: KvLayout) -> str:
     return (
         f"A page is {layout.block_size_tokens} tokens of one layer: {layout.page_bytes_per_layer:,} B per GPU. A block "
         f"id is one page in {spans} {layout.group_size_layers} layers of a group: {layout.block_bytes:,} B "
-        f"({_mib(layout.block_bytes)}). {fmt_gib(plan.per_gpu.kv_cache_bytes)} of KV cache per GPU // "
+        f"({_mib(layout.block_bytes)}). {display.gib(plan.per_gpu.kv_cache_bytes)} of KV cache per GPU // "
         f"{layout.block_bytes:,} B = {blocks:,} blocks (get_num_blocks)."
     )
 
@@ -250,7 +250,7 @@ def _request_line(layout: KvLayout) -> str:
         parts.append(each)
     return (
         f"One request of {length:,} tokens takes {'; '.join(parts)}: {layout.blocks_per_request:,} blocks in all, "
-        f"{fmt_gib(layout.kv_bytes_per_request_per_gpu)} per GPU."
+        f"{display.gib(layout.kv_bytes_per_request_per_gpu)} per GPU."
     )
 
 
@@ -356,7 +356,7 @@ def _longest_fit(plan: Plan, layout: KvLayout) -> LongestFit:
     advice = advised_max_model_len(longest) if longest < (plan.model_max_position_embeddings or longest + 1) else None
     loss = max(0.0, kv - blocks * layout.block_bytes)
     lines = [
-        f"The KV memory is cut into whole blocks: {fmt_gib(kv)} // {layout.block_bytes:,} B = {blocks:,} blocks, "
+        f"The KV memory is cut into whole blocks: {display.gib(kv)} // {layout.block_bytes:,} B = {blocks:,} blocks, "
         f"{_mib(loss)} left over (less than one block).",
     ]
     by_memory = layout.longest_by_memory_tokens
@@ -452,7 +452,7 @@ def version_range_text(plan: Plan) -> str | None:
         return f"the same {low.kv_cache_tokens:,} tokens in every vLLM version from {vr.versions[0].version} on"
     text = (
         f"between {low.kv_cache_tokens:,} and {high.kv_cache_tokens:,} tokens "
-        f"({low.kv_cache_bytes / GIB:.2f}–{high.kv_cache_bytes / GIB:.2f} GiB of KV cache per GPU, "
+        f"({display.gib(low.kv_cache_bytes, unit=False)}–{display.gib(high.kv_cache_bytes)} of KV cache per GPU, "
         f"{low.max_concurrency:.2f}x–{high.max_concurrency:.2f}x at {plan.max_model_len:,}) depending on the vLLM "
         f"version: {low.version} sets the low end, {high.version} the high end; the figures above are {newest}'s"
     )
@@ -525,7 +525,7 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
                 f"({b.num_kv_cache_groups} KV-cache groups of {b.group_size_layers} layers, against "
                 f"{a.num_kv_cache_groups} of {a.group_size_layers} in {va}, where they are cached as full attention). "
                 f"A block id spans fewer layers ({a.block_bytes:,} → {b.block_bytes:,} B), so {same_kv}"
-                f"{fmt_gib(new.per_gpu.kv_cache_bytes)} makes {old_blocks:,} → {new_blocks:,} blocks; a request of "
+                f"{display.gib(new.per_gpu.kv_cache_bytes)} makes {old_blocks:,} → {new_blocks:,} blocks; a request of "
                 f"{new.max_model_len:,} tokens takes {a.blocks_per_request:,} → "
                 f"{b.blocks_per_request:,} of them, and concurrency goes {old.max_concurrency:.2f}x → "
                 f"{new.max_concurrency:.2f}x ({ratio:.1f}×)."
@@ -547,8 +547,8 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
     if old.per_gpu.activation_bytes != new.per_gpu.activation_bytes:
         old_runner, new_runner = old.model_runner or "v1", new.model_runner or "v1"
         lines.append(
-            f"The activation peak moves {fmt_gib(old.per_gpu.activation_bytes)} → "
-            f"{fmt_gib(new.per_gpu.activation_bytes)} per GPU (the dummy sampler run: "
+            f"The activation peak moves {display.gib(old.per_gpu.activation_bytes)} → "
+            f"{display.gib(new.per_gpu.activation_bytes)} per GPU (the dummy sampler run: "
             f"{_sampler_words(old_profile, old_runner)} → {_sampler_words(new_profile, new_runner)}; the larger of it "
             "and the forward pass is the peak)."
         )
@@ -560,16 +560,18 @@ def compare_versions(first: Plan, second: Plan) -> VersionChange | None:
         )
     if old.per_gpu.non_torch_bytes != new.per_gpu.non_torch_bytes:
         lines.append(
-            f"Non-torch memory (CUDA context, NCCL buffers): {fmt_gib(old.per_gpu.non_torch_bytes)} → "
-            f"{fmt_gib(new.per_gpu.non_torch_bytes)} per GPU ({new_profile.source})."
+            f"Non-torch memory (CUDA context, NCCL buffers): {display.gib(old.per_gpu.non_torch_bytes)} → "
+            f"{display.gib(new.per_gpu.non_torch_bytes)} per GPU ({new_profile.source})."
         )
     if old.per_gpu.cuda_graph_bytes != new.per_gpu.cuda_graph_bytes:
         lines.append(
             f"The CUDA-graph estimate taken out of the KV budget (PR #30515, v0.21+; none on vLLM's V2 model runner): "
-            f"{fmt_gib(old.per_gpu.cuda_graph_bytes)} → {fmt_gib(new.per_gpu.cuda_graph_bytes)} per GPU."
+            f"{display.gib(old.per_gpu.cuda_graph_bytes)} → {display.gib(new.per_gpu.cuda_graph_bytes)} per GPU."
         )
     figures = (
-        FigureChange("KV cache per GPU", fmt_gib(old.per_gpu.kv_cache_bytes), fmt_gib(new.per_gpu.kv_cache_bytes)),
+        FigureChange(
+            "KV cache per GPU", display.gib(old.per_gpu.kv_cache_bytes), display.gib(new.per_gpu.kv_cache_bytes)
+        ),
         FigureChange("KV-cache groups", f"{a.num_kv_cache_groups:,}", f"{b.num_kv_cache_groups:,}"),
         FigureChange("KV blocks per GPU", f"{old.num_gpu_blocks or 0:,}", f"{new.num_gpu_blocks or 0:,}"),
         FigureChange("Blocks per request", f"{a.blocks_per_request:,}", f"{b.blocks_per_request:,}"),

@@ -25,6 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner import display
 from planner.compare.run import CompareResult, EndpointProgress, metrics_frame, summary_frame
 from planner.metrics.latency import chunk_tokens, compute_metrics, output_tokens_method, summarize
 from planner.serving.streaming import TOKEN_SOURCE_LABELS, RequestRecord
@@ -214,7 +215,11 @@ def ttft_figure(progresses: Sequence[EndpointProgress]) -> go.Figure:
         s = summarize(ttft_values_ms(p))
         names.append(p.endpoint)
         medians.append(None if s is None else s.median)
-        labels.append("n/a" if s is None else f"{s.median:,.0f} ms" + (f" (n={s.count})" if s.count > 1 else ""))
+        labels.append(
+            display.NA
+            if s is None
+            else f"{display.number(s.median, 0)} ms" + (f" (n={s.count})" if s.count > 1 else "")
+        )
     fig = go.Figure(
         go.Bar(
             x=names,
@@ -326,10 +331,6 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _num(value: object, fmt: str = "{:,.1f}") -> str:
-    return "n/a" if value is None or pd.isna(value) else fmt.format(value)
-
-
 def display_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """:func:`endpoint_metrics` as text for display: "n/a" where undefined, sample counts next to medians.
 
@@ -338,11 +339,11 @@ def display_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for row in frame.to_dict("records"):
 
-        def with_n(value: object, n: int) -> str:
-            return "n/a" if value is None or pd.isna(value) else f"{value:,.1f} (n={n})"
+        def with_n(value: float | None, n: int) -> str:
+            return display.NA if display.is_missing(value) else f"{display.number(value, 1)} (n={n})"
 
-        tokens = _num(row["output_tokens"], "{:g}")
-        if tokens != "n/a" and row["output_tokens_source"]:
+        tokens = display.NA if display.is_missing(row["output_tokens"]) else f"{row['output_tokens']:g}"
+        if tokens != display.NA and row["output_tokens_source"]:
             tokens += f" ({row['output_tokens_source']})"
         rows.append(
             {
@@ -350,13 +351,13 @@ def display_metrics(frame: pd.DataFrame) -> pd.DataFrame:
                 "ok / requests": f"{row['ok']}/{row['requests']}",
                 "TTFT ms": with_n(row["ttft_ms"], row["ttft_n"]),
                 "TPOT ms": with_n(row["tpot_ms"], row["tpot_n"]),
-                "ITL p50 ms": _num(row["itl_p50_ms"]),
-                "ITL p90 ms": _num(row["itl_p90_ms"]),
-                "ITL p99 ms": _num(row["itl_p99_ms"]),
+                "ITL p50 ms": display.number(row["itl_p50_ms"], 1),
+                "ITL p90 ms": display.number(row["itl_p90_ms"], 1),
+                "ITL p99 ms": display.number(row["itl_p99_ms"], 1),
                 "ITL samples": f"{row['itl_n']} ({row['itl_chunk_n']})",
                 "E2E ms": with_n(row["e2e_ms"], row["e2e_n"]),
                 "output tokens": tokens,
-                "tokens/s": _num(row["output_tokens_per_s"]),
+                "tokens/s": display.number(row["output_tokens_per_s"], 1),
             }
         )
     return pd.DataFrame(rows, columns=list(METRIC_HELP))

@@ -28,6 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner import display
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun, runs_frame
 from planner.loadtest.sweep import find_knee
@@ -592,13 +593,13 @@ def live_figure(
 
 
 def _cell(value: object) -> object:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
+    if display.is_missing(value):
+        return display.NA
     if isinstance(value, float):
-        return "inf" if math.isinf(value) else f"{value:,.2f}"
+        return "inf" if math.isinf(value) else display.number(value)
     if isinstance(value, int) and not isinstance(value, bool):
         # as text like the rest of a column that may hold "n/a" (a column of ints and strings has no Arrow type)
-        return f"{value:,}"
+        return display.count(value)
     return value
 
 
@@ -635,10 +636,9 @@ def run_headline(run: SavedRun) -> str:
     m = run.metrics
 
     def median_ms(dist: object) -> str:
-        median_s = getattr(dist, "median_s", None)
-        return "n/a" if median_s is None else f"{median_s * 1000:,.1f} ms"
+        return display.ms(getattr(dist, "median_s", None))
 
-    output = f"{m.output_throughput:,.1f} tok/s" if m.completed else "n/a"
+    output = display.rate(m.output_throughput, "tok/s", 1) if m.completed else display.NA
     return (
         f"{run.label}: {m.completed:,} completed, {m.failed:,} failed · output {output} · "
         f"median TTFT {median_ms(m.ttft)} · median TPOT {median_ms(m.tpot)}"

@@ -15,6 +15,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from planner import display
 from planner.capacity.plan import plan as plan_scenario
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
@@ -264,7 +265,7 @@ class Outlook:
             tpot_band = band.get("median_tpot") if band is not None else None
 
             def ms(d: object) -> str:
-                return "n/a" if d is None or d.median_s is None else f"{d.median_s * 1e3:,.1f}"
+                return display.ms(getattr(d, "median_s", None), unit=False)
 
             per_request_band = None if tpot_band is None else range_text(1 / tpot_band[1], 1 / tpot_band[0], digits=0)
 
@@ -276,10 +277,8 @@ class Outlook:
                     "load": label,
                     "TTFT p50 (ms)": within(ms(m.ttft), "median_ttft"),
                     "TPOT p50 (ms)": within(ms(m.tpot), "median_tpot"),
-                    "output tok/s": within(f"{m.output_throughput:,.0f}", "output_throughput"),
-                    "tok/s per request": with_band(
-                        "n/a" if per_request is None else f"{per_request:,.0f}", per_request_band
-                    ),
+                    "output tok/s": within(display.number(m.output_throughput, 0), "output_throughput"),
+                    "tok/s per request": with_band(display.number(per_request, 0), per_request_band),
                     "KV cache": "fills up" if p.run.kv_saturated else "room left",
                 }
             )

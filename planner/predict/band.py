@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner import display
 from planner.errors import InvalidParameterError
 from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import SCORED
@@ -363,15 +364,15 @@ def band_for(
 def range_text(low: float | None, high: float | None, *, digits: int) -> str:
     """``"low–high"`` with thousands separators and ``digits`` decimals (``"1,210–1,481"``); "n/a" where either end
     is missing (None or NaN)."""
-    if low is None or high is None or math.isnan(low) or math.isnan(high):
-        return "n/a"
-    return f"{low:,.{digits}f}–{high:,.{digits}f}"
+    if display.is_missing(low) or display.is_missing(high):
+        return display.NA
+    return f"{display.number(low, digits)}–{display.number(high, digits)}"
 
 
 def with_band(value: str, band: str | None) -> str:
     """A figure as text followed by its band (:func:`range_text`) in parentheses, as every page shows them:
     ``"7.2 (5.8–8.0)"``; ``value`` alone where either is missing (None or "n/a")."""
-    return value if band is None or "n/a" in (value, band) else f"{value} ({band})"
+    return value if band is None or display.NA in (value, band) else f"{value} ({band})"
 
 
 def band_note(bands: Iterable[PredictionBand | None]) -> str | None:

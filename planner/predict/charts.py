@@ -20,12 +20,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner import display
 from planner.capacity.charts import COLORS
 from planner.errors import InvalidParameterError
 from planner.loadtest.charts import curve_row, curves_figure, sweep_curves
@@ -156,10 +156,6 @@ def _level(curve: PredictedCurve, level: float) -> str:
     return f"{text} req/s" if curve.axis == "rate" else f"{text} in flight"
 
 
-def _ms(value_s: float | None) -> str:
-    return "n/a" if value_s is None else f"{value_s * _MS:,.1f} ms"
-
-
 #: A rate level is kept up with when the run's request throughput is at least this share of what a run that never
 #: queues would measure (:func:`kept_up`).
 KEPT_UP = 0.95
@@ -231,25 +227,25 @@ def headline_metrics(curve: PredictedCurve) -> tuple[tuple[str, str, str, str | 
 
     top = _level(curve, curve.points[-1].level)
     full = "never" if curve.saturation_level is None else _level(curve, curve.saturation_level)
-    bound = "n/a" if curve.kv_max_concurrency is None else f"{curve.kv_max_concurrency:,.1f}"
+    bound = display.number(curve.kv_max_concurrency, 1)
     at = f"{point.level:,.4g} req/s" if curve.axis == "rate" else f"c={point.level:,.4g}"
     return (
         (*first, None),
         (
             f"Throughput @ {at}",
-            f"{m.output_throughput:,.0f} tok/s",
+            display.rate(m.output_throughput, "tok/s"),
             f"Output tokens/s {where}.",
             band("output_throughput", "tok/s"),
         ),
         (
             f"Median TPOT @ {at}",
-            _ms(m.tpot.median_s if m.tpot else None),
+            display.ms(m.tpot.median_s if m.tpot else None),
             f"Time per output token after the first, {where}.",
             band("median_tpot", "ms"),
         ),
         (
             f"Median TTFT @ {at}",
-            _ms(m.ttft.median_s if m.ttft else None),
+            display.ms(m.ttft.median_s if m.ttft else None),
             f"Time to first token, {where}.",
             band("median_ttft", "ms"),
         ),
@@ -301,16 +297,6 @@ def workload_caption(settings: LoadSettings, axis: str, levels: Sequence[float])
     return f"{lengths}; {load}."
 
 
-def _cell(value: object) -> object:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    return value
-
-
 #: The columns of :func:`points_table` that answer first and fit a page's width (the rest fold away on the page).
 POINTS_HEADLINE: tuple[str, ...] = (
     "scenario",
@@ -330,7 +316,7 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
     if not len(points):
         return pd.DataFrame(columns=list(_TABLE_COLUMNS.values()))
     axis = points["axis"].iloc[0]
-    frame = points[list(_TABLE_COLUMNS)].astype(object).map(_cell)
+    frame = points[list(_TABLE_COLUMNS)].astype(object).map(display.cell)
     for _, column, _, digits in _BAND_COLUMNS:
         ends = zip(frame[column], points[f"{column}_low"], points[f"{column}_high"], strict=True)
         frame[column] = [with_band(value, range_text(lo, hi, digits=digits)) for value, lo, hi in ends]
@@ -352,7 +338,7 @@ def _inside(band: PredictionBand | None, metric: str, measured: float | None) ->
     """Whether a measurement lies inside the prediction's band: "yes", "no, above", "no, below", or "n/a"."""
     inside = band.contains(metric, measured) if band is not None else None
     if band is None or measured is None or inside is None:
-        return "n/a"
+        return display.NA
     if inside:
         return "yes"
     _, high = band.get(metric) or (0.0, 0.0)
@@ -364,7 +350,7 @@ def _band_counts(band: PredictionBand | None, measured: SavedRun) -> tuple[int, 
     band, of those that have both a measurement and a band."""
     values = scored_values(measured.metrics)
     said = [_inside(band, metric, values[metric]) for metric, _, _ in _ERROR_METRICS]
-    known = [text for text in said if text != "n/a"]
+    known = [text for text in said if text != display.NA]
     return known.count("yes"), len(known)
 
 
@@ -393,20 +379,20 @@ def overlay_errors(
         errors = relative_errors(values_p, values_m)
         row: dict[str, object] = {
             "run": measured.label,
-            "concurrency": "n/a" if measured.max_concurrency is None else measured.max_concurrency,
+            "concurrency": display.NA if measured.max_concurrency is None else measured.max_concurrency,
         }
         for metric, name, _ in _ERROR_METRICS:  # the errors first: they are what the table is read for
             row[f"{name.split(' (')[0]} error"] = _error(errors[metric])
         # one short cell for the headline, narrow enough to sit beside the errors; the columns after it say which
         inside, known = _band_counts(band, measured)
-        row["in band"] = f"{inside} of {known}" if known else "n/a"
+        row["in band"] = f"{inside} of {known}" if known else display.NA
         for metric, name, _ in _ERROR_METRICS:
             row[f"{name.split(' (')[0]} in band"] = _inside(band, metric, values_m[metric])
         for metric, name, scale in _ERROR_METRICS:
             m, p = values_m[metric], values_p[metric]
-            row[f"{name} measured"] = "n/a" if m is None else f"{m * scale:,.1f}"
-            row[f"{name} predicted"] = "n/a" if p is None else f"{p * scale:,.1f}"
-            row[f"{name} band"] = (band.text(metric) if band is not None else None) or "n/a"
+            row[f"{name} measured"] = display.NA if m is None else display.number(m * scale, 1)
+            row[f"{name} predicted"] = display.NA if p is None else display.number(p * scale, 1)
+            row[f"{name} band"] = (band.text(metric) if band is not None else None) or display.NA
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -439,7 +425,7 @@ def overlay_caption(overlay: Overlay) -> str | None:
 
 
 def _error(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.1%}"
+    return display.percent(value, signed=True)
 
 
 def fit_table(before: Sequence[RunScore], after: Sequence[RunScore]) -> pd.DataFrame:

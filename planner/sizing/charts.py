@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner import display
 from planner.catalog.gpus import GPU
 from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.pareto import ParetoPoint, frontier
@@ -46,21 +47,17 @@ _PALETTE = (
 )
 
 
-def _num(value: float | None, fmt: str) -> str:
-    return "n/a" if value is None else format(value, fmt)
-
-
 def _checked(o: SizingOption) -> str:
     """The values its SLOs were checked with, at the chosen end of the band: ``ttft_p99_ms=659.8, tpot_p99_ms=27``."""
     checks = o.checked
     if not checks:
-        return "n/a"
-    return ", ".join(f"{c.slo.key}={c.value_s * 1e3:,.1f}" for c in checks if c.value_s is not None)
+        return display.NA
+    return ", ".join(f"{c.slo.key}={display.ms(c.value_s, unit=False)}" for c in checks if c.value_s is not None)
 
 
 def _capacity(o: SizingOption) -> str:
     if o.replica_rate is None:
-        return "n/a"
+        return display.NA
     upper = f" (< {o.replica_rate_limit:,.3g})" if o.replica_rate_limit else ""
     return f"≥ {o.replica_rate:,.3g}{upper}"
 
@@ -102,20 +99,20 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
                 "PP": c.pipeline_parallel_size,
                 "weights": c.weights,
                 "KV cache": c.kv_cache_dtype,
-                "replicas": f"≥ {least:,}" if least else _num(o.replicas, ",d"),
-                "GPUs": f"≥ {least * c.num_gpus:,}" if least else _num(o.num_gpus, ",d"),
+                "replicas": f"≥ {least:,}" if least else display.count(o.replicas),
+                "GPUs": f"≥ {least * c.num_gpus:,}" if least else display.count(o.num_gpus),
                 "$/hour": f"≥ {o.least_usd_per_hour:,.2f}"
                 if least and o.least_usd_per_hour is not None
-                else _num(o.usd_per_hour, ",.2f"),
-                "$/M output tokens": _num(o.usd_per_million_output_tokens, ",.3f"),
+                else display.number(o.usd_per_hour, 2),
+                "$/M output tokens": display.number(o.usd_per_million_output_tokens, 3),
                 "why": o.reason or ("the cheapest" if o.rank == 1 else ""),
-                "p99 TTFT (ms)": _num(o.at_size_ms("ttft", "p99"), ",.0f"),
-                "p99 TPOT (ms)": _num(o.at_size_ms("tpot", "p99"), ",.1f"),
-                "p50 TTFT (ms)": _num(o.at_size_ms("ttft", "p50"), ",.0f"),
-                "p50 TPOT (ms)": _num(o.at_size_ms("tpot", "p50"), ",.1f"),
+                "p99 TTFT (ms)": display.number(o.at_size_ms("ttft", "p99"), 0),
+                "p99 TPOT (ms)": display.number(o.at_size_ms("tpot", "p99"), 1),
+                "p50 TTFT (ms)": display.number(o.at_size_ms("ttft", "p50"), 0),
+                "p50 TPOT (ms)": display.number(o.at_size_ms("tpot", "p50"), 1),
                 "SLO values checked": _checked(o),
                 "req/s per replica": _capacity(o),
-                "$/GPU-hour": _num(o.price.usd_per_hour, ",.2f"),
+                "$/GPU-hour": display.number(o.price.usd_per_hour, 2),
                 "checkpoint": c.model,
             }
         )
@@ -128,21 +125,21 @@ def headline(option: SizingOption, target_rate: float) -> list[tuple[str, str, s
     replicas = option.replicas or 1
     return [
         ("replicas", f"{replicas:,}", f"of {option.config.label}, behind a load balancer"),
-        ("GPUs in all", _num(option.num_gpus, ",d"), f"{option.config.num_gpus} per replica"),
-        ("$/hour", _num(option.usd_per_hour, ",.2f"), f"at ${option.price.usd_per_hour:,.2f} per GPU-hour"),
+        ("GPUs in all", display.count(option.num_gpus), f"{option.config.num_gpus} per replica"),
+        ("$/hour", display.number(option.usd_per_hour, 2), f"at ${option.price.usd_per_hour:,.2f} per GPU-hour"),
         (
             "$/M output tokens",
-            _num(option.usd_per_million_output_tokens, ",.3f"),
+            display.number(option.usd_per_million_output_tokens, 3),
             "at the target rate: cost per hour over output tokens per hour",
         ),
         (
             "p99 TTFT (ms)",
-            _num(option.at_size_ms("ttft", "p99"), ",.0f"),
+            display.number(option.at_size_ms("ttft", "p99"), 0),
             f"predicted at {target_rate / replicas:.3g} req/s per replica",
         ),
         (
             "p99 TPOT (ms)",
-            _num(option.at_size_ms("tpot", "p99"), ",.1f"),
+            display.number(option.at_size_ms("tpot", "p99"), 1),
             f"predicted at {target_rate / replicas:.3g} req/s per replica",
         ),
     ]
@@ -225,7 +222,7 @@ def prices_frame(gpus: Sequence[GPU], prices: Sequence[tuple[str, float]] = ()) 
                 "gpu": gpu.id,
                 "USD per GPU-hour": price.usd_per_hour,
                 "source": price.source or "no public price: type one",
-                "date": price.date or "n/a",
+                "date": display.text(price.date),
             }
         )
     return pd.DataFrame(rows)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner import display
 from planner.errors import InvalidParameterError
 from planner.loadtest.settings import LoadSettings
 from planner.metrics.benchmark import BenchmarkMetrics
@@ -146,9 +147,9 @@ class SloEnds:
             return "no sample"
         ratio = self.ratio(check.slo)
         if ratio == 1.0:
-            return f"{check.value_s * 1e3:,.1f} ms"
-        predicted_ms, checked_ms = check.value_s / ratio * 1e3, check.value_s * 1e3
-        return f"{predicted_ms:,.1f} ms predicted, {checked_ms:,.1f} ms at the band's {self.estimate} end"
+            return display.ms(check.value_s)
+        predicted, checked = display.ms(check.value_s / ratio), display.ms(check.value_s)
+        return f"{predicted} predicted, {checked} at the band's {self.estimate} end"
 
     def describe(self, check: SloCheck) -> str:
         """``p99 TTFT 1,234.0 ms (SLO 1,000 ms)``, the predicted value beside the one checked at the pessimistic end."""

@@ -9,9 +9,8 @@ from planner.catalog.gpus import GPU, custom_gpu, get_gpu
 from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
-from planner.units import GIB
 
-__all__ = ["Resolved", "fmt_gib", "resolve", "resolve_gpu"]
+__all__ = ["Resolved", "resolve", "resolve_gpu"]
 
 #: GPUs without bf16 tensor cores; vLLM's ``--dtype auto`` falls back to float16 there
 #: (``vllm/config/model.py::_resolve_auto_dtype``, compute capability < 8.0).
@@ -63,8 +62,3 @@ def resolve_gpu(scenario: Scenario) -> GPU:
             raise InvalidParameterError("custom_gpu_memory_gib", None, "the custom GPU's memory in GiB")
         return custom_gpu(memory_gib=scenario.custom_gpu_memory_gib)
     return get_gpu(scenario.gpu)
-
-
-def fmt_gib(num_bytes: float | None) -> str:
-    """``12.34 GiB``, or ``n/a`` for ``None``."""
-    return "n/a" if num_bytes is None else f"{num_bytes / GIB:,.2f} GiB"

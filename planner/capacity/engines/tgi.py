@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from planner.capacity.engines.common import fmt_gib, resolve
+from planner import display
+from planner.capacity.engines.common import resolve
 from planner.capacity.kv_cache import kv_dtype_bytes, kv_heads_per_rank
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import Scenario
@@ -154,12 +155,12 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None 
     kv_memory = tokens * per_token
     reason = None
     if weights + CUDA_CONTEXT_BYTES > total * scenario.cuda_memory_fraction:
-        reason = f"the weights ({fmt_gib(weights)} per shard) do not fit in {fmt_gib(total)}"
+        reason = f"the weights ({display.gib(weights)} per shard) do not fit in {display.gib(total)}"
     elif max_total > spec.max_position_embeddings:
         reason = f"--max-total-tokens {max_total:,} exceeds the model's {spec.max_position_embeddings:,} positions"
     elif free < 0:
         reason = (
-            f"the warm-up prefill of {prefill:,} tokens runs out of memory ({fmt_gib(-free)} short): lower "
+            f"the warm-up prefill of {prefill:,} tokens runs out of memory ({display.gib(-free)} short): lower "
             "--max-batch-prefill-tokens or shard over more GPUs"
         )
     elif tokens < max_total:
@@ -185,26 +186,26 @@ def plan_tgi(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None 
     headroom = (
         "0.95 × free"
         if kind == "fraction_of_free"
-        else f"free − (1 − {scenario.cuda_memory_fraction:g} × {wiggle}) × {fmt_gib(total)}"
+        else f"free − (1 − {scenario.cuda_memory_fraction:g} × {wiggle}) × {display.gib(total)}"
     )
     formulas = (
         Formula(
             "Warm-up activation",
             f"{prefill:,} prefill tokens × 2 × {spec.vocab_size:,} vocab × 4 B (fp32 logits and log-probs)",
-            fmt_gib(activation),
+            display.gib(activation),
             "flash_causal_lm.py::warmup",
         ),
         Formula(
             "Free after warm-up",
-            f"{fmt_gib(total)} − {fmt_gib(CUDA_CONTEXT_BYTES)} context − {fmt_gib(weights)}"
-            f" weights − {fmt_gib(activation)} activation − {fmt_gib(warmup_kv)} warm-up KV",
-            fmt_gib(free),
+            f"{display.gib(total)} − {display.gib(CUDA_CONTEXT_BYTES)} context − {display.gib(weights)}"
+            f" weights − {display.gib(activation)} activation − {display.gib(warmup_kv)} warm-up KV",
+            display.gib(free),
             "utils/import_utils.py::get_cuda_free_memory",
         ),
-        Formula("Usable for KV", headroom, fmt_gib(max(0.0, usable)), "flash_causal_lm.py::warmup"),
+        Formula("Usable for KV", headroom, display.gib(max(0.0, usable)), "flash_causal_lm.py::warmup"),
         Formula(
             "max_batch_total_tokens",
-            f"({fmt_gib(max(0.0, usable))} // {per_token:,.0f} B per token + "
+            f"({display.gib(max(0.0, usable))} // {per_token:,.0f} B per token + "
             f"{prefill:,} warm-up tokens), in blocks of {block}",
             f"{tokens:,} tokens",
             "backends/v3/src/lib.rs",

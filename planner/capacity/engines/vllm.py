@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from planner.capacity.engines.common import fmt_gib, resolve
+from planner import display
+from planner.capacity.engines.common import resolve
 from planner.capacity.engines.vllm_fitted import fitted
 from planner.capacity.engines.vllm_memory import (
     V2_RUNNER_ARCHITECTURES,
@@ -536,24 +537,24 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         pass  # the memory checks below do not apply to a configuration vLLM rejects before loading
     elif limiting.weights > budget:
         reason = (
-            f"the weights alone ({fmt_gib(limiting.weights)} per GPU) exceed the "
-            f"{fmt_gib(budget)} budget (total × gpu_memory_utilization)"
+            f"the weights alone ({display.gib(limiting.weights)} per GPU) exceed the "
+            f"{display.gib(budget)} budget (total × gpu_memory_utilization)"
         )
     elif limiting.available <= 0:
         reason = (
             f"no memory is left for the KV cache: weights, activation and overheads take "
-            f"{fmt_gib(budget - limiting.available)} of the {fmt_gib(budget)} budget"
+            f"{display.gib(budget - limiting.available)} of the {display.gib(budget)} budget"
         )
     elif auto and estimated == 0:
         reason = (
-            f"--max-model-len auto finds no length that fits: the {fmt_gib(limiting.available)} of KV cache "
+            f"--max-model-len auto finds no length that fits: the {display.gib(limiting.available)} of KV cache "
             "holds less than one token of every KV-cache group"
         )
     elif pool.num_blocks < per_request_blocks:
         need = per_request_blocks * (page * pool.group_size + draft_page)
         reason = (
-            f"one request of max_model_len {max_len:,} tokens needs {fmt_gib(need)} of KV cache, more than "
-            f"the {fmt_gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens"
+            f"one request of max_model_len {max_len:,} tokens needs {display.gib(need)} of KV cache, more than "
+            f"the {display.gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens"
         )
 
     terms = MemoryTerms(
@@ -663,7 +664,8 @@ def _speculative_notes(
     if cfg is not None and draft is not None:
         notes.append(
             f"speculative decoding ({cfg.describe()}): {draft.description}; its weights "
-            f"({fmt_gib(draft.weights_bytes)} per GPU) are in the weights term and its {draft.num_layers} layer(s) add "
+            f"({display.gib(draft.weights_bytes)} per GPU) are in the weights term and its {draft.num_layers} "
+            "layer(s) add "
             f"{draft.kv_bytes_per_token:,.0f} B per token to every KV block (vLLM 0.24.0 puts the draft's KV-cache "
             "specs in the target's KV-cache groups)"
         )
@@ -845,26 +847,26 @@ def _formulas(
     budget = total * s.gpu_memory_utilization
     act = st.activation
     runner_name = {"v0": "V0 model runner", "v1": "V1 model runner", "v2": "V2 model runner"}[runner]
-    forward = f"forward {mnbt:,} tokens {fmt_gib(act.forward)}"
+    forward = f"forward {mnbt:,} tokens {display.gib(act.forward)}"
     if act.moe_workspace:
-        forward += f" (fused-MoE workspaces {fmt_gib(act.moe_workspace)})"
+        forward += f" (fused-MoE workspaces {display.gib(act.moe_workspace)})"
     sampler = (
         f"sampler {act.rows:,} rows × {spec.vocab_size:,} vocab × {act.bytes_per_logit:.1f} B + hidden states"
         + (" + MoE workspaces kept" if profile.moe_workspace_persistent and act.moe_workspace else "")
-        + f" {fmt_gib(act.sampler)}"
+        + f" {display.gib(act.sampler)}"
     )
     lines = [
-        Formula("Requested memory", f"{fmt_gib(total)} × {s.gpu_memory_utilization:.2f}", fmt_gib(budget), src),
+        Formula("Requested memory", f"{display.gib(total)} × {s.gpu_memory_utilization:.2f}", display.gib(budget), src),
         Formula(
             "Activation peak",
             f"max({forward}, {sampler}) on the {runner_name}",
-            fmt_gib(act.peak),
+            display.gib(act.peak),
             "profile_run / _dummy_sampler_run (planner/capacity/engines/vllm_memory.py)",
         ),
         Formula(
             "Non-torch memory",
-            " + ".join(f"{what} {fmt_gib(value)}" for what, value in st.non_torch.parts),
-            fmt_gib(st.non_torch.total_bytes),
+            " + ".join(f"{what} {display.gib(value)}" for what, value in st.non_torch.parts),
+            display.gib(st.non_torch.total_bytes),
             "vllm/utils/mem_utils.py::memory_profiling (non_torch_increase)",
         ),
     ]
@@ -875,7 +877,7 @@ def _formulas(
             Formula(
                 "CUDA-graph estimate",
                 f"{graphs} graphs × {layers} layers × {per / 1024:,.0f} KiB",
-                fmt_gib(st.cuda_graph),
+                display.gib(st.cuda_graph),
                 "gpu_model_runner.py::profile_cudagraph_memory (v0.21+)",
             )
         )
@@ -883,7 +885,7 @@ def _formulas(
         lines.append(
             Formula(
                 "Speculative draft",
-                f"weights {fmt_gib(draft.weights_bytes)} (in the weights term) + {draft.num_layers} layer(s) × KV "
+                f"weights {display.gib(draft.weights_bytes)} (in the weights term) + {draft.num_layers} layer(s) × KV "
                 f"= {draft.kv_page_bytes:,} B per {pool.block_size}-token block",
                 f"{draft.kv_bytes_per_token:,.0f} B/token",
                 "vllm/v1/spec_decode/draft_model.py, eagle.py; vllm/config/speculative.py (vLLM 0.24.0)",
@@ -892,9 +894,9 @@ def _formulas(
     lines += [
         Formula(
             "KV cache memory",
-            f"{fmt_gib(budget)} − {fmt_gib(st.weights)} weights − {fmt_gib(act.peak)} activation − "
-            f"{fmt_gib(st.non_torch.total_bytes)} non-torch − {fmt_gib(st.cuda_graph)} CUDA graphs",
-            fmt_gib(max(0.0, st.available)),
+            f"{display.gib(budget)} − {display.gib(st.weights)} weights − {display.gib(act.peak)} activation − "
+            f"{display.gib(st.non_torch.total_bytes)} non-torch − {display.gib(st.cuda_graph)} CUDA graphs",
+            display.gib(max(0.0, st.available)),
             src,
         ),
         Formula(
@@ -905,7 +907,7 @@ def _formulas(
         ),
         Formula(
             "GPU blocks",
-            f"{fmt_gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool"
+            f"{display.gib(max(0.0, st.available))} // ({page:,} B × {pool.group_size} layers per pool"
             + (f" + {pool.extra_page_bytes:,} B of the draft's layers" if pool.extra_page_bytes else "")
             + ")",
             f"{pool.num_blocks:,}",
