@@ -10,28 +10,18 @@ import json
 
 import pytest
 
-from planner.capacity.plan import plan
 from planner.capacity.scenario import Scenario
-from planner.catalog.hub import resolve_model
 from planner.errors import InvalidParameterError, UnsupportedModelError
 from planner.views.budget import budget_view, markdown_bullets
-
-
-def _planned(scenarios):
-    out = []
-    for s in scenarios:
-        model = resolve_model(s.model)
-        out.append((model, plan(s, spec=model.spec)))
-    return out
 
 
 def _no_forecast(scenario, spec):
     return None
 
 
-def test_one_scenario_has_its_metrics_four_a_row_and_its_details():
+def test_one_scenario_has_its_metrics_four_a_row_and_its_details(planned):
     scenarios = [Scenario(max_model_len=8192, engine_version="0.28.0")]
-    view = budget_view(scenarios, _planned(scenarios), forecast=_no_forecast)
+    view = budget_view(scenarios, planned(scenarios), forecast=_no_forecast)
     (answer,) = view.answers
     assert answer.label == "1 · Llama-3.1-8B-Instruct · h100-sxm-80gb · vllm"
     assert answer.error is None and answer.verdict_level == "fits" and answer.verdict_text.startswith("Fits")
@@ -49,36 +39,36 @@ def test_one_scenario_has_its_metrics_four_a_row_and_its_details():
     assert view.memory_figure is not None
 
 
-def test_two_scenarios_two_metrics_a_row_and_no_launch_in_the_answer():
+def test_two_scenarios_two_metrics_a_row_and_no_launch_in_the_answer(planned):
     scenarios = [Scenario(max_model_len=8192), Scenario(gpu="a10", max_model_len=8192)]
-    view = budget_view(scenarios, _planned(scenarios), forecast=_no_forecast)
+    view = budget_view(scenarios, planned(scenarios), forecast=_no_forecast)
     assert [len(row) for row in view.answers[0].metric_rows] == [2, 2, 2, 1]
     assert view.launch is None and len(view.details) == 2
     assert view.answers[0].range_info.startswith("vLLM version not set: between ")
 
 
-def test_three_scenarios_share_one_key_figures_table():
+def test_three_scenarios_share_one_key_figures_table(planned):
     scenarios = [Scenario(), Scenario(engine="tgi"), Scenario(engine="article", target_context=8192)]
-    view = budget_view(scenarios, _planned(scenarios), forecast=_no_forecast)
+    view = budget_view(scenarios, planned(scenarios), forecast=_no_forecast)
     assert view.compact and all(not a.metric_rows for a in view.answers)
     assert list(view.key_figures.columns) == ["Scenario 1", "Scenario 2", "Scenario 3"]
     assert view.key_figures.loc["KV bytes per token (per GPU)", "Scenario 1"] == "131,072 B"
 
 
-def test_a_scenario_that_cannot_be_planned_says_why_and_the_others_still_plan():
+def test_a_scenario_that_cannot_be_planned_says_why_and_the_others_still_plan(planned):
     scenarios = [Scenario(), Scenario(model="nobody/none-such")]
     failed = UnsupportedModelError("nobody/none-such is not in the catalog")
-    planned = [_planned(scenarios[:1])[0], (failed, failed)]
-    view = budget_view(scenarios, planned, forecast=_no_forecast)
+    pairs = [planned(scenarios[:1])[0], (failed, failed)]
+    view = budget_view(scenarios, pairs, forecast=_no_forecast)
     assert view.answers[1].error == "Cannot plan this scenario: nobody/none-such is not in the catalog"
     assert view.answers[1].model is None
     assert [d.index for d in view.details] == [0]
 
 
-def test_each_advice_carries_the_scenarios_it_loads():
+def test_each_advice_carries_the_scenarios_it_loads(planned):
     # Llama-3.1-70B in bf16 (141 GB of weights) does not fit one 24 GB RTX 4090: every advice changes scenario 1 only
     scenarios = [Scenario(model="meta-llama/Llama-3.1-70B-Instruct", gpu="rtx-4090"), Scenario()]
-    view = budget_view(scenarios, _planned(scenarios), forecast=_no_forecast)
+    view = budget_view(scenarios, planned(scenarios), forecast=_no_forecast)
     first = view.answers[0]
     assert first.verdict_level == "no_fit" and first.advice
     for advice in first.advice:
@@ -86,7 +76,7 @@ def test_each_advice_carries_the_scenarios_it_loads():
         assert " → **" in advice.text and "req. on" in advice.text
 
 
-def test_the_forecast_is_asked_for_each_plan():
+def test_the_forecast_is_asked_for_each_plan(planned):
     calls = []
 
     def forecast(scenario, spec):
@@ -94,8 +84,8 @@ def test_the_forecast_is_asked_for_each_plan():
         return None
 
     scenarios = [Scenario()]
-    ((model, result),) = planned = _planned(scenarios)
-    budget_view(scenarios, planned, forecast=forecast)
+    ((model, result),) = pairs = planned(scenarios)
+    budget_view(scenarios, pairs, forecast=forecast)
     assert calls == [(result.scenario, model.spec)]  # the plan's resolved scenario, as the page's cache is keyed
 
 
