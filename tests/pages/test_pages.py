@@ -1,6 +1,6 @@
 """Page tests with Streamlit's AppTest: every page opens, survives hostile links, and widgets work.
 
-Pages are found by file; widgets by their keys (``w{index}.{field}``, see ``pages/_editor.py``).
+Pages are found by file; widgets by their keys (``w{index}.{field}``, see ``pages/_editor_memory.py``).
 """
 
 from __future__ import annotations
