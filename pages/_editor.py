@@ -58,10 +58,10 @@ from planner.capacity.speculative import (
 from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
 from planner.catalog.hub import ResolvedModel, describe, model_from_config
 from planner.catalog.models import model_ids
-from planner.errors import PlannerError
+from planner.errors import BadValue, PlannerError
 from planner.links.budget import DEFAULT_CUSTOM_GPU_MEMORY_GIB, parse_field
-from planner.links.rules import BadValue, parse_number
 from planner.units import GIB
+from planner.values import parse_number
 
 __all__ = ["COUNT_WIDGET", "edit_scenario", "model_details", "seed", "widget_key"]
 

@@ -3,18 +3,16 @@ which the KV cache fills."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from pages import _state as state
 from pages._numbers import field_boxes
 from pages._tables import wide_table
+from planner import fields
 from planner.capacity.charts import scenario_label
-from planner.errors import PlannerError
+from planner.errors import BadValue, PlannerError
 from planner.links import performance as perf_links
 from planner.links.loadtest import parse_field
-from planner.links.rules import BadValue
 from planner.predict.charts import (
     POINTS_HEADLINE,
     band_caption,
@@ -64,7 +62,7 @@ if new_link or W["input_len"] not in st.session_state:
     else:
         view = st.session_state.get(VIEW_KEY) or perf_links.DecodedPerformance()
     for name in perf_links.FIELDS:
-        st.session_state[W[name]] = getattr(view.settings, name)
+        st.session_state[W[name]] = fields.get(view.settings, name)
     st.session_state[W["axis"]] = view.axis
     st.session_state[W["rates"]] = format_rates(view.rates).replace(",", ", ")
 
@@ -110,7 +108,7 @@ try:
 except BadValue as bad:
     rates_error = f"request rates {rates_text!r} are not valid: expected {bad.accepted}"
     rates = DEFAULT_RATES
-settings = replace(
+settings = fields.replace(
     DEFAULT_WORKLOAD,
     input_len=int(input_len),
     output_len=int(output_len),
