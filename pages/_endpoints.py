@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _state as state
+from planner import fields
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, check_new_name, load_endpoints
@@ -218,7 +219,7 @@ def restore_from_link(
     if not settings.endpoints:  # a link without ep, or a first visit: the first four configured endpoints
         settings = replace(settings, endpoints=tuple(list(available)[:4]))
     for field, key in widgets.items():
-        value = getattr(settings, field)
+        value = fields.get(settings, field)
         if field == "endpoints":
             value = [n for n in value if n in available]
         st.session_state[key] = to_widget(field, value)

@@ -153,6 +153,8 @@ class Number(Setting):
         entry: ``(low, high)`` a typed value (a link, a box) must lie in, where narrower than the value's range; the
             low end stays open when it equals an open ``low``.
         typed_inf: A link or box may say ``inf`` (a burst request rate).
+        typed_none: A link or box may say ``none`` (or be empty); None = as ``optional`` (a run's duration cap may
+            be None from the command line, never from a link, so every run a link starts is bounded).
         unit: What the number counts, in the accepted text (``seconds > 0``).
         accepted: The accepted text of the value's range, where the derived one says less.
         step: A widget's step.
@@ -167,6 +169,7 @@ class Number(Setting):
     finite: bool = False
     entry: tuple[float, float] | None = None
     typed_inf: bool = False
+    typed_none: bool | None = None
     unit: str = ""
     accepted: str = ""
     step: float | None = None
@@ -188,8 +191,18 @@ class Number(Setting):
         """What a link or box accepts, in words: ``an integer from 1 to 1024 (or none)``."""
         low, high = self.entry_range
         return number_accepted(
-            low, high, integer=self.integer, optional=self.optional, allow_inf=self.typed_inf, low_open=self._open(low)
+            low,
+            high,
+            integer=self.integer,
+            optional=self.entry_optional,
+            allow_inf=self.typed_inf,
+            low_open=self._open(low),
         )
+
+    @property
+    def entry_optional(self) -> bool:
+        """A typed value may be ``none`` (or empty)."""
+        return self.optional if self.typed_none is None else self.typed_none
 
     def _open(self, low: float) -> bool:
         return self.low_open and low == self.low
@@ -201,7 +214,7 @@ class Number(Setting):
             low,
             high,
             integer=self.integer,
-            optional=self.optional,
+            optional=self.entry_optional,
             allow_inf=self.typed_inf,
             low_open=self._open(low),
         )
@@ -587,7 +600,7 @@ def widget(cls: type, name: str) -> Widget:
     help_text = spec.help[:1].upper() + spec.help[1:] + "." if spec.help else ""
     if isinstance(spec, Number):
         low, high = spec.entry_range
-        return Widget(d.label, help_text, spec.kind, d.default, spec.optional, low, high, spec.step)
+        return Widget(d.label, help_text, spec.kind, d.default, spec.entry_optional, low, high, spec.step)
     if isinstance(spec, Choice):
         return Widget(
             d.label, help_text, spec.kind, d.default, choices=spec.choices, names=dict(spec.names), radio=spec.radio

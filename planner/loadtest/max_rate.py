@@ -96,8 +96,8 @@ class MaxRateSpec:
             nargs="append",
             metavar="METRIC_STAT_ms=LIMIT",
             label="SLOs (percentiles)",
-            help="a percentile SLO, e.g. ttft_p99_ms=500 (repeat the flag): METRIC ttft, tpot, itl or e2el; STAT p50, "
-            "p90, p99 or mean",
+            help="percentile SLOs METRIC_STAT_ms=LIMIT, comma separated or the flag repeated, e.g. ttft_p99_ms=500: "
+            "METRIC ttft, tpot, itl or e2el; STAT p50, p90, p99 or mean",
         ),
     )
     variable: str = setting(

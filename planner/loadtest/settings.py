@@ -351,6 +351,7 @@ class LoadSettings:
             low_open=True,
             finite=True,
             optional=True,
+            typed_none=False,
             entry=(1, 3600),
             accepted="seconds > 0, or None for no cap",
             key="duration",

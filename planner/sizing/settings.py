@@ -230,8 +230,9 @@ class SizingSettings:
             nargs="append",
             metavar="METRIC_STAT_ms=LIMIT",
             label="SLOs (percentiles)",
-            help="percentile SLOs, METRIC_STAT_ms=LIMIT (METRIC ttft, tpot, itl or e2el; STAT p50, p90, p99 or mean), "
-            "e.g. ttft_p99_ms=1000; every replica must meet them at its share of the load (repeat the flag)",
+            help="percentile SLOs METRIC_STAT_ms=LIMIT, comma separated or the flag repeated (METRIC ttft, tpot, "
+            "itl or e2el; STAT p50, p90, p99 or mean), e.g. ttft_p99_ms=1000: every replica must meet them at its "
+            "share of the load (percentiles over the simulated requests)",
         ),
     )
     slo_estimate: str = setting(
