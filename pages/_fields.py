@@ -61,6 +61,14 @@ class Drawer:
         self.values[name] = value
         return value
 
+    def choose(self, where: Any, name: str, choices: Any, **options: Any) -> list[Any]:
+        """A multiselect of ``choices`` for the list field ``name``, with its declared label and help."""
+        spec = fields.widget(type(self.defaults), name)
+        options.setdefault("help", spec.help or None)
+        value = where.multiselect(spec.label, choices, key=self.keys[name], **options)
+        self.values[name] = value
+        return value
+
     def kept(self, name: str) -> Any:
         """A setting whose widget is not drawn on this run: the value its box last accepted (or the default)."""
         value = accepted_value(self.keys[name], fields.get(self.defaults, name))
