@@ -21,6 +21,7 @@ from planner.loadtest.results import SavedRun
 from planner.predict.charts import OVERLAY_HEADLINE, fit_table
 from planner.predict.overlay import Overlay, recalibrate
 from planner.views import loadtest as view
+from planner.views import loadtest_results as shown_view
 
 __all__ = ["RECAL_KEY", "Chosen", "choose", "kv_section", "render"]
 
@@ -83,9 +84,9 @@ def render(chosen: Chosen, shown: Sequence[SavedRun]) -> None:
     if overlay is None or not overlay.pairs:
         return
     st.subheader("Predicted against measured")
-    caption, lines = view.overlay_lines(overlay, chosen.text)
+    caption, lines = shown_view.overlay_lines(overlay, chosen.text)
     st.caption(caption)
-    wide_table(view.overlay_table(overlay), OVERLAY_HEADLINE, key="lt.predict.errors")
+    wide_table(shown_view.overlay_table(overlay), OVERLAY_HEADLINE, key="lt.predict.errors")
     for line in lines:
         st.caption(line)
     c = st.columns([1, 1, 1])
@@ -141,7 +142,7 @@ def kv_section(history: view.History) -> None:
             st.warning(f"The scenario cannot be planned: {exc}")
     else:
         st.caption("Open VRAM Budget and describe the deployment to compare its plan with what the servers report.")
-    kv = view.kv_view(history.measured_kv, plan_tokens, history.runs, planned_model)
+    kv = shown_view.kv_view(history.measured_kv, plan_tokens, history.runs, planned_model)
     for line in kv.warnings:
         st.warning(line)
     st.dataframe(kv.table, hide_index=True, key="lt.kv.table")

@@ -24,6 +24,7 @@ from planner.loadtest.settings import DEFAULT, FILE_DATASETS, MAX_WORKERS, TRACE
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
 from planner.values import parse_number
 from planner.views import loadtest as view
+from planner.views import loadtest_results as shown_view
 
 RUN_KEY = "lt.current"  # {"run": BenchmarkRun, "id": its start time}
 HISTORY_KEY = "lt.history"  # [SavedRun], oldest first
@@ -240,9 +241,9 @@ overlay = chosen_overlay.overlay if chosen_overlay is not None else None
 predicted = list(overlay.predicted) if overlay is not None else []
 tabled = [*shown, *predicted]
 
-results = view.results_view(shown, predicted)
+results = shown_view.results_view(shown, predicted)
 wide_table(results.runs, RUNS_HEADLINE, key="lt.table")
-st.caption(view.RUNS_CAPTION)
+st.caption(shown_view.RUNS_CAPTION)
 for is_note, line in results.warnings:
     st.warning(line, icon=":material/info:" if is_note else None)
 if results.figure is not None:
@@ -260,9 +261,9 @@ for section in results.sections:
     if section.caption:
         st.caption(section.caption)
 
-if view.has_sweeps(shown):
+if shown_view.has_sweeps(shown):
     axis = st.selectbox("Sweep latency axis", list(LATENCY_AXES), key="lt.sweep_axis")
-    sweeps = view.sweep_view(shown, tabled, overlay, axis, history.sweep_stops)
+    sweeps = shown_view.sweep_view(shown, tabled, overlay, axis, history.sweep_stops)
     st.plotly_chart(sweeps.figure, key="lt.chart.sweep")
     for line in sweeps.stops:
         st.info(line, icon=":material/front_hand:")
@@ -277,7 +278,7 @@ if chosen_overlay is not None:
 if history.measured_kv:
     _against_plan.kv_section(history)
 
-for column, d in zip(st.columns([1, 1, 1, 3]), view.downloads(shown, tabled), strict=False):
+for column, d in zip(st.columns([1, 1, 1, 3]), shown_view.downloads(shown, tabled), strict=False):
     column.download_button(d.label, d.data, d.file_name, d.mime, key=d.key)
 if st.button("Clear results", key="lt.clear"):
     history.runs.clear()

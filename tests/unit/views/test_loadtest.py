@@ -1,6 +1,6 @@
-"""The Load Test page's view (planner/views/loadtest.py): the settings its widgets hold, the runs they plan, the run
-history, the results as text and the planned-vs-measured KV table. Figures from vLLM's own result file of the H200
-EAGLE-3 run (bench/data/h200_sweeps/README.md) or worked by hand."""
+"""The Load Test page's view (planner/views/loadtest.py): the settings its widgets hold, the runs they plan and the
+run history. Values worked by hand, or from vLLM's own result file of the H200 EAGLE-3 run
+(bench/data/h200_sweeps/README.md)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import math
 from pathlib import Path
 
 from planner import fields
-from planner.loadtest.results import import_runs
 from planner.loadtest.settings import DEFAULT
 from planner.serving.endpoints import Endpoint
-from planner.serving.server_metrics import MeasuredKV
 from planner.views import loadtest as view
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -60,45 +58,6 @@ def test_history_imports_once_by_label_and_shows_new_runs():
     assert history.labels_to_show(None) == [label]  # a new run is shown
     assert history.labels_to_show([]) is None  # nothing changed: the reader's choice (none) stands
     assert history.selected([label]) == runs
-
-
-def test_results_as_text_from_vllms_own_file():
-    # 333 of 543 draft tokens accepted over 181 drafts: 61.3%, mean acceptance length 1 + 333/181 = 2.84
-    runs = list(import_runs(EAGLE3.read_bytes(), "in512_c1.json"))
-    results = view.results_view(runs)
-    (spec,) = [s for s in results.sections if s.key == "spec"]
-    (row,) = spec.table.to_dict(orient="records")
-    assert (row["acceptance_rate"], row["mean_acceptance_length"], row["per_position_acceptance"]) == (
-        "61.3%",
-        "2.84",
-        "n/a",
-    )
-    assert list(results.runs["run"]) == [runs[0].label] and results.figure is not None
-
-
-def test_kv_table_compares_the_plan_with_what_the_server_reports():
-    # plan 36,864 tokens against 32,768 reported: (36,864 − 32,768) / 32,768 = +12.5%
-    measured = {"a": MeasuredKV(source="vllm:cache_config_info", kv_capacity_tokens=32_768), "b": None}
-    kv = view.kv_view(measured, 36_864, [], None)
-    assert kv.table.to_dict(orient="records") == [
-        {
-            "endpoint": "a",
-            "served model": "n/a",
-            "measured KV tokens": "32,768",
-            "planned KV tokens": "36,864",
-            "(plan − measured) / measured": "+12.5%",
-            "source": "vllm:cache_config_info",
-        },
-        {
-            "endpoint": "b",
-            "served model": "n/a",
-            "measured KV tokens": "n/a",
-            "planned KV tokens": "36,864",
-            "(plan − measured) / measured": "n/a",
-            "source": "n/a",
-        },
-    ]
-    assert kv.warnings == ()
 
 
 def test_a_burst_rate_is_the_default():
