@@ -329,12 +329,20 @@ class Text(Setting):
         carries: Other fields written under the same key: ``read`` returns ``(value, *their values)`` and ``write``
             takes them the same way (a GPU list with each GPU's node size).
         nargs: The flag's ``nargs`` (``+`` for ``--goodput ttft:500 tpot:50``); ``append``: a repeatable flag.
+        valid: Whether a value is one the field holds; None = any.
+        accepted: What ``valid`` accepts, in words.
     """
 
     read: Callable[[str], Any] | None = None
     write: Callable[..., str | None] | None = None
     carries: tuple[str, ...] = ()
     nargs: str | None = None
+    valid: Callable[[Any], bool] | None = None
+    accepted: str = ""
+
+    def check(self, name: str, value: Any) -> None:
+        if self.valid is not None and not self.valid(value):
+            raise InvalidParameterError(name, value, self.accepted)
 
     def parse(self, text: str) -> Any:
         return text if self.read is None else self.read(text)

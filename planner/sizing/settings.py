@@ -226,6 +226,8 @@ class SizingSettings:
             key="slo",
             read=read_slos,
             write=format_slos,
+            valid=lambda slos: bool(slos) and all(isinstance(s, Slo) for s in slos),
+            accepted="at least one SLO, e.g. ttft_p99_ms=1000",
             flags=("--slo",),
             nargs="append",
             metavar="METRIC_STAT_ms=LIMIT",
@@ -252,6 +254,8 @@ class SizingSettings:
             read=_read_gpus,
             write=lambda gpus, node_gpus: format_gpus(gpus, node_gpus) or None,  # node sizes go with their GPUs
             carries=("node_gpus",),
+            valid=lambda gpus: len(gpus) <= _MAX_GPUS_LISTED and all(_GPU_ID.match(str(g)) for g in gpus),
+            accepted="catalog GPU ids (python -m planner gpus)",
             flags=("--gpus",),
             metavar="ID[:N],...",
             label="GPUs to consider (none = the whole catalog)",
@@ -297,6 +301,8 @@ class SizingSettings:
             key="quantization",
             read=partial(parse_choices, choices=QUANTIZATIONS),
             write=",".join,
+            valid=lambda chosen: bool(chosen) and all(q in QUANTIZATIONS for q in chosen),
+            accepted="one or more of " + ", ".join(QUANTIZATIONS),
             flags=("--quantization",),
             metavar="QUANT,...",
             label="weight quantizations",
@@ -310,6 +316,8 @@ class SizingSettings:
             key="kv_cache_dtype",
             read=partial(parse_choices, choices=KV_CACHE_DTYPES),
             write=",".join,
+            valid=lambda chosen: bool(chosen) and all(k in KV_CACHE_DTYPES for k in chosen),
+            accepted="one or more of " + ", ".join(KV_CACHE_DTYPES),
             flags=("--kv-cache-dtype",),
             metavar="DTYPE,...",
             label="KV-cache dtypes",
@@ -338,24 +346,12 @@ class SizingSettings:
         for name in ("slos", "gpus", "node_gpus", "prices", "quantizations", "kv_cache_dtypes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         validate(self)
-        if not self.slos or not all(isinstance(s, Slo) for s in self.slos):
-            raise InvalidParameterError("slos", self.slos, "at least one SLO, e.g. ttft_p99_ms=1000")
-        if len(self.gpus) > _MAX_GPUS_LISTED or any(not _GPU_ID.match(str(g)) for g in self.gpus):
-            raise InvalidParameterError("gpus", self.gpus, "catalog GPU ids (python -m planner gpus)")
         for gpu, count in self.node_gpus:
             if not _GPU_ID.match(str(gpu)) or isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise InvalidParameterError("gpus", f"{gpu}:{count}", "GPU ids with an optional :GPUS_PER_NODE ≥ 1")
         for gpu, usd in self.prices:
             if not _GPU_ID.match(str(gpu)) or not _price_ok(usd):
                 raise InvalidParameterError("price", f"{gpu}={usd}", _PRICE_ACCEPTED)
-        if not self.quantizations or any(q not in QUANTIZATIONS for q in self.quantizations):
-            raise InvalidParameterError(
-                "quantization", self.quantizations, "one or more of " + ", ".join(QUANTIZATIONS)
-            )
-        if not self.kv_cache_dtypes or any(k not in KV_CACHE_DTYPES for k in self.kv_cache_dtypes):
-            raise InvalidParameterError(
-                "kv_cache_dtype", self.kv_cache_dtypes, "one or more of " + ", ".join(KV_CACHE_DTYPES)
-            )
 
     @property
     def deployment_rate(self) -> float:

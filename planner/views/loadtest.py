@@ -268,33 +268,36 @@ class LiveView:
     footer: str | None
 
 
+def _progress(snap: BenchmarkSnapshot) -> tuple[float, str]:
+    """The done fraction and its text: requests done of all, and the run in progress (or the runs kept)."""
+    done, total = snap.requests_done, snap.requests_total
+    text = f"{done:,} / {total:,} requests · "
+    if snap.done:
+        text += f"{len(snap.saved)} of {snap.jobs_total} run(s) kept"
+    else:
+        text += f"run {min(snap.jobs_done + 1, snap.jobs_total)} of {snap.jobs_total}"
+        text += f" · {snap.current.label}" if snap.current is not None else ""
+    return min(1.0, done / max(1, total)), text
+
+
+def _tiles(snap: BenchmarkSnapshot) -> tuple[Tile, ...]:
+    """In flight, completed, failed, elapsed, and the server's KV cache usage: while running the latest scrape; once
+    done the run's peak (the last scrape, after the run, reads idle)."""
+    p = snap.progress
+    counts = [("in flight", "in_flight"), ("completed", "completed"), ("failed", "failed")]
+    tiles = [Tile(label, "n/a" if p is None else str(getattr(p, name))) for label, name in counts]
+    tiles.append(Tile("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}"))
+    usages = [u.kv_cache_usage_perc for u in snap.server if u.kv_cache_usage_perc is not None]
+    kv = None if not usages else (max(usages) if snap.done else usages[-1])
+    label = "KV cache usage (server, peak)" if snap.done else "KV cache usage (server)"
+    tiles.append(Tile(label, "n/a" if kv is None else f"{kv:.0%}", snap.scrape_note or "From the server's /metrics."))
+    return tuple(tiles)
+
+
 def live_view(snap: BenchmarkSnapshot) -> LiveView:
     """What the live panel shows for ``snap``; once done, each run's answer first."""
     headlines = tuple(
         (not (run.metrics.failed or not run.metrics.completed), run_headline(run)) for run in snap.saved if snap.done
-    )
-    done_requests, total_requests = snap.requests_done, snap.requests_total
-    if snap.done:
-        text = f"{done_requests:,} / {total_requests:,} requests · {len(snap.saved)} of {snap.jobs_total} run(s) kept"
-    else:
-        run_no = min(snap.jobs_done + 1, snap.jobs_total)
-        text = f"{done_requests:,} / {total_requests:,} requests · run {run_no} of {snap.jobs_total}"
-        if snap.current is not None:
-            text += f" · {snap.current.label}"
-    p = snap.progress
-    # while running, the latest scrape; once done, the run's peak (the last scrape, after the run, reads idle)
-    usages = [u.kv_cache_usage_perc for u in snap.server if u.kv_cache_usage_perc is not None]
-    kv = None if not usages else (max(usages) if snap.done else usages[-1])
-    tiles = (
-        Tile("in flight", "n/a" if p is None else str(p.in_flight)),
-        Tile("completed", "n/a" if p is None else str(p.completed)),
-        Tile("failed", "n/a" if p is None else str(p.failed)),
-        Tile("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}"),
-        Tile(
-            "KV cache usage (server, peak)" if snap.done else "KV cache usage (server)",
-            "n/a" if kv is None else f"{kv:.0%}",
-            snap.scrape_note or "From the server's /metrics.",
-        ),
     )
     waiting = figure = None
     if not snap.records and len(snap.in_flight) <= 1:
@@ -306,5 +309,4 @@ def live_view(snap: BenchmarkSnapshot) -> LiveView:
     footer = None
     if snap.done:
         footer = "Done." if not snap.cancelled else "Cancelled: the requests that finished are kept below."
-    progress = (min(1.0, done_requests / max(1, total_requests)), text)
-    return LiveView(snap.errors, headlines, progress, tiles, waiting, figure, footer)
+    return LiveView(snap.errors, headlines, _progress(snap), _tiles(snap), waiting, figure, footer)
