@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from planner.errors import BadValue, InvalidParameterError
-from planner.values import format_value, number_accepted, parse_choice, parse_flag, parse_number
+from planner.values import format_value, parse_choice, parse_flag, parse_number
 
 __all__ = [
     "UNSET",
@@ -185,19 +185,6 @@ class Number(Setting):
     def entry_range(self) -> tuple[float, float]:
         """``(low, high)`` of a typed value."""
         return self.entry if self.entry is not None else (self.low, self.high)  # type: ignore[return-value]
-
-    @property
-    def entry_accepted(self) -> str:
-        """What a link or box accepts, in words: ``an integer from 1 to 1024 (or none)``."""
-        low, high = self.entry_range
-        return number_accepted(
-            low,
-            high,
-            integer=self.integer,
-            optional=self.entry_optional,
-            allow_inf=self.typed_inf,
-            low_open=self._open(low),
-        )
 
     @property
     def entry_optional(self) -> bool:

@@ -105,6 +105,15 @@ class DecodedLink:
     warnings: tuple[str, ...]
 
 
+def _workload(settings: LoadSettings, extras: Mapping[str, object], warnings: tuple[str, ...]) -> DecodedPerformance:
+    return DecodedPerformance(settings, str(extras["axis"]), extras[_RATES_KEY], warnings)  # type: ignore[arg-type]
+
+
+def _rates(rates: Sequence[float]) -> tuple[float, ...]:
+    """The rate list as the link writes it: sorted, duplicates dropped."""
+    return tuple(sorted({float(r) for r in rates}))
+
+
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedPerformance:
     """The workload from query parameters; never raises. Keys not in :data:`KEYS` are left to the scenario codec.
 
@@ -115,7 +124,7 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedPerformance:
         The workload and one warning per bad parameter of :data:`KEYS`.
     """
     own = CODEC.decode(query)
-    return DecodedPerformance(own.settings, own.extras["axis"], own.extras[_RATES_KEY], own.warnings)
+    return _workload(own.settings, own.extras, own.warnings)
 
 
 def encode(
@@ -123,14 +132,14 @@ def encode(
 ) -> dict[str, str]:
     """Query parameters of the workload: the :data:`FIELDS` of ``settings``, ``axis`` and ``rates`` that differ from
     the page's defaults. Other fields of ``settings`` are not the page's and are never written."""
-    return CODEC.encode(settings, axis=axis, **{_RATES_KEY: tuple(sorted({float(r) for r in rates}))})
+    return CODEC.encode(settings, axis=axis, **{_RATES_KEY: _rates(rates)})
 
 
 def decode_link(query: Mapping[str, str | Sequence[str]]) -> DecodedLink:
     """The whole Performance link: scenarios (with ``foreign`` = this codec's keys) and workload; never raises."""
-    state = budget.decode(query, foreign=tuple(KEYS.values()))
-    workload = decode(query)
-    return DecodedLink(state, workload, state.warnings + workload.warnings)
+    link = CODEC.decode_link(query)
+    own = link.warnings[len(link.state.warnings) :]
+    return DecodedLink(link.state, _workload(link.settings, link.extras, own), link.warnings)
 
 
 def encode_link(
@@ -147,5 +156,5 @@ def encode_link(
     Raises:
         InvalidParameterError: no scenario, or more than :data:`planner.links.budget.MAX_SCENARIOS`.
     """
-    out = budget.encode(scenarios, min_context=min_context, max_context=max_context)
-    return out | encode(settings, axis=axis, rates=rates)
+    extras = {"axis": axis, _RATES_KEY: _rates(rates)}
+    return CODEC.encode_link(scenarios, settings, min_context=min_context, max_context=max_context, **extras)
