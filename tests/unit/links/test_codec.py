@@ -78,3 +78,21 @@ def test_a_codec_alone_on_its_link_names_unknown_keys():
     assert "api_key" in warning and "sk-1" not in warning
     shared = SettingsCodec(Demo())
     assert shared.decode({"api_key": "sk-1"}).warnings == ()  # left to the scenario codec of the same link
+
+
+def test_each_page_codecs_documented_ranges_are_its_declarations():
+    """The link modules list each key's range for a reader; the declaration is the one source, so the list must say
+    what it says (a drifted copy is how limits came to disagree in four places, issue 25)."""
+    import re
+
+    from planner.fields import Number
+    from planner.links import compare, loadtest, performance, sizing
+
+    checked = 0
+    for module in (compare, loadtest, performance, sizing):
+        declared = {d.key: d.setting for d in module.CODEC.fields}
+        for key, low, high in re.findall(r"``(\w+)`` \([^()]*?(\d[\d.]*)–(\d[\d.]*)", module.__doc__):
+            spec = declared[key]
+            assert isinstance(spec, Number) and spec.entry_range == (float(low), float(high)), (module.__name__, key)
+            checked += 1
+    assert checked >= 30  # every numeric key the four docstrings list (33 as written)
