@@ -17,6 +17,7 @@ import streamlit as st
 
 from pages import _state as state
 from pages._cache import cached_discovery
+from planner import fields
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
 from planner.serving.discovery import EndpointInfo
@@ -201,7 +202,7 @@ def restore_from_link(
     if not settings.endpoints:  # a link without ep, or a first visit: the first four configured endpoints
         settings = replace(settings, endpoints=tuple(list(available)[:4]))
     for field, key in widgets.items():
-        value = getattr(settings, field)
+        value = fields.get(settings, field)
         if field == "endpoints":
             value = [n for n in value if n in available]
         st.session_state[key] = to_widget(field, value)

@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import streamlit as st
 
-from pages._numbers import number_box
+from pages._fields import Drawer
 from planner.errors import PlannerError
-from planner.links.rules import parse_number
-from planner.loadtest.max_rate import VARIABLES, MaxRateSpec
+from planner.loadtest.max_rate import MaxRateSpec
 from planner.loadtest.max_rate_charts import steps_figure, steps_table
 from planner.loadtest.max_rate_worker import MaxRateRun, MaxRateSnapshot
 from planner.loadtest.settings import LoadSettings
@@ -31,6 +29,11 @@ __all__ = ["render"]
 
 RUN_KEY = "lt.mr.current"  # {"run": MaxRateRun, "spec": MaxRateSpec, "recorded": bool}
 _DEFAULT_SLOS = "ttft_p99_ms=1000, tpot_p99_ms=50"
+#: The search the expander opens with (its widgets' defaults); its workload is the page's.
+_DEFAULT = MaxRateSpec(LoadSettings(), parse_slos([_DEFAULT_SLOS]))
+#: Widget key of each of the search's settings.
+_KEYS = {"slos": "lt.mr.slo", "variable": "lt.mr.variable", "max_steps": "lt.mr.steps", "tolerance": "lt.mr.tol"}
+_KEYS["probe_s"] = "lt.mr.probe_s"
 
 
 def _show(snap: MaxRateSnapshot, spec: MaxRateSpec) -> None:
@@ -77,40 +80,19 @@ def render(
             "highest that meets every SLO is found by bisection, each run bounded in requests and by the duration "
             "cap above. The workload is the one above; the first endpoint chosen is loaded."
         )
+        draw = Drawer(_DEFAULT, _KEYS)
         c = st.columns([3, 2, 1, 1, 1])
-        slo_text = c[0].text_input(
-            "SLOs (percentiles)",
-            value=_DEFAULT_SLOS,
-            key="lt.mr.slo",
-            help="METRIC_STAT_ms=LIMIT, comma separated: METRIC ttft, tpot, itl or e2el; STAT p50, p90, p99, mean.",
-        )
-        variable = c[1].radio(
-            "Search",
-            VARIABLES,
-            key="lt.mr.variable",
-            horizontal=True,
-            format_func={"request_rate": "request rate", "max_concurrency": "concurrency"}.get,
-        )
-        max_steps = number_box(
-            "max runs", "lt.mr.steps", partial(parse_number, low=2, high=30, integer=True), default=8, where=c[2]
-        )
-        tolerance = number_box(
-            "tolerance", "lt.mr.tol", partial(parse_number, low=0.01, high=0.5), default=0.05, where=c[3]
-        )
-        probe_s = number_box(
-            "s per run", "lt.mr.probe_s", partial(parse_number, low=1.0, high=600.0), default=20.0, where=c[4]
-        )
+        slo_text = draw(c[0], "slos", value=_DEFAULT_SLOS)
+        for column, name in zip(c[1:], ("variable", "max_steps", "tolerance", "probe_s"), strict=True):
+            draw(column, name)
         problem = None
         spec = None
         try:
             spec = MaxRateSpec(
                 base=settings,
                 slos=parse_slos([slo_text]) if slo_text.strip() else (),
-                variable=variable,
-                max_steps=int(max_steps),
-                tolerance=float(tolerance),
-                probe_s=float(probe_s),
                 step_duration_s=float(settings.duration_s or 120.0),
+                **{name: value for name, value in draw.values.items() if name != "slos"},
             )
         except PlannerError as exc:
             problem = str(exc)

@@ -20,7 +20,7 @@ from pages._numbers import number_box
 from planner.capacity.speculative import MAX_SPECULATIVE_TOKENS
 from planner.catalog.hub import model_from_config
 from planner.errors import PlannerError
-from planner.links.rules import parse_number
+from planner.values import parse_number
 from planner.views.editor import (
     DEFAULT_SPECULATIVE_TOKENS,
     SPEC_METHOD,

@@ -3,9 +3,10 @@
 ``st.number_input`` reads what is typed in the browser (JavaScript ``parseInt``/``parseFloat``) before Python sees
 it: ``1e3`` in an integer box arrives as 1, ``12abc`` as 12, and a value outside ``min_value``/``max_value`` only
 turns the box red, with no text and the old value kept. So a number is typed into a text box here and read by the
-same parser the page's link codec reads that setting with (``parse_field`` of :mod:`planner.links.budget`,
-:mod:`planner.links.loadtest`, :mod:`planner.links.compare`, :mod:`planner.links.sizing`, or
-:func:`planner.links.rules.parse_number` with the page's bounds for a setting no link carries):
+same parser the page's link codec reads that setting with (the field's declaration, :mod:`planner.fields`, through
+``parse_field`` of :mod:`planner.links.budget`, :mod:`planner.links.loadtest`, :mod:`planner.links.compare`,
+:mod:`planner.links.sizing`, or :func:`planner.values.parse_number` with the page's bounds for a setting no link
+carries):
 
 * accepted text is taken as that exact value, and the box is rewritten to the text a link writes for it (``1e3`` →
   ``1000``), so the box shows what the link carries;
@@ -24,7 +25,10 @@ from typing import Any
 
 import streamlit as st
 
-from planner.links.rules import BadValue, format_value, is_none, show
+from planner import fields
+from planner.errors import BadValue
+from planner.links.rules import show
+from planner.values import format_value, is_none
 
 __all__ = ["ACCEPTED_KEY", "accepted_value", "field_boxes", "number_box", "text_of"]
 
@@ -34,12 +38,12 @@ ACCEPTED_KEY = "planner.numbers"
 #: Longest text a box takes (a number of any accepted range is far shorter).
 _MAX_CHARS = 64
 
-#: A setting's parser: ``parse(text) -> value``, raising :class:`~planner.links.rules.BadValue`.
+#: A setting's parser: ``parse(text) -> value``, raising :class:`~planner.errors.BadValue`.
 Parse = Callable[[str], object]
 
 
 def text_of(value: object) -> str:
-    """The text a box shows for ``value``: a link's spelling (:func:`~planner.links.rules.format_value`), empty for
+    """The text a box shows for ``value``: a link's spelling (:func:`~planner.values.format_value`), empty for
     None."""
     return "" if value is None else format_value(value)
 
@@ -135,14 +139,18 @@ def field_boxes(
         keys: field name → widget key.
 
     Returns:
-        ``box(where, name, label, **options)``: :func:`number_box` of the field ``name`` in the container ``where``,
-        ``options`` as :func:`number_box`'s (``optional`` defaults to whether the field's default is None).
+        ``box(where, name, label=None, **options)``: :func:`number_box` of the field ``name`` in the container
+        ``where``, ``options`` as :func:`number_box`'s; the label, help and whether an empty box is None are the
+        field's declaration's (:func:`planner.fields.widget`) unless given.
     """
 
-    def box(where: object, name: str, label: str, **options: Any) -> object:
-        default = getattr(defaults, name)
-        options.setdefault("optional", default is None)
-        return number_box(label, keys[name], partial(parse_field, name), default=default, where=where, **options)
+    def box(where: object, name: str, label: str | None = None, **options: Any) -> object:
+        declared = fields.widget(type(defaults), name)
+        default = fields.get(defaults, name)
+        options.setdefault("optional", declared.optional)
+        options.setdefault("help", declared.help or None)
+        shown = declared.label if label is None else label
+        return number_box(shown, keys[name], partial(parse_field, name), default=default, where=where, **options)
 
     return box
 

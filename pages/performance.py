@@ -9,6 +9,7 @@ from pages import _cache as cache
 from pages import _state as state
 from pages._numbers import field_boxes
 from pages._tables import wide_table
+from planner import fields
 from planner.links import performance as perf_links
 from planner.links.loadtest import parse_field
 from planner.predict.charts import POINTS_HEADLINE
@@ -45,7 +46,7 @@ if new_link or W["input_len"] not in st.session_state:
     else:
         link = st.session_state.get(VIEW_KEY) or perf_links.DecodedPerformance()
     for name in perf_links.FIELDS:
-        st.session_state[W[name]] = getattr(link.settings, name)
+        st.session_state[W[name]] = fields.get(link.settings, name)
     st.session_state[W["axis"]] = link.axis
     st.session_state[W["rates"]] = format_rates(link.rates).replace(",", ", ")
 

@@ -7,6 +7,7 @@ catch one base class and show its one-line message.
 from __future__ import annotations
 
 __all__ = [
+    "BadValue",
     "InvalidParameterError",
     "MalformedTextError",
     "PlannerError",
@@ -44,6 +45,17 @@ class InvalidParameterError(PlannerError, ValueError):
             super().__init__(f"{name} is empty: expected {accepted}")
             return
         super().__init__(f"{name}={shown(value)} is not valid: expected {accepted}")
+
+
+class BadValue(PlannerError, ValueError):
+    """Text that is not an accepted value, refused by a text parser (:mod:`planner.values`, a link codec, a list
+    format) that does not know the name it was given under; ``accepted`` says what is accepted, and the caller names
+    the parameter (a link key, a flag, a box's label) in its own message.
+    """
+
+    def __init__(self, accepted: str) -> None:
+        super().__init__(accepted)
+        self.accepted = accepted
 
 
 class MalformedTextError(InvalidParameterError):

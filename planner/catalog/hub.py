@@ -31,6 +31,7 @@ from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
 from planner.errors import (
+    BadValue,
     InvalidParameterError,
     MalformedTextError,
     PlannerError,
@@ -50,6 +51,7 @@ __all__ = [
     "cache_dir",
     "describe",
     "model_from_config",
+    "parse_model",
     "resolve_model",
     "validate_model_id",
 ]
@@ -153,6 +155,23 @@ def validate_model_id(model_id: object) -> str:
         shown = model_id if not isinstance(model_id, str) or len(model_id) <= 80 else model_id[:77] + "..."
         raise InvalidParameterError("model", shown, "a Hugging Face repo id such as meta-llama/Llama-3.1-8B-Instruct")
     return model_id.strip()
+
+
+def parse_model(text: str) -> str:
+    """A typed model (a link's, a box's): a catalog id (normalised: case, the part after ``/``) or any Hugging Face
+    repo id; whether the repo exists is for whoever resolves it (:func:`resolve_model` reports failures).
+
+    Raises:
+        BadValue: anything else (a path, markup, NUL, spaces).
+    """
+    try:
+        return get_model(text).id
+    except PlannerError:
+        pass
+    try:
+        return validate_model_id(text)
+    except PlannerError:
+        raise BadValue("a Hugging Face repo id (namespace/name) such as meta-llama/Llama-3.1-8B-Instruct") from None
 
 
 def cache_dir() -> Path:

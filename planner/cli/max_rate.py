@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from planner import fields
 from planner.errors import InvalidParameterError
 from planner.loadtest.max_rate import MaxRateSpec, MaxRateStep, find_max_rate
 from planner.loadtest.results import saved_run, to_vllm_file
@@ -26,21 +27,13 @@ from planner.loadtest.settings import LoadSettings
 from planner.metrics.slo import parse_slos
 from planner.serving.endpoints import Endpoint
 
-__all__ = ["FLAGS", "add_arguments", "search"]
+__all__ = ["add_arguments", "flag_of", "search"]
 
 PROG = "python -m planner bench"
-#: Field names of the search's errors → the flags that set them.
-FLAGS = {
-    "slo": "--slo",
-    "max_steps": "--max-steps",
-    "tolerance": "--search-tolerance",
-    "probe_s": "--probe-duration",
-    "step_duration_s": "--duration",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The search's flags, added to ``bench``'s."""
+    """The search's flags, added to ``bench``'s: the two that choose it, then :class:`MaxRateSpec`'s own."""
     g = parser.add_argument_group("maximum rate under SLOs (as vllm bench sweep serve_sla)")
     g.add_argument(
         "--find-max-rate", action="store_true", help="search the highest --request-rate that meets every --slo"
@@ -48,20 +41,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--find-max-concurrency", action="store_true", help="search the highest --max-concurrency that meets them"
     )
-    g.add_argument(
-        "--slo",
-        action="append",
-        default=[],
-        metavar="METRIC_STAT_ms=LIMIT",
-        help="a percentile SLO, e.g. ttft_p99_ms=500 (repeat the flag)",
-    )
-    g.add_argument("--max-steps", type=int, default=8, help="most runs of the search, the first burst included (8)")
-    g.add_argument(
-        "--search-tolerance", type=float, default=0.05, help="stop when met and missed are this close (0.05)"
-    )
-    g.add_argument(
-        "--probe-duration", type=float, default=20.0, help="seconds of arrivals per run (default: 20; --duration caps)"
-    )
+    fields.add_arguments(g, MaxRateSpec)
+
+
+def flag_of(name: str) -> str | None:
+    """The flag of the search's field ``name``, as a message names it; None when the search has no such field."""
+    if name == "step_duration_s":
+        return "--duration"  # a step is capped by the run's --duration
+    if name == "slo" or any(d.name == name for d in fields.declared(MaxRateSpec)):
+        return fields.flag_of(MaxRateSpec, "slos" if name == "slo" else name)
+    return None
 
 
 def _line(step: MaxRateStep, spec: MaxRateSpec) -> str:
@@ -85,18 +74,16 @@ def search(
     if args.find_max_rate and args.find_max_concurrency:
         raise InvalidParameterError("find_max_concurrency", True, "one of --find-max-rate and --find-max-concurrency")
     if settings.mode == "sweep":
-        raise InvalidParameterError("sweep", args.sweep, "no --sweep with a maximum-rate search")
-    if not args.slo:
+        raise InvalidParameterError("sweep", settings.sweep.sweep_max, "no --sweep with a maximum-rate search")
+    if not args.slos:
         raise InvalidParameterError("slo", None, "at least one --slo, e.g. --slo ttft_p99_ms=500")
-    base = replace(settings, prompts=tuple(prompts) if settings.dataset_name != "random" else ())
-    spec = MaxRateSpec(
-        base=base,
-        slos=parse_slos(args.slo),
+    spec = fields.from_args(
+        MaxRateSpec,
+        args,
+        base=replace(settings, prompts=tuple(prompts) if settings.dataset_name != "random" else ()),
+        slos=parse_slos(args.slos),  # each --slo item parsed on its own, so an error names the bad one
         variable="max_concurrency" if args.find_max_concurrency else "request_rate",
-        max_steps=args.max_steps,
-        tolerance=args.search_tolerance,
-        probe_s=args.probe_duration,
-        step_duration_s=args.duration if args.duration is not None else 120.0,
+        step_duration_s=settings.duration_s if settings.duration_s is not None else 120.0,
     )
     tag = started.strftime("%H:%M:%S")
 

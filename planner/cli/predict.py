@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from planner import fields
 from planner.capacity.scenario import Scenario
 from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
-from planner.errors import InvalidParameterError, PlannerError
-from planner.links.rules import BadValue
+from planner.errors import BadValue, InvalidParameterError, PlannerError
 from planner.loadtest.results import to_vllm_file
-from planner.loadtest.settings import LoadSettings, parse_goodput
-from planner.loadtest.sweep import sweep_levels
+from planner.loadtest.settings import LoadSettings, SweepSettings, parse_goodput
 from planner.predict.api import Prediction, SpeculativePrediction, predict, predict_speculative, predicted_run
 from planner.predict.band import band_note
 from planner.predict.calibration import CalibrationProfile, load_profile
@@ -42,20 +40,25 @@ __all__ = ["MAX_REQUESTS", "add_parser", "run"]
 MAX_REQUESTS = 100_000
 
 
+#: The :class:`~planner.loadtest.settings.LoadSettings` fields a prediction's workload flags set (``bench``'s flags).
+WORKLOAD_FIELDS = (
+    "input_len",
+    "output_len",
+    "range_ratio",
+    "max_concurrency",
+    "request_rate",
+    "burstiness",
+    "num_prompts",
+    "seed",
+    "goodput_ms",
+)
+
+
 def add_workload_arguments(p: argparse.ArgumentParser) -> None:
-    """The workload flags of a prediction, spelled and defaulted as ``bench``'s."""
+    """The workload flags of a prediction: ``bench``'s, from the same declarations (:func:`planner.fields.add_arguments`
+    of :data:`WORKLOAD_FIELDS`)."""
     w = p.add_argument_group("workload (vllm bench serve flags)")
-    w.add_argument("--input-len", type=int, default=128, help="prompt tokens per request (default: 128)")
-    w.add_argument("--output-len", type=int, default=128, help="output tokens per request (default: 128)")
-    w.add_argument("--range-ratio", type=float, default=0.0, help="lengths from [L(1-r), L(1+r)] (default: 0)")
-    w.add_argument("--max-concurrency", "--concurrency", dest="concurrency", type=int, help="most requests in flight")
-    w.add_argument("--request-rate", type=float, default=math.inf, help="requests/s (default: inf, a burst)")
-    w.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps (default: 1, Poisson)")
-    w.add_argument("--num-prompts", type=int, default=100, help="requests (default: 100)")
-    w.add_argument("--seed", type=int, default=0, help="seed of the schedule and the lengths (default: 0)")
-    w.add_argument(
-        "--goodput", nargs="+", default=[], metavar="KEY:MS", help="SLOs, e.g. ttft:500 tpot:50 (default: none)"
-    )
+    fields.add_arguments(w, LoadSettings, WORKLOAD_FIELDS)
     w.add_argument(
         "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
     )
@@ -73,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_scenario_arguments(p)
     add_workload_arguments(p)
-    p.add_argument("--sweep", type=int, metavar="N", help="predict concurrency 1, 2, 4, ... N; one row per level")
+    fields.add_arguments(p, SweepSettings, ("sweep_max",))
     p.add_argument("--static", action="store_true", help="also predict static batching, for comparison")
     p.add_argument(
         "--prefix-cache-hit-rate",
@@ -108,35 +111,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (vllm bench serve's keys)")
 
 
-def _goodput(items: list[str]) -> tuple[tuple[str, float], ...]:
-    try:
-        return parse_goodput(" ".join(items))
-    except BadValue as exc:
-        raise InvalidParameterError("goodput", " ".join(items), exc.accepted) from exc
-
-
 def workload_from_args(args: argparse.Namespace) -> LoadSettings:
     """The :class:`~planner.loadtest.settings.LoadSettings` of :func:`add_workload_arguments`' flags.
 
     Raises:
-        InvalidParameterError: a flag outside what is accepted (``--num-prompts`` at most :data:`MAX_REQUESTS`).
+        InvalidParameterError: a flag outside what is accepted, named by its flag (``--num-prompts`` at most
+            :data:`MAX_REQUESTS`).
     """
     if not 1 <= args.num_prompts <= MAX_REQUESTS:
         raise InvalidParameterError("num_prompts", args.num_prompts, f"an integer from 1 to {MAX_REQUESTS:,}")
-    return LoadSettings(
-        num_prompts=args.num_prompts,
-        max_concurrency=args.concurrency,
-        request_rate=args.request_rate,
-        burstiness=args.burstiness,
-        seed=args.seed,
-        input_len=args.input_len,
-        output_len=args.output_len,
-        range_ratio=args.range_ratio,
-        ignore_eos=True,
-        goodput_ms=_goodput(args.goodput),
-        duration_s=None,
-        sweep_max=args.sweep or 1,
-    )
+    goodput = " ".join(args.goodput_ms)
+    try:
+        return fields.from_args(
+            LoadSettings,
+            args,
+            ignore_eos=True,
+            goodput_ms=parse_goodput(goodput),
+            duration_s=None,
+            sweep_max=args.sweep_max if args.sweep_max is not None else 1,
+        )
+    except BadValue as exc:
+        raise InvalidParameterError("--goodput", goodput, exc.accepted) from exc
+    except InvalidParameterError as exc:  # a field's name -> its flag, as the user typed it
+        raise InvalidParameterError(fields.flag_of(LoadSettings, exc.name), exc.value, exc.accepted) from exc
 
 
 def read_profile(path: str | None) -> CalibrationProfile | None:
@@ -383,17 +380,15 @@ def run(args: argparse.Namespace) -> int:
         scenario = scenario_from_args(_deployment_flags(args))
         settings = workload_from_args(args)
         profile = read_profile(args.calibration)
-        if args.sweep is not None:
-            if args.concurrency is not None:
-                raise InvalidParameterError("max_concurrency", args.concurrency, "no --max-concurrency with --sweep")
+        if args.sweep_max is not None:
+            if args.max_concurrency is not None:
+                raise InvalidParameterError(
+                    "max_concurrency", args.max_concurrency, "no --max-concurrency with --sweep"
+                )
             unused = next((k for k in _NOT_WITH_SWEEP if getattr(args, k) not in (None, False, 0.0)), None)
             if unused is not None:
                 flag = "--" + unused.replace("_", "-")
                 raise PlannerError(f"{flag} is not used by --sweep (one plain prediction per level): leave one out")
-            try:
-                sweep_levels(args.sweep)
-            except InvalidParameterError as exc:  # named after the flag, not sweep_levels' argument
-                raise InvalidParameterError("sweep", args.sweep, exc.accepted) from exc
             curve = predict_curve(scenario, settings, profile=profile)
         else:
             rates = _rates(args)
@@ -417,7 +412,7 @@ def run(args: argparse.Namespace) -> int:
                 raise InvalidParameterError(flag, exc.value, exc.accepted) from exc
     except PlannerError as exc:
         return usage_error(args.command, exc, flags=args)
-    if args.sweep is not None:
+    if args.sweep_max is not None:
         print(json.dumps(_curve_json(curve), indent=2) if args.json else _curve_text(curve))
         return 0
     payload = _payload(prediction)

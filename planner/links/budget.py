@@ -64,20 +64,10 @@ from planner.capacity.scenario import (
 )
 from planner.capacity.speculative import SpeculativeConfig, parse_speculative_config
 from planner.catalog.gpus import CUSTOM_GPU_ID, get_gpu
-from planner.catalog.hub import validate_model_id
-from planner.catalog.models import get_model
-from planner.errors import InvalidParameterError, PlannerError
-from planner.links.rules import (
-    SHOWN_CHARS,
-    BadValue,
-    format_value,
-    last_value,
-    no_usable_value,
-    parse_choice,
-    parse_flag,
-    parse_number,
-    show,
-)
+from planner.catalog.hub import parse_model
+from planner.errors import BadValue, InvalidParameterError, PlannerError
+from planner.links.rules import SHOWN_CHARS, last_value, no_usable_value, show
+from planner.values import format_value, parse_choice, parse_flag, parse_number
 
 __all__ = [
     "COUNT_KEY",
@@ -91,7 +81,6 @@ __all__ = [
     "decode",
     "encode",
     "parse_field",
-    "parse_model",
     "scenario_key",
 ]
 
@@ -188,23 +177,6 @@ def parse_field(name: str, text: str) -> object:
             raise BadValue("a version such as 0.19.0")
         return text
     raise BadValue("a known parameter")  # pragma: no cover - every field is handled above
-
-
-def parse_model(text: str) -> str:
-    """A model in a link: a catalog id (normalised: case, the part after ``/``) or any Hugging Face repo id; whether
-    the repo exists is the page's business (it resolves the model and reports failures).
-
-    Raises:
-        BadValue: anything else (a path, markup, NUL, spaces).
-    """
-    try:
-        return get_model(text).id
-    except PlannerError:
-        pass
-    try:
-        return validate_model_id(text)
-    except PlannerError:
-        raise BadValue("a Hugging Face repo id (namespace/name) such as meta-llama/Llama-3.1-8B-Instruct") from None
 
 
 def _split_key(key: str) -> tuple[int, str] | None:

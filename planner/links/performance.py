@@ -3,7 +3,8 @@
 The Performance page's link holds two things: the scenarios (:mod:`planner.links.budget`'s keys, shared with every
 capacity page) and the workload the curves are predicted for, which is this module's. The workload is a
 :class:`~planner.loadtest.settings.LoadSettings` (the one description of a load), so its keys and rules are the
-Load Test codec's (:data:`planner.links.loadtest.KEYS`, :func:`planner.links.loadtest.parse_field`):
+Load Test's (each field's declaration, :mod:`planner.loadtest.settings`, through the one settings codec
+:class:`~planner.links.codec.SettingsCodec`):
 
 * ``input_len`` (1–131072), ``output_len`` (1–32768), ``num_prompts`` (requests a level, 1–10000), ``range_ratio``
   ([0, 0.99]), ``sweep_max`` (the highest concurrency of a concurrency sweep, 1–1024), ``burstiness`` (gamma shape
@@ -33,17 +34,17 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from planner.capacity.scenario import Scenario
+from planner.fields import Choice, Text
 from planner.links import budget
-from planner.links.loadtest import KEYS as LOAD_KEYS
-from planner.links.loadtest import parse_field
-from planner.links.rules import decode_query, encode_settings, parse_choice
+from planner.links.codec import SettingsCodec
 from planner.loadtest.settings import LoadSettings
 from planner.predict.curves import AXES, DEFAULT_RATES, DEFAULT_WORKLOAD, format_rates, parse_rates
 
 __all__ = [
+    "CODEC",
     "FIELDS",
     "KEYS",
     "DecodedLink",
@@ -56,10 +57,20 @@ __all__ = [
 
 #: The :class:`~planner.loadtest.settings.LoadSettings` fields the page's workload sets.
 FIELDS: tuple[str, ...] = ("input_len", "output_len", "num_prompts", "range_ratio", "sweep_max", "burstiness")
+#: The rate list, under the Load Test's key for one rate.
+_RATES_KEY = "request_rate"
+#: The page's codec: the workload's fields, then the sweep axis and the rate list (no settings field of their own).
+CODEC: SettingsCodec[LoadSettings] = SettingsCodec(
+    DEFAULT_WORKLOAD,
+    only=FIELDS,
+    extra={
+        "axis": (Choice(choices=AXES), "concurrency"),
+        _RATES_KEY: (Text(read=parse_rates, write=format_rates), DEFAULT_RATES),
+    },
+    max_params=64,  # the scenario codec reads its own 64 of the same query
+)
 #: Field → query key: the Load Test's keys, plus ``axis`` and the rate list under the Load Test's ``request_rate``.
-KEYS: dict[str, str] = {name: LOAD_KEYS[name] for name in FIELDS} | {"axis": "axis", "rates": LOAD_KEYS["request_rate"]}
-#: Most query parameters read (the scenario codec reads its own 64 of the same query).
-_MAX_PARAMS = 64
+KEYS: dict[str, str] = {name: CODEC.keys[name] for name in FIELDS} | {"axis": "axis", "rates": _RATES_KEY}
 
 
 @dataclass(frozen=True)
@@ -94,12 +105,13 @@ class DecodedLink:
     warnings: tuple[str, ...]
 
 
-def _parse(name: str, text: str) -> object:
-    if name == "axis":
-        return parse_choice(text, AXES)
-    if name == "rates":
-        return parse_rates(text)
-    return parse_field(name, text)
+def _workload(settings: LoadSettings, extras: Mapping[str, object], warnings: tuple[str, ...]) -> DecodedPerformance:
+    return DecodedPerformance(settings, str(extras["axis"]), extras[_RATES_KEY], warnings)  # type: ignore[arg-type]
+
+
+def _rates(rates: Sequence[float]) -> tuple[float, ...]:
+    """The rate list as the link writes it: sorted, duplicates dropped."""
+    return tuple(sorted({float(r) for r in rates}))
 
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedPerformance:
@@ -111,16 +123,8 @@ def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedPerformance:
     Returns:
         The workload and one warning per bad parameter of :data:`KEYS`.
     """
-    own = {key: value for key, value in list(query.items())[:_MAX_PARAMS] if key in KEYS.values()}
-    field_of = {key: name for name, key in KEYS.items()}
-    values, warnings = decode_query(own, field_of, _parse, max_params=_MAX_PARAMS)
-    settings = replace(DEFAULT_WORKLOAD, **{k: v for k, v in values.items() if k in FIELDS})
-    return DecodedPerformance(
-        settings=settings,
-        axis=str(values.get("axis", "concurrency")),
-        rates=values.get("rates", DEFAULT_RATES),  # type: ignore[arg-type]
-        warnings=tuple(warnings),
-    )
+    own = CODEC.decode(query)
+    return _workload(own.settings, own.extras, own.warnings)
 
 
 def encode(
@@ -128,20 +132,14 @@ def encode(
 ) -> dict[str, str]:
     """Query parameters of the workload: the :data:`FIELDS` of ``settings``, ``axis`` and ``rates`` that differ from
     the page's defaults. Other fields of ``settings`` are not the page's and are never written."""
-    workload = replace(DEFAULT_WORKLOAD, **{name: getattr(settings, name) for name in FIELDS})
-    out = encode_settings(workload, DEFAULT_WORKLOAD, KEYS, {})
-    if axis != "concurrency":
-        out[KEYS["axis"]] = axis
-    if tuple(sorted({float(r) for r in rates})) != DEFAULT_RATES:
-        out[KEYS["rates"]] = format_rates(rates)
-    return out
+    return CODEC.encode(settings, axis=axis, **{_RATES_KEY: _rates(rates)})
 
 
 def decode_link(query: Mapping[str, str | Sequence[str]]) -> DecodedLink:
     """The whole Performance link: scenarios (with ``foreign`` = this codec's keys) and workload; never raises."""
-    state = budget.decode(query, foreign=tuple(KEYS.values()))
-    workload = decode(query)
-    return DecodedLink(state, workload, state.warnings + workload.warnings)
+    link = CODEC.decode_link(query)
+    own = link.warnings[len(link.state.warnings) :]
+    return DecodedLink(link.state, _workload(link.settings, link.extras, own), link.warnings)
 
 
 def encode_link(
@@ -158,5 +156,5 @@ def encode_link(
     Raises:
         InvalidParameterError: no scenario, or more than :data:`planner.links.budget.MAX_SCENARIOS`.
     """
-    out = budget.encode(scenarios, min_context=min_context, max_context=max_context)
-    return out | encode(settings, axis=axis, rates=rates)
+    extras = {"axis": axis, _RATES_KEY: _rates(rates)}
+    return CODEC.encode_link(scenarios, settings, min_context=min_context, max_context=max_context, **extras)

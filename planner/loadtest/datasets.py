@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from planner.errors import InvalidParameterError, MalformedTextError
-from planner.links.rules import DECIMAL
 from planner.parsing import finite_number, json_value
+from planner.values import DECIMAL
 
 __all__ = [
     "BURSTGPT_COLUMNS",
@@ -188,7 +188,7 @@ def _json_items(source: Source) -> Iterator[tuple[int, Any]]:
 def _number(value: Any) -> float | int | None:
     """A number, or the text of a plain decimal number (CSV cells are text); None for anything else.
 
-    Text follows the links' rule (:data:`planner.links.rules.DECIMAL`): ``float()`` alone would also read ``1_000``,
+    Text follows the links' rule (:data:`planner.values.DECIMAL`): ``float()`` alone would also read ``1_000``,
     ``١٢٨`` (other scripts' digits), ``nan`` and ``infinity``, none of which a trace writer means as a number.
     """
     if isinstance(value, bool):

@@ -38,10 +38,11 @@ from datetime import datetime
 from typing import Any
 
 from planner.errors import InvalidParameterError
+from planner.fields import Choice, Number, Text, setting, validate
 from planner.loadtest.runner import LoadResult
 from planner.loadtest.settings import MAX_PROMPTS, LoadSettings
 from planner.loadtest.worker import Job, JobOutcome, JobQueue
-from planner.metrics.slo import Slo, SloCheck, binding, check, margin
+from planner.metrics.slo import Slo, SloCheck, binding, check, format_slos, margin, read_slos
 from planner.serving.endpoints import Endpoint
 
 __all__ = [
@@ -67,7 +68,8 @@ _FLAT = 0.9
 
 @dataclass(frozen=True)
 class MaxRateSpec:
-    """A maximum-rate search.
+    """A maximum-rate search: the workload (``base``) and the search's own parameters, each declared once with its
+    range, ``bench`` flag and widget label (:mod:`planner.fields`).
 
     Attributes:
         base: the workload of every step (lengths, prompts, burstiness, timeouts, input sizing); its
@@ -75,36 +77,85 @@ class MaxRateSpec:
             replaced per step (a rate search is open loop: no concurrency cap, as ``serve_sla``'s rate runs).
         slos: the percentile SLOs every step is checked against.
         variable: ``request_rate`` or ``max_concurrency``.
-        max_steps: most runs, the ceiling included (≥ 2).
+        max_steps: most runs, the ceiling included (2–30).
         tolerance: stop when the levels that met and missed are within this fraction of each other.
         probe_s: seconds of arrivals a rate step aims at.
-        step_duration_s: wall-time cap of each step, seconds.
+        step_duration_s: wall-time cap of each step, seconds (``bench``'s ``--duration``, the page's duration cap).
 
     Raises:
         InvalidParameterError: a value outside what is accepted.
     """
 
     base: LoadSettings
-    slos: tuple[Slo, ...]
-    variable: str = "request_rate"
-    max_steps: int = 8
-    tolerance: float = 0.05
-    probe_s: float = 20.0
-    step_duration_s: float = 120.0
+    slos: tuple[Slo, ...] = setting(
+        (),
+        Text(
+            read=read_slos,
+            write=format_slos,
+            flags=("--slo",),
+            nargs="append",
+            metavar="METRIC_STAT_ms=LIMIT",
+            label="SLOs (percentiles)",
+            help="percentile SLOs METRIC_STAT_ms=LIMIT, comma separated or the flag repeated, e.g. ttft_p99_ms=500: "
+            "METRIC ttft, tpot, itl or e2el; STAT p50, p90, p99 or mean",
+        ),
+    )
+    variable: str = setting(
+        "request_rate",
+        Choice(
+            choices=VARIABLES,
+            names=(("request_rate", "request rate"), ("max_concurrency", "concurrency")),
+            radio=True,
+            accepted=" or ".join(VARIABLES),
+            label="Search",
+        ),
+    )
+    max_steps: int = setting(
+        8,
+        Number(
+            low=2,
+            high=30,
+            integer=True,
+            accepted="an integer from 2 to 30",
+            flags=("--max-steps",),
+            label="max runs",
+            help="most runs of the search, the first burst included",
+        ),
+    )
+    tolerance: float = setting(
+        0.05,
+        Number(
+            low=0.001,
+            high=0.5,
+            entry=(0.01, 0.5),
+            accepted="a fraction in [0.001, 0.5]",
+            flags=("--search-tolerance",),
+            label="tolerance",
+            help="stop when the levels that met and missed are this close, a fraction",
+        ),
+    )
+    probe_s: float = setting(
+        20.0,
+        Number(
+            low=0,
+            high=3600,
+            low_open=True,
+            entry=(1, 600),
+            accepted="seconds in (0, 3600]",
+            flags=("--probe-duration",),
+            label="s per run",
+            help="seconds of arrivals per run (--duration caps it)",
+        ),
+    )
+    step_duration_s: float = setting(
+        120.0, Number(low=0, high=3600, low_open=True, entry=(1, 3600), accepted="seconds in (0, 3600]")
+    )
 
     def __post_init__(self) -> None:
-        if self.variable not in VARIABLES:
-            raise InvalidParameterError("variable", self.variable, " or ".join(VARIABLES))
+        object.__setattr__(self, "slos", tuple(self.slos))
+        validate(self)
         if not self.slos:
             raise InvalidParameterError("slo", (), "at least one SLO, e.g. ttft_p99_ms=1000")
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or not 2 <= self.max_steps <= 30:
-            raise InvalidParameterError("max_steps", self.max_steps, "an integer from 2 to 30")
-        if not (isinstance(self.tolerance, int | float) and 0.001 <= self.tolerance <= 0.5):
-            raise InvalidParameterError("tolerance", self.tolerance, "a fraction in [0.001, 0.5]")
-        for name in ("probe_s", "step_duration_s"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0 < value <= 3600):
-                raise InvalidParameterError(name, value, "seconds in (0, 3600]")
 
     def level_settings(self, level: float) -> LoadSettings:
         """The settings of one step at ``level`` (inf: the ceiling's burst)."""

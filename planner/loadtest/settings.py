@@ -1,10 +1,12 @@
 """The settings of a Load Test: what the page's widgets hold and a link restores, and the run they describe.
 
 :class:`LoadSettings` is the one description of a load test (lengths in tokens, times in seconds, SLOs in
-milliseconds), for the page, the CLI and the runner alike; :data:`DEFAULT` is what the page opens with. The goodput
-SLO text ``ttft:500,tpot:50`` is vLLM's ``--goodput`` format, read by :func:`parse_goodput` and written by
-:func:`format_goodput`. The URL codec
-(:mod:`planner.links.loadtest`) only writes and reads these settings.
+milliseconds), for the page, the CLI and the runner alike; :data:`DEFAULT` is what the page opens with. Each field
+declares, once, its range, what a link or box may ask for, its link key, its ``bench`` flags and its widget
+(:mod:`planner.fields`); the link codec (:mod:`planner.links.loadtest`), ``python -m planner bench``'s options and the
+page's boxes are derived from that. A concurrency sweep's own parameters are :class:`SweepSettings` (the
+``sweep`` field). The goodput SLO text ``ttft:500,tpot:50`` is vLLM's ``--goodput`` format, read by
+:func:`parse_goodput` and written by :func:`format_goodput`.
 
 Example:
     >>> parse_goodput("ttft:500 tpot:50")
@@ -15,14 +17,14 @@ Example:
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from planner.errors import InvalidParameterError
-from planner.links.rules import BadValue, format_value, parse_number
+from planner.errors import BadValue, InvalidParameterError
+from planner.fields import Choice, Flag, Number, Text, setting, validate
+from planner.serving.endpoints import format_endpoint_names, parse_endpoint_names
+from planner.values import format_value, parse_list, parse_number
 
 __all__ = [
     "BATCHINGS",
@@ -30,6 +32,7 @@ __all__ = [
     "DEFAULT",
     "FILE_DATASETS",
     "INPUT_SIZINGS",
+    "MAX_LEVEL",
     "MAX_PROMPTS",
     "MAX_RUNS",
     "MAX_TURNS",
@@ -38,12 +41,19 @@ __all__ = [
     "SLO_NAMES",
     "TRACE_DATASETS",
     "LoadSettings",
+    "SweepSettings",
     "format_goodput",
     "parse_goodput",
 ]
 
-#: Most measured requests of one run.
+#: Most measured requests of one run a link or a box starts (the command line takes more).
 MAX_PROMPTS = 10_000
+#: Largest concurrency a sweep accepts.
+MAX_LEVEL = 4096
+#: Most requests in flight a link or a box asks for.
+_MAX_CONCURRENCY_ENTRY = 1024
+#: Longest prompt or shared prefix a link or a box asks for, tokens.
+_MAX_INPUT_ENTRY = 131_072
 #: Most repeats of a run (:attr:`LoadSettings.num_runs`).
 MAX_RUNS = 20
 #: Most Ray workers of one run (:attr:`LoadSettings.num_workers`).
@@ -73,10 +83,126 @@ TRACE_DATASETS = ("timed_trace", "burstgpt")
 SLO_NAMES = ("ttft", "tpot", "e2el")
 #: Largest SLO limit, milliseconds (an hour).
 _MAX_SLO_MS = 3_600_000
-
-
 #: How synthetic prompts are sized to ``input_len`` tokens (see :class:`LoadSettings`).
 INPUT_SIZINGS = ("tokenize", "token_ids", "words")
+#: The argparse groups of ``bench``'s workload flags.
+_PREFIX_GROUP = "prefix_repetition (as vllm bench serve)"
+_TRACE_GROUP = "timed_trace / burstgpt"
+_RAY_GROUP = "Ray workers (pip install -r requirements-ray.txt)"
+
+
+def parse_goodput(text: str) -> tuple[tuple[str, float], ...]:
+    """``"ttft:500,tpot:50"`` (commas or spaces) → ``(("ttft", 500.0), ("tpot", 50.0))``; "" → ().
+
+    Args:
+        text: SLOs as vLLM's ``--goodput`` takes them, ``name:ms`` pairs.
+
+    Returns:
+        ``((name, limit_ms), ...)`` in the order given.
+
+    Raises:
+        BadValue: a part is not ``ttft|tpot|e2el:<ms>`` with 0 < ms ≤ 3,600,000, or a name repeats; ``accepted``
+            says what is accepted.
+    """
+    accepted = f"name:ms pairs such as ttft:500,tpot:50 (names {', '.join(SLO_NAMES)}; 0 < ms ≤ {_MAX_SLO_MS})"
+
+    def slo(part: str) -> tuple[str, float]:
+        name, sep, value = part.partition(":")
+        if not sep or name not in SLO_NAMES:
+            raise BadValue(accepted)
+        return name, float(parse_number(value, 0, _MAX_SLO_MS, low_open=True))  # type: ignore[arg-type]
+
+    pairs = parse_list(text, slo, accepted=accepted, most=len(SLO_NAMES))
+    if len({name for name, _ in pairs}) < len(pairs):
+        raise BadValue(accepted)
+    return pairs
+
+
+def format_goodput(slos: Sequence[tuple[str, float]]) -> str:
+    """The inverse of :func:`parse_goodput`: ``"ttft:500,tpot:50"``."""
+    return ",".join(f"{name}:{format_value(float(ms))}" for name, ms in slos)
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """A concurrency sweep's own parameters: levels 1, 2, 4, … ``sweep_max``, each bounded in requests and time.
+
+    The runner's :class:`~planner.loadtest.sweep.SweepSpec` is made from these and the load's
+    (:func:`planner.loadtest.worker.plan_jobs`).
+
+    Attributes:
+        sweep_max: Highest concurrency of the sweep (its last level).
+        sweep_stop: Stop at saturation (:func:`planner.loadtest.sweep.saturation`) instead of running every level.
+        sweep_refine: After a sweep stops, run the level(s) between the last unsaturated level and the first
+            saturated one (:func:`planner.loadtest.sweep.refine_levels`).
+        prompts_per_level: Requests of every level; None = at least 4 per concurrency slot and at least the load's
+            ``num_prompts`` (:meth:`~planner.loadtest.sweep.SweepSpec.num_prompts`).
+        level_duration_s: Wall-time cap of each level when the load has none (``duration_s`` None), seconds.
+
+    Raises:
+        InvalidParameterError: a value is outside what is accepted.
+    """
+
+    sweep_max: int = setting(
+        16,
+        Number(
+            low=1,
+            high=MAX_LEVEL,
+            integer=True,
+            entry=(1, _MAX_CONCURRENCY_ENTRY),
+            flags=("--sweep",),
+            metavar="N",
+            cli_default=None,
+            help="concurrency sweep 1, 2, 4, ... N; a row per level",
+            label="sweep up to concurrency",
+        ),
+    )
+    sweep_stop: bool = setting(
+        True,
+        Flag(
+            flags=("--no-sweep-stop",),
+            negated=True,
+            label="stop at saturation",
+            help="stop a sweep at saturation, when output throughput gains < 10% over the best level so far while "
+            "median TTFT or E2E latency rises ≥ 25% over the level before",
+        ),
+    )
+    sweep_refine: bool = setting(
+        False,
+        Flag(
+            flags=("--sweep-refine",),
+            label="refine at the stop",
+            help="add the level between the last growing level and the first saturated one",
+        ),
+    )
+    prompts_per_level: int | None = setting(
+        None,
+        Number(
+            low=1,
+            integer=True,
+            optional=True,
+            entry=(1, MAX_PROMPTS),
+            linked=False,
+            flags=("--prompts-per-level",),
+            help="sweep: requests per level (default: max(num-prompts, 4 x level))",
+        ),
+    )
+    level_duration_s: float = setting(
+        120.0,
+        Number(
+            low=0,
+            low_open=True,
+            finite=True,
+            entry=(1, 3600),
+            accepted="a finite number of seconds > 0",
+            linked=False,
+            flags=("--level-duration",),
+            help="sweep: time cap per level when --duration is not given, s",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        validate(self)
 
 
 @dataclass(frozen=True)
@@ -84,10 +210,11 @@ class LoadSettings:
     """One load test: what the page's widgets hold, a link restores, the CLI's flags set and the runner runs.
 
     Lengths in tokens, times in seconds, SLOs in milliseconds. A run (:func:`planner.loadtest.runner.run_load`)
-    reads the per-run fields; ``endpoints``, ``mode``, ``sweep_max`` and ``scrape_metrics`` say which runs to make
+    reads the per-run fields; ``endpoints``, ``mode``, ``sweep`` and ``scrape_metrics`` say which runs to make
     (:func:`planner.loadtest.worker.plan_jobs`); a sweep level is these settings with its own ``max_concurrency``
     and ``num_prompts``. A run is ALWAYS bounded in requests: ``num_prompts`` caps it even when ``duration_s`` is
-    given (it ends at whichever comes first).
+    given (it ends at whichever comes first). Each field's declaration (its range, what a link or box may ask for,
+    its link key, ``bench`` flags and widget label) is in the field's metadata (:mod:`planner.fields`).
 
     Attributes:
         endpoints: Names of the endpoints to load, run one after another with the same workload.
@@ -99,9 +226,8 @@ class LoadSettings:
         num_warmups: Requests sent (under the concurrency cap) before the measured ones, not counted.
         duration_s: Wall-time cap of one run (of each sweep level), seconds; None = no time cap.
         timeout_s: Connect/read timeout of each request, seconds.
-        seed: Seed of the arrival schedule and the sampled lengths.
-        dataset_name: ``random`` (synthetic prompts of ``input_len`` tokens), ``examples`` or ``custom``
-            (``prompts``, cycled).
+        seed: Seed of the arrival schedule and the sampled lengths, ≥ 0.
+        dataset_name: One of :data:`DATASETS`.
         input_len: Prompt length of ``random`` prompts, tokens of the prompt text before any chat template (as
             ``vllm bench serve --random-input-len``).
         output_len: ``max_tokens`` of each request.
@@ -114,14 +240,15 @@ class LoadSettings:
             construction; vLLM and SGLang, others fall back to ``tokenize``), ``words`` (one word per token, no
             server call: an estimate).
         goodput_ms: SLOs ``((name, limit_ms), ...)`` with names ``ttft``, ``tpot``, ``e2el``.
-        sweep_max: Highest concurrency of a sweep.
+        sweep: The concurrency sweep's parameters (used when ``mode`` is ``sweep``; the Performance page's
+            concurrency axis reads ``sweep.sweep_max``).
         scrape_metrics: Poll the server's ``/metrics`` during runs.
         prompts: The prompts of the ``examples``, ``custom`` and ``sharegpt`` datasets (never put in a link).
         prefix_len: ``prefix_repetition``: tokens of each shared prefix (vLLM ``--prefix-repetition-prefix-len``).
         suffix_len: ``prefix_repetition``: tokens of each request's own suffix (``--prefix-repetition-suffix-len``).
         num_prefixes: ``prefix_repetition``: distinct prefixes; ``num_prompts // num_prefixes`` requests share each
             (``--prefix-repetition-num-prefixes``), so ``num_prompts`` must be at least this.
-        num_turns: ``multi_turn``: turns per conversation (≥ 1); ``num_prompts`` requests make
+        num_turns: ``multi_turn``: turns per conversation (1–:data:`MAX_TURNS`); ``num_prompts`` requests make
             ⌈num_prompts / num_turns⌉ conversations, and ``max_concurrency`` caps the conversations in progress.
         think_time_s: ``multi_turn``: seconds between a turn's answer and the next turn's request (the user
             reading and typing), ≥ 0.
@@ -135,10 +262,6 @@ class LoadSettings:
             ``num_warmups`` requests prime it, then the measured requests run.
         num_runs: Repeats of each run (1–:data:`MAX_RUNS`), for the mean and a confidence interval of each headline
             metric.
-        sweep_stop: A sweep stops at saturation (:func:`planner.loadtest.sweep.saturation`) instead of running
-            every level.
-        sweep_refine: After a sweep stops, run the level(s) between the last unsaturated level and the first
-            saturated one (:func:`planner.loadtest.sweep.refine_levels`).
         num_workers: Ray workers that send the measured requests between them (1–:data:`MAX_WORKERS`; the
             concurrency cap and the rate stay the run's, split between them); None = this process sends them
             (:func:`planner.loadtest.ray_workers.send_on_ray`).
@@ -152,102 +275,385 @@ class LoadSettings:
         InvalidParameterError: a value is outside what is accepted.
     """
 
-    endpoints: tuple[str, ...] = ()
-    mode: str = "run"
-    num_prompts: int = 32
-    max_concurrency: int | None = 8
-    request_rate: float = float("inf")
-    burstiness: float = 1.0
-    num_warmups: int = 0
-    duration_s: float | None = 300.0
-    timeout_s: float = 60.0
-    seed: int = 0
-    dataset_name: str = "random"
-    input_len: int = 128
-    output_len: int = 64
-    range_ratio: float = 0.0
-    ignore_eos: bool = False
-    input_sizing: str = "tokenize"
-    goodput_ms: tuple[tuple[str, float], ...] = ()
-    sweep_max: int = 16
-    scrape_metrics: bool = True
-    prompts: tuple[str, ...] = field(default=(), repr=False)
-    prefix_len: int = 256
-    suffix_len: int = 256
-    num_prefixes: int = 10
-    num_turns: int = 4
-    think_time_s: float = 0.0
-    time_scale: float = 1.0
-    trace_chunk_hash_size: int = 16
-    flush_cache: bool = False
-    num_runs: int = 1
-    sweep_stop: bool = True
-    sweep_refine: bool = False
-    num_workers: int | None = None
-    ray_address: str | None = None
-    trace_rows: tuple[Any, ...] = field(default=(), repr=False)
-    batching: str = "continuous"
+    endpoints: tuple[str, ...] = setting(
+        (), Text(key="ep", read=parse_endpoint_names, write=format_endpoint_names, label="Endpoints to load")
+    )
+    mode: str = setting(
+        "run",
+        Choice(
+            choices=MODES,
+            names=(("run", "one run per endpoint"), ("sweep", "concurrency sweep 1, 2, 4, …")),
+            radio=True,
+            label="Mode",
+        ),
+    )
+    num_prompts: int = setting(
+        32,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, MAX_PROMPTS),
+            flags=("--num-prompts",),
+            cli_default=100,
+            help="measured requests",
+        ),
+    )
+    max_concurrency: int | None = setting(
+        8,
+        Number(
+            low=1,
+            integer=True,
+            optional=True,
+            entry=(1, _MAX_CONCURRENCY_ENTRY),
+            flags=("--max-concurrency", "--concurrency"),
+            cli_default=None,
+            help="most requests in flight (empty: no cap; a sweep sets it per level)",
+        ),
+    )
+    request_rate: float = setting(
+        float("inf"),
+        Number(
+            low=0,
+            low_open=True,
+            entry=(0, 10_000),
+            typed_inf=True,
+            accepted="requests/s > 0 (inf = burst)",
+            flags=("--request-rate",),
+            help="requests/s; inf (or empty) = every request released at once, a burst",
+            label="request_rate (req/s)",
+        ),
+    )
+    burstiness: float = setting(
+        1.0,
+        Number(
+            low=0,
+            low_open=True,
+            entry=(0.01, 100),
+            accepted="a gamma shape > 0 (1 = Poisson)",
+            flags=("--burstiness",),
+            help="gamma shape of the arrival gaps: 1 = Poisson, below 1 burstier",
+        ),
+    )
+    num_warmups: int = setting(
+        0,
+        Number(
+            low=0,
+            integer=True,
+            entry=(0, 100),
+            flags=("--num-warmups",),
+            help="requests before the measured ones, not counted",
+        ),
+    )
+    duration_s: float | None = setting(
+        300.0,
+        Number(
+            low=0,
+            low_open=True,
+            finite=True,
+            optional=True,
+            typed_none=False,
+            entry=(1, 3600),
+            accepted="seconds > 0, or None for no cap",
+            key="duration",
+            flags=("--duration",),
+            cli_default=None,
+            help="wall-time cap of a run (of each sweep level), seconds",
+            label="duration cap (s)",
+        ),
+    )
+    timeout_s: float = setting(
+        60.0,
+        Number(
+            low=0,
+            low_open=True,
+            entry=(1, 600),
+            accepted="seconds > 0",
+            key="timeout",
+            flags=("--timeout",),
+            help="connect/read timeout of each request, seconds",
+            label="timeout (s)",
+        ),
+    )
+    seed: int = setting(
+        0,
+        Number(
+            low=0,
+            integer=True,
+            entry=(0, 2**32 - 1),
+            flags=("--seed",),
+            help="seed of the arrival schedule and the sampled lengths",
+        ),
+    )
+    dataset_name: str = setting(
+        "random",
+        Choice(
+            choices=DATASETS,
+            names=(
+                ("random", "synthetic"),
+                ("examples", "8 examples"),
+                ("custom", "JSONL file"),
+                ("prefix_repetition", "shared prefixes"),
+                ("multi_turn", "multi-turn chats"),
+                ("sharegpt", "ShareGPT file"),
+                ("timed_trace", "trace: Mooncake JSONL"),
+                ("burstgpt", "trace: BurstGPT CSV"),
+            ),
+            cli_choices=tuple(d for d in DATASETS if d != "examples"),
+            flags=("--dataset-name",),
+            cli_default=None,
+            label="Prompts",
+            help="random (synthetic text of input_len tokens, the default), prefix_repetition (vLLM's: num_prefixes "
+            "shared prefixes, each with suffixes of its own), multi_turn (each turn sends the conversation so far and "
+            "a new message), or a file: custom (JSONL prompts, the default with a path), sharegpt (JSON/JSONL), "
+            "timed_trace (Mooncake-layout JSONL) or burstgpt (CSV), traces replayed at their timestamps",
+        ),
+    )
+    input_len: int = setting(
+        128,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, _MAX_INPUT_ENTRY),
+            flags=("--input-len", "--random-input-len"),
+            help="synthetic prompt length, text tokens (multi_turn: each turn's new message)",
+        ),
+    )
+    output_len: int = setting(
+        64,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, 32_768),
+            flags=("--output-len", "--random-output-len", "--prefix-repetition-output-len"),
+            cli_default=128,
+            help="max_tokens of each request (traces: the trace's own)",
+        ),
+    )
+    range_ratio: float = setting(
+        0.0,
+        Number(
+            low=0,
+            high=1,
+            high_open=True,
+            entry=(0, 0.99),
+            flags=("--range-ratio", "--random-range-ratio"),
+            help="lengths drawn from [L(1-r), L(1+r)]",
+        ),
+    )
+    ignore_eos: bool = setting(
+        False,
+        Flag(
+            flags=("--ignore-eos",),
+            help="generate exactly --output-len tokens; sent to vLLM, SGLang and llama.cpp, not to TGI or openai",
+        ),
+    )
+    input_sizing: str = setting(
+        "tokenize",
+        Choice(
+            choices=INPUT_SIZINGS,
+            names=(
+                ("tokenize", "server tokenizer"),
+                ("token_ids", "token ids (vLLM, SGLang)"),
+                ("words", "one word per token (estimate)"),
+            ),
+            radio=True,
+            flags=("--input-sizing",),
+            label="input_len sizing",
+            help="tokenize: the prompt text has exactly input_len tokens by the server's tokenizer route (the chat "
+            "template adds its own few); token_ids: input_len token ids on /v1/completions, exact by construction "
+            "(vLLM, SGLang; others fall back to tokenize); words: one word per token, no server call, an estimate",
+        ),
+    )
+    goodput_ms: tuple[tuple[str, float], ...] = setting(
+        (),
+        Text(
+            key="goodput",
+            read=parse_goodput,
+            write=format_goodput,
+            flags=("--goodput",),
+            nargs="+",
+            metavar="KEY:MS",
+            label="goodput SLOs",
+            help="SLOs in ms as vLLM's --goodput, e.g. ttft:500 tpot:50",
+        ),
+    )
+    sweep: SweepSettings = SweepSettings()
+    scrape_metrics: bool = setting(
+        True,
+        Flag(
+            flags=("--no-scrape-metrics",),
+            negated=True,
+            label="/metrics",
+            help="poll the server's Prometheus /metrics during runs (running / waiting requests, KV-cache usage, the "
+            "prefix-cache hit rate)",
+        ),
+    )
+    prompts: tuple[str, ...] = setting(
+        (),
+        Text(
+            linked=False,
+            flags=("--prompt",),
+            nargs="append",
+            metavar="TEXT",
+            help="use this prompt instead of synthetic text (repeat the flag)",
+        ),
+        repr=False,
+    )
+    prefix_len: int = setting(
+        256,
+        Number(
+            low=0,
+            integer=True,
+            entry=(0, _MAX_INPUT_ENTRY),
+            flags=("--prefix-repetition-prefix-len",),
+            group=_PREFIX_GROUP,
+            help="shared prefix tokens",
+        ),
+    )
+    suffix_len: int = setting(
+        256,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, _MAX_INPUT_ENTRY),
+            flags=("--prefix-repetition-suffix-len",),
+            group=_PREFIX_GROUP,
+            help="each request's own suffix tokens",
+        ),
+    )
+    num_prefixes: int = setting(
+        10,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, 1000),
+            flags=("--prefix-repetition-num-prefixes",),
+            group=_PREFIX_GROUP,
+            help="distinct prefixes",
+        ),
+    )
+    num_turns: int = setting(
+        4,
+        Number(
+            low=1,
+            high=MAX_TURNS,
+            integer=True,
+            flags=("--num-turns",),
+            group="multi_turn",
+            help="turns per conversation",
+        ),
+    )
+    think_time_s: float = setting(
+        0.0,
+        Number(
+            low=0,
+            finite=True,
+            entry=(0, 600),
+            accepted="seconds ≥ 0",
+            flags=("--think-time",),
+            group="multi_turn",
+            label="think time (s)",
+            help="seconds between an answer and the next turn",
+        ),
+    )
+    time_scale: float = setting(
+        1.0,
+        Number(
+            low=0,
+            low_open=True,
+            finite=True,
+            entry=(0.0001, 1000),
+            accepted="a factor > 0 (1 = as recorded)",
+            flags=("--time-scale", "--timed-trace-sec-multiplier"),
+            group=_TRACE_GROUP,
+            help="arrival = timestamp × time_scale, seconds (vLLM --timed-trace-sec-multiplier): 1 = as recorded in "
+            "seconds, 0.5 = twice as fast, 0.001 for millisecond timestamps (Mooncake's traces)",
+        ),
+    )
+    trace_chunk_hash_size: int = setting(
+        16,
+        Number(
+            low=1,
+            integer=True,
+            entry=(1, 65_536),
+            flags=("--timed-trace-chunk-hash-size",),
+            group=_TRACE_GROUP,
+            label="chunk hash size",
+            help="tokens per hash_ids block (512 for Mooncake's traces)",
+        ),
+    )
+    flush_cache: bool = setting(
+        False,
+        Flag(
+            flags=("--flush-cache",),
+            label="flush cache",
+            help="flush, prime, measure: empty the server's prefix cache (vLLM POST /reset_prefix_cache, which needs "
+            "VLLM_SERVER_DEV_MODE=1; SGLang /flush_cache), then the warm-up requests prime it, then the measured run",
+        ),
+    )
+    num_runs: int = setting(
+        1,
+        Number(
+            low=1,
+            high=MAX_RUNS,
+            integer=True,
+            flags=("--num-runs",),
+            label="repeats",
+            help="repeat the run K times: mean and 95% confidence interval of each headline metric",
+        ),
+    )
+    num_workers: int | None = setting(
+        None,
+        Number(
+            low=1,
+            high=MAX_WORKERS,
+            integer=True,
+            optional=True,
+            linked=False,
+            flags=("--workers",),
+            metavar="N",
+            group=_RAY_GROUP,
+            label="Ray workers",
+            help="send the measured requests from N Ray workers, the concurrency cap and the rate split between them",
+        ),
+    )
+    ray_address: str | None = setting(
+        None,
+        Text(
+            linked=False,
+            flags=("--ray-address",),
+            metavar="ADDR",
+            group=_RAY_GROUP,
+            help="the workers' Ray cluster, e.g. ray://10.0.0.5:10001 (default: N local workers on a Ray started here)",
+        ),
+    )
+    trace_rows: tuple[Any, ...] = setting((), Text(linked=False), repr=False)
+    batching: str = setting(
+        "continuous",
+        Choice(
+            choices=BATCHINGS,
+            flags=("--batching",),
+            help="continuous: each request as a concurrency slot frees (the server batches them); static: fixed "
+            "batches of max_concurrency, the next only when the slowest has ended; compare: a static run, then a "
+            "continuous one at the same concurrency, and the throughput ratio",
+        ),
+    )
 
     def __post_init__(self) -> None:
-        def integer(name: str, value: Any, low: int = 1) -> None:
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidParameterError(name, value, f"an integer ≥ {low}")
-
-        integer("num_prompts", self.num_prompts)
-        integer("num_warmups", self.num_warmups, 0)
-        integer("input_len", self.input_len)
-        integer("output_len", self.output_len)
-        integer("sweep_max", self.sweep_max)
-        integer("prefix_len", self.prefix_len, 0)
-        integer("suffix_len", self.suffix_len)
-        integer("num_prefixes", self.num_prefixes)
-        integer("num_turns", self.num_turns)
-        integer("num_runs", self.num_runs)
-        integer("trace_chunk_hash_size", self.trace_chunk_hash_size)
-        if self.num_workers is not None:
-            integer("num_workers", self.num_workers)
-            if self.num_workers > MAX_WORKERS:
-                raise InvalidParameterError("num_workers", self.num_workers, f"an integer in [1, {MAX_WORKERS}]")
+        for name in ("endpoints", "prompts", "trace_rows"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "goodput_ms", tuple(tuple(x) for x in self.goodput_ms))
+        validate(self)
+        if not isinstance(self.sweep, SweepSettings):
+            raise InvalidParameterError("sweep", self.sweep, "a SweepSettings")
         if self.ray_address is not None and not (isinstance(self.ray_address, str) and self.ray_address.strip()):
             raise InvalidParameterError("ray_address", self.ray_address, "a Ray address, e.g. ray://10.0.0.5:10001")
-        if self.num_turns > MAX_TURNS:
-            raise InvalidParameterError("num_turns", self.num_turns, f"an integer in [1, {MAX_TURNS}]")
-        if self.num_runs > MAX_RUNS:
-            raise InvalidParameterError("num_runs", self.num_runs, f"an integer in [1, {MAX_RUNS}]")
         if self.dataset_name == "prefix_repetition" and self.num_prompts < self.num_prefixes:
             raise InvalidParameterError(
                 "num_prompts", self.num_prompts, f"at least num_prefixes ({self.num_prefixes}) for prefix_repetition"
             )
-        if not (isinstance(self.think_time_s, int | float) and 0 <= self.think_time_s < math.inf):
-            raise InvalidParameterError("think_time_s", self.think_time_s, "seconds ≥ 0")
-        if not (isinstance(self.time_scale, int | float) and 0 < self.time_scale < math.inf):
-            raise InvalidParameterError("time_scale", self.time_scale, "a factor > 0 (1 = as recorded)")
-        if self.max_concurrency is not None:
-            integer("max_concurrency", self.max_concurrency)
-        if self.batching not in BATCHINGS:
-            raise InvalidParameterError("batching", self.batching, " or ".join(BATCHINGS))
-        if self.mode not in MODES:
-            raise InvalidParameterError("mode", self.mode, " or ".join(MODES))
-        if self.dataset_name not in DATASETS:
-            raise InvalidParameterError("dataset_name", self.dataset_name, ", ".join(DATASETS))
-        if self.input_sizing not in INPUT_SIZINGS:
-            raise InvalidParameterError("input_sizing", self.input_sizing, ", ".join(INPUT_SIZINGS))
-        if not (isinstance(self.request_rate, int | float) and self.request_rate > 0):
-            raise InvalidParameterError("request_rate", self.request_rate, "requests/s > 0 (inf = burst)")
-        if not (isinstance(self.burstiness, int | float) and self.burstiness > 0):
-            raise InvalidParameterError("burstiness", self.burstiness, "a gamma shape > 0 (1 = Poisson)")
-        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
-            raise InvalidParameterError("duration_s", self.duration_s, "seconds > 0, or None for no cap")
-        if not (isinstance(self.range_ratio, int | float) and 0 <= self.range_ratio < 1):
-            raise InvalidParameterError("range_ratio", self.range_ratio, "a number in [0, 1)")
-        if not (isinstance(self.timeout_s, int | float) and self.timeout_s > 0):
-            raise InvalidParameterError("timeout_s", self.timeout_s, "seconds > 0")
-        object.__setattr__(self, "endpoints", tuple(self.endpoints))
-        object.__setattr__(self, "prompts", tuple(self.prompts))
-        object.__setattr__(self, "trace_rows", tuple(self.trace_rows))
         if any(not isinstance(p, str) or not p.strip() for p in self.prompts):
             raise InvalidParameterError("prompts", self.prompts, "non-empty strings")
-        object.__setattr__(self, "goodput_ms", tuple(tuple(x) for x in self.goodput_ms))
         for name, value in self.goodput_ms:
             if name not in SLO_NAMES or not value > 0:
                 raise InvalidParameterError("goodput_ms", (name, value), "ttft, tpot or e2el with a limit in ms > 0")
@@ -265,37 +671,3 @@ class LoadSettings:
 
 #: The settings of a page opened without a link.
 DEFAULT = LoadSettings()
-
-
-def parse_goodput(text: str) -> tuple[tuple[str, float], ...]:
-    """``"ttft:500,tpot:50"`` (commas or spaces) → ``(("ttft", 500.0), ("tpot", 50.0))``; "" → ().
-
-    Args:
-        text: SLOs as vLLM's ``--goodput`` takes them, ``name:ms`` pairs.
-
-    Returns:
-        ``((name, limit_ms), ...)`` in the order given.
-
-    Raises:
-        BadValue: a part is not ``ttft|tpot|e2el:<ms>`` with 0 < ms ≤ 3,600,000, or a name repeats; ``accepted``
-            says what is accepted.
-    """
-    accepted = f"name:ms pairs such as ttft:500,tpot:50 (names {', '.join(SLO_NAMES)}; 0 < ms ≤ {_MAX_SLO_MS})"
-    out: dict[str, float] = {}
-    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
-    if len(parts) > len(SLO_NAMES):
-        raise BadValue(accepted)
-    for part in parts:
-        name, sep, value = part.partition(":")
-        if not sep or name not in SLO_NAMES or name in out:
-            raise BadValue(accepted)
-        try:
-            out[name] = float(parse_number(value, 0, _MAX_SLO_MS, low_open=True))  # type: ignore[arg-type]
-        except BadValue:
-            raise BadValue(accepted) from None
-    return tuple(out.items())
-
-
-def format_goodput(slos: Sequence[tuple[str, float]]) -> str:
-    """The inverse of :func:`parse_goodput`: ``"ttft:500,tpot:50"``."""
-    return ",".join(f"{name}:{format_value(float(ms))}" for name, ms in slos)

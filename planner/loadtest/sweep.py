@@ -25,7 +25,7 @@ from typing import Any
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.runner import LoadResult
-from planner.loadtest.settings import LoadSettings
+from planner.loadtest.settings import MAX_LEVEL, LoadSettings
 
 __all__ = [
     "MAX_LEVEL",
@@ -40,8 +40,6 @@ __all__ = [
     "sweep_levels",
 ]
 
-#: Largest concurrency a sweep accepts.
-MAX_LEVEL = 4096
 #: Least output-throughput gain over the best level so far that still counts as growing (10%). A level that doubles
 #: the requests in flight should roughly double throughput while the server has room; under a tenth of that is
 #: noise-level growth (one run of a level varies by a few percent, ``bench/data/h200_sweeps``' parity runs).

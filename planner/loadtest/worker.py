@@ -81,7 +81,6 @@ def plan_jobs(
     prompts: Sequence[str] = (),
     *,
     tag: str = "",
-    prompts_per_level: int | None = None,
     trace_rows: Sequence[Any] = (),
 ) -> tuple[Job, ...]:
     """The runs ``settings`` asks for, endpoint by endpoint (sweep levels in increasing order; ``num_runs`` repeats of
@@ -96,13 +95,12 @@ def plan_jobs(
         settings: The load.
         prompts: Prompts to cycle (``examples`` / ``custom`` / ``sharegpt`` datasets); must be non-empty for those.
         tag: Appended to labels and sweep ids (e.g. the start time), so runs stay apart in a session.
-        prompts_per_level: Requests of every sweep level; None = :meth:`SweepSpec.num_prompts`'s default.
         trace_rows: The rows of a trace dataset (``timed_trace``, ``burstgpt``); a run sends at most as many
             requests as the trace has rows after its warmups.
 
     Raises:
         PlannerError: a dataset that needs a file (or the examples) without its prompts or rows.
-        InvalidParameterError: a value is not accepted (e.g. ``prompts_per_level`` < 1).
+        InvalidParameterError: a value is not accepted.
     """
     name = settings.dataset_name
     if name in TRACE_DATASETS:
@@ -129,9 +127,9 @@ def plan_jobs(
             if settings.mode == "sweep":
                 sweep = SweepSpec.doubling(
                     spec,
-                    settings.sweep_max,
-                    prompts_per_level=prompts_per_level,
-                    level_duration_s=settings.duration_s or 120.0,
+                    settings.sweep.sweep_max,
+                    prompts_per_level=settings.sweep.prompts_per_level,
+                    level_duration_s=settings.duration_s or settings.sweep.level_duration_s,
                 )
                 sweep_id = f"{endpoint.name} sweep{tail}"
                 jobs += [
@@ -243,9 +241,9 @@ class JobQueue:
     async def run(self) -> tuple[JobOutcome, ...]:
         """Run every job (until :attr:`stop` is set); the outcome of each job that started, in order.
 
-        A sweep whose settings ask for ``sweep_stop`` stops at the first saturated level
+        A sweep whose settings ask for ``sweep.sweep_stop`` stops at the first saturated level
         (:func:`planner.loadtest.sweep.saturation`): its later levels are skipped (``emit("sweep_stopped", sweep id,
-        reason, skipped job indices)``); with ``sweep_refine``, the level between the last growing and the first
+        reason, skipped job indices)``); with ``sweep.sweep_refine``, the level between the last growing and the first
         saturated one (:func:`planner.loadtest.sweep.refine_levels`) is added after it (``emit("jobs_added",
         jobs)``), so a sweep of 1 … 1024 against a server saturated at 8 runs 1, 2, 4, 8, 16 (and 11).
         """
@@ -262,14 +260,14 @@ class JobQueue:
             self._emit("job", index, job_start)
             outcomes.append(await self._one(job, job_start))
             self._emit("job_done", index)
-            if job.sweep is not None and job.settings.sweep_stop and job.sweep not in self.sweep_stops:
+            if job.sweep is not None and job.settings.sweep.sweep_stop and job.sweep not in self.sweep_stops:
                 stop = self._saturated(job, outcomes)
                 if stop is not None:
                     self.sweep_stops[job.sweep] = stop.reason
                     later = [i for i in range(index + 1, len(jobs)) if jobs[i].sweep == job.sweep]
                     skipped.update(later)
                     self._emit("sweep_stopped", job.sweep, stop.reason, tuple(later))
-                    if job.settings.sweep_refine and job.sweep_spec is not None:
+                    if job.settings.sweep.sweep_refine and job.sweep_spec is not None:
                         done = [o.job.level for o in outcomes if o.job.sweep == job.sweep and o.job.level]
                         added = [
                             replace(job, settings=job.sweep_spec.level_spec(c), label=_level_label(job, c), level=c)

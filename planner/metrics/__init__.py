@@ -2,6 +2,6 @@
 time series of a run, and percentile SLOs checked against a run (:mod:`planner.metrics.slo`).
 
 May import :mod:`planner.serving` (request records), :mod:`planner.errors`, :mod:`planner.parsing` (a leaf module:
-the rules of numbers in a user's file) and :mod:`planner.links.rules` (a leaf module: the text rules of numbers, which
-the SLO format uses).
+the rules of numbers in a user's file) and :mod:`planner.values` (the ground floor's text rules of numbers, which the
+SLO format uses).
 """

@@ -29,9 +29,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from planner.errors import InvalidParameterError
-from planner.links.rules import BadValue, format_value, parse_number
+from planner.errors import BadValue, InvalidParameterError
 from planner.metrics.benchmark import BenchmarkMetrics
+from planner.values import format_value, parse_number
 
 __all__ = [
     "MAX_SLO_MS",
@@ -46,6 +46,7 @@ __all__ = [
     "margin",
     "parse_slo",
     "parse_slos",
+    "read_slos",
 ]
 
 #: Latency distributions an SLO can limit (vLLM's names).
@@ -155,6 +156,18 @@ def parse_slos(items: Iterable[str]) -> tuple[Slo, ...]:
     if len(out) > MAX_SLOS:
         raise InvalidParameterError("slo", len(out), f"at most {MAX_SLOS} SLOs")
     return tuple(out.values())
+
+
+def read_slos(text: str) -> tuple[Slo, ...]:
+    """:func:`parse_slos` of one text (a link's, a box's), refused as :class:`~planner.errors.BadValue`.
+
+    Raises:
+        BadValue: a part that is not an SLO, or the same figure twice.
+    """
+    try:
+        return parse_slos([text])
+    except InvalidParameterError:
+        raise BadValue(SLO_ACCEPTED + " (comma separated)") from None
 
 
 def format_slos(slos: Sequence[Slo]) -> str:

@@ -14,7 +14,7 @@
 * :mod:`planner.predict.charts`: the Performance page's figure, headline and table; measured-vs-predicted errors.
 
 May import :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.metrics`, :mod:`planner.loadtest`'s
-settings, schedule, results, sweep and charts modules, :mod:`planner.links.rules` (the link text rules, as the load
-test's settings do), :mod:`planner.errors` and :mod:`planner.units`; never streamlit,
-never the serving clients.
+settings, schedule, results, sweep and charts modules, the ground floor (:mod:`planner.errors`,
+:mod:`planner.values`, :mod:`planner.fields`, :mod:`planner.units`); never :mod:`planner.links`, streamlit or the
+serving clients.
 """

@@ -19,13 +19,14 @@ from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError
-from planner.links.rules import BadValue, format_value, parse_number
-from planner.loadtest.settings import LoadSettings
+from planner.fields import find
+from planner.loadtest.settings import LoadSettings, SweepSettings
 from planner.loadtest.sweep import find_knee, sweep_levels
 from planner.metrics.benchmark import BenchmarkMetrics
 from planner.predict.api import Prediction, predict
 from planner.predict.band import PredictionBand
 from planner.predict.calibration import CalibrationProfile
+from planner.values import format_value, parse_list, parse_number
 
 __all__ = [
     "AXES",
@@ -48,7 +49,7 @@ AXES: tuple[str, ...] = ("concurrency", "rate")
 _WAVES = 4
 #: The workload the Performance page opens with: 512 prompt tokens, 128 output tokens, 256 requests a level,
 #: concurrency 1 to 256 (a chat-sized request on a sweep as wide as vLLM's default ``max_num_seqs``).
-DEFAULT_WORKLOAD = LoadSettings(num_prompts=256, input_len=512, output_len=128, sweep_max=256)
+DEFAULT_WORKLOAD = LoadSettings(num_prompts=256, input_len=512, output_len=128, sweep=SweepSettings(sweep_max=256))
 #: The request rates (req/s) of a rate sweep the Performance page opens with.
 DEFAULT_RATES: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 #: Most request rates of one rate sweep.
@@ -104,8 +105,8 @@ class PredictedCurve:
     notes: tuple[str, ...] = ()
 
 
-#: Highest request rate of a rate sweep, req/s (the Load Test's bound for one rate).
-_MAX_RATE = 10_000
+#: Highest request rate of a rate sweep, req/s: the Load Test's bound for one typed rate.
+_MAX_RATE = find(LoadSettings, "request_rate").setting.entry_range[1]  # type: ignore[attr-defined]
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
@@ -122,14 +123,15 @@ def parse_rates(text: str) -> tuple[float, ...]:
             what is accepted.
     """
     accepted = f"1 to {MAX_RATES} request rates in (0, {_MAX_RATE}] req/s, comma separated, such as 1,2,4,8"
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not 1 <= len(parts) <= MAX_RATES:
-        raise BadValue(accepted)
-    try:
-        rates = {float(parse_number(p, 0, _MAX_RATE, low_open=True)) for p in parts}  # type: ignore[arg-type]
-    except BadValue:
-        raise BadValue(accepted) from None
-    return tuple(sorted(rates))
+    rates = parse_list(
+        text,
+        lambda part: float(parse_number(part, 0, _MAX_RATE, low_open=True)),  # type: ignore[arg-type]
+        accepted=accepted,
+        least=1,
+        most=MAX_RATES,
+        spaces=False,
+    )
+    return tuple(sorted(set(rates)))
 
 
 def format_rates(rates: Sequence[float]) -> str:
@@ -138,7 +140,7 @@ def format_rates(rates: Sequence[float]) -> str:
 
 
 def curve_levels(settings: LoadSettings, axis: str, rates: Sequence[float] = DEFAULT_RATES) -> tuple[float, ...]:
-    """The levels of a sweep: concurrency 1, 2, 4, … ``settings.sweep_max``, or ``rates`` (req/s) in increasing order.
+    """The levels of a sweep: concurrency 1, 2, 4, … ``settings.sweep.sweep_max``, or ``rates`` (req/s), increasing.
 
     Raises:
         InvalidParameterError: an unknown axis, a ``sweep_max`` outside what
@@ -147,7 +149,7 @@ def curve_levels(settings: LoadSettings, axis: str, rates: Sequence[float] = DEF
     if axis not in AXES:
         raise InvalidParameterError("axis", axis, " or ".join(AXES))
     if axis == "concurrency":
-        return tuple(float(level) for level in sweep_levels(settings.sweep_max))
+        return tuple(float(level) for level in sweep_levels(settings.sweep.sweep_max))
     if not rates or any(not (isinstance(r, int | float) and 0 < r < math.inf) for r in rates):
         raise InvalidParameterError("rates", tuple(rates), "request rates > 0 (req/s)")
     return tuple(sorted({float(r) for r in rates}))
@@ -194,7 +196,7 @@ def predict_curve(
         scenario: the deployment.
         settings: the workload; its concurrency or rate is replaced per level, its ``num_prompts`` raised to
             4 × the level for concurrency sweeps.
-        levels: concurrencies (default 1, 2, 4, … ``settings.sweep_max``) or rates (req/s, required).
+        levels: concurrencies (default 1, 2, 4, … ``settings.sweep.sweep_max``) or rates (req/s, required).
         axis: ``concurrency`` or ``rate``.
         profile: calibrated coefficients; None = the defaults.
         on_level: called as ``on_level(done, total)`` after each level (progress bars).
@@ -212,7 +214,7 @@ def predict_curve(
     if levels is None:
         if axis == "rate":
             raise InvalidParameterError("levels", None, "request rates (req/s) for a rate sweep")
-        levels = sweep_levels(settings.sweep_max)
+        levels = sweep_levels(settings.sweep.sweep_max)
     if not levels:
         raise InvalidParameterError("levels", list(levels), "at least one level")
     plan = plan or plan_scenario(scenario, spec=spec, advise=False)

@@ -19,7 +19,7 @@ import ipaddress
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
+from planner.errors import BadValue, InvalidParameterError, MalformedTextError, PlannerError
 from planner.parsing import toml_table
+from planner.values import parse_list
 
 __all__ = [
     "KINDS",
@@ -37,17 +38,22 @@ __all__ = [
     "MissingAPIKeyError",
     "api_key",
     "check_new_name",
+    "format_endpoint_names",
     "load_endpoints",
     "parse_endpoint_flag",
+    "parse_endpoint_names",
     "redact",
 ]
 
 #: Server kinds the clients know how to talk to.
 KINDS: tuple[str, ...] = ("vllm", "tgi", "openai", "sglang", "llamacpp")
 
-#: An endpoint name: what a link carries (:data:`planner.links.rules.NAME_RE`, at most 64 characters), so every
-#: configured endpoint can be put in a link. ``\Z``, not ``$``: ``$`` also matches before a final newline.
+#: An endpoint name, at most 64 characters: what a link carries (:func:`parse_endpoint_names`), so every configured
+#: endpoint can be put in a link and a URL, a port or a key cannot be a name. ``\Z``, not ``$``: ``$`` also matches
+#: before a final newline.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+#: Most endpoint names a list (a link's ``ep``) selects.
+MAX_ENDPOINTS = 16
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -359,3 +365,26 @@ def api_key(endpoint: Endpoint, secrets: Mapping[str, Any] | None = None) -> str
     if value:
         return _seen(value)
     raise MissingAPIKeyError(f"endpoint {endpoint.name!r}: API key variable {name} is not set (env or secrets)")
+
+
+def _endpoint_name(text: str) -> str:
+    if not _NAME_RE.match(text):
+        raise BadValue("an endpoint name")
+    return text
+
+
+def parse_endpoint_names(text: str) -> tuple[str, ...]:
+    """Comma-separated endpoint names (a link's ``ep``), duplicates dropped in order.
+
+    Raises:
+        BadValue: more than :data:`MAX_ENDPOINTS` names, or a part that is not a name.
+    """
+    accepted = f"up to {MAX_ENDPOINTS} endpoint names (letters, digits, '_', '.', '-'), comma separated"
+    names = parse_list(text, _endpoint_name, accepted=accepted, most=MAX_ENDPOINTS, spaces=False)
+    return tuple(dict.fromkeys(names))
+
+
+def format_endpoint_names(names: Sequence[str]) -> str | None:
+    """``"a,b"`` for the valid names of ``names``; None when none is valid."""
+    valid = [n for n in names if _NAME_RE.match(n)]
+    return ",".join(valid) if valid else None

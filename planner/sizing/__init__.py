@@ -2,7 +2,8 @@
 request rate within percentile latency SLOs, its cost per hour and per million output tokens.
 
 * :mod:`planner.sizing.settings`: :class:`~planner.sizing.settings.SizingSettings`, the one description of a sizing
-  question (model, target rate, workload, SLOs, GPUs, prices, headroom), and the text rules of its fields.
+  question (model, target rate, workload, SLOs, GPUs, prices, headroom), each field declared once
+  (:mod:`planner.fields`), and the text rules of its list fields.
 * :mod:`planner.sizing.estimate`: which end of the predictor's error band the SLOs are checked at (``pessimistic``,
   the default, or ``point``), the same ratios for the checks and for the bounds that prune the search.
 * :mod:`planner.sizing.prices`: GPU prices per hour, from the catalog (with their source) or typed by the user.
@@ -20,6 +21,6 @@ request rate within percentile latency SLOs, its cost per hour and per million o
   GPU, and against cost).
 
 May import :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.predict`, :mod:`planner.metrics`,
-:mod:`planner.loadtest`'s settings and schedule, :mod:`planner.links.rules`, :mod:`planner.errors` and
-:mod:`planner.units`; never streamlit, never the serving clients.
+:mod:`planner.loadtest`'s settings and schedule, the ground floor (:mod:`planner.errors`, :mod:`planner.values`,
+:mod:`planner.fields`, :mod:`planner.units`); never :mod:`planner.links`, streamlit or the serving clients.
 """

@@ -15,9 +15,8 @@ from dataclasses import fields
 from planner.capacity.scenario import LIMITS, MAX_MODEL_LEN_AUTO, Scenario
 from planner.capacity.speculative import SPECULATIVE_METHODS, SpeculativeConfig, parse_speculative_config
 from planner.catalog.gpus import CUSTOM_GPU_ID, list_gpus
-from planner.errors import PlannerError
+from planner.errors import BadValue, PlannerError
 from planner.links.budget import parse_field
-from planner.links.rules import BadValue
 
 __all__ = [
     "AUTO",

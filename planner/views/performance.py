@@ -9,19 +9,18 @@ returns everything drawn under it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner import display
+from planner import display, fields
 from planner.capacity.charts import scenario_label
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.hub import ResolvedModel
 from planner.catalog.model_spec import ModelSpec
-from planner.errors import PlannerError
-from planner.links.rules import BadValue
+from planner.errors import BadValue, PlannerError
 from planner.loadtest.settings import LoadSettings
 from planner.predict.calibration import CalibrationProfile
 from planner.predict.charts import (
@@ -84,7 +83,7 @@ def workload(numbers: Mapping[str, float], axis: str, rates_text: str) -> Worklo
         rates, error = parse_rates(rates_text), None
     except BadValue as bad:
         rates, error = DEFAULT_RATES, f"request rates {rates_text!r} are not valid: expected {bad.accepted}"
-    settings = replace(
+    settings = fields.replace(
         DEFAULT_WORKLOAD,
         input_len=int(numbers["input_len"]),
         output_len=int(numbers["output_len"]),

@@ -369,11 +369,12 @@ def _first_visit(browser: Browser, url: str) -> dict[str, object]:
         page = context.new_page()
         page.goto(url + "/loadtest?num_prompts=5")
         page.get_by_role("heading", name="Load Test").wait_for(timeout=START_TIMEOUT_S * 1000)
-        page.get_by_label("num_prompts").wait_for(timeout=START_TIMEOUT_S * 1000)
+        box = page.get_by_role("textbox", name="num_prompts")  # the box, not its help button ("Help for ...")
+        box.wait_for(timeout=START_TIMEOUT_S * 1000)
         return {
             # each link's text is "<material icon name>\n\n<title>"
             "nav": [t.split("\n")[-1] for t in page.locator('[data-testid="stSidebarNavLink"]').all_inner_texts()],
-            "num_prompts": page.get_by_label("num_prompts").input_value(),
+            "num_prompts": box.input_value(),
             "url": page.url,
         }
     finally:

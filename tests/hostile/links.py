@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from planner.capacity.scenario import LIMITS as SCENARIO_LIMITS
 from planner.capacity.scenario import Scenario
+from planner.fields import Number
 from planner.links import budget as url_state
 from planner.links import compare as compare_state
 from planner.links import loadtest as loadtest_state
@@ -171,20 +172,23 @@ def _settings_spec(file: str, codec: Any, numeric: frozenset[str], **extra: Any)
     )
 
 
+def _numbers(codec: Any) -> frozenset[str]:
+    """The keys of a settings codec whose fields are declared numbers (:class:`planner.fields.Number`)."""
+    return frozenset(d.key for d in codec.CODEC.fields if isinstance(d.setting, Number))
+
+
 def _compare_spec() -> PageSpec:
     """Live Compare's link (:mod:`planner.links.compare`): the prompt, system prompt and stop strings are free text."""
     keys = compare_state.KEYS
     text = frozenset(keys[n] for n in ("prompt", "system", "stop"))
-    return _settings_spec(
-        "pages/compare.py", compare_state, frozenset(keys[n] for n in compare_state.LIMITS), text=text
-    )
+    return _settings_spec("pages/compare.py", compare_state, _numbers(compare_state), text=text)
 
 
 def _loadtest_spec() -> PageSpec:
     """The Load Test's link (:mod:`planner.links.loadtest`): a rate may be ``inf`` (a burst)."""
-    keys, numbers = loadtest_state.KEYS, loadtest_state.NUMBERS
-    inf_ok = frozenset(keys[n] for n, spec in numbers.items() if len(spec) > 4 and spec[4])
-    return _settings_spec("pages/loadtest.py", loadtest_state, frozenset(keys[n] for n in numbers), inf_ok=inf_ok)
+    fields_ = loadtest_state.CODEC.fields
+    inf_ok = frozenset(d.key for d in fields_ if isinstance(d.setting, Number) and d.setting.typed_inf)
+    return _settings_spec("pages/loadtest.py", loadtest_state, _numbers(loadtest_state), inf_ok=inf_ok)
 
 
 def _performance_spec() -> PageSpec:

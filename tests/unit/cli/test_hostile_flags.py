@@ -103,7 +103,7 @@ _GPUS = ("h100-sxm-80gb", "l4", "H100 80GB", "rtx-4090", "a100-sxm4-80gb", "cust
 _FILES = ("run.json", "damaged.json", "prompts.jsonl", "trace.jsonl", "endpoints.toml", "nested.json", "binary.bin")
 _PATHS = st.one_of(st.sampled_from(_FILES), st.just("missing/nothing.json"), st.just("."))
 #: Workload sizes kept small when valid: the predictor simulates every request (10,000 prompts take seconds).
-_SMALL = {"num_prompts": 64, "input_len": 4096, "output_len": 256, "sweep": 16, "max_concurrency": 64}
+_SMALL = {"num_prompts": 64, "input_len": 4096, "output_len": 256, "sweep": 16, "sweep_max": 16, "max_concurrency": 64}
 _HOSTILE_NUMBERS = st.one_of(
     st.sampled_from(NASTY_NUMBERS), st.integers(-(10**20), -1).map(str), st.sampled_from(["1e400", "-0.0", "nan"])
 )

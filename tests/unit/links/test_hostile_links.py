@@ -23,7 +23,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.links import budget, compare, loadtest, performance, rules
+from planner.fields import find
+from planner.links import budget, compare, loadtest, performance
+from planner.values import DECIMAL
 from tests.hostile import COUNTS, assert_one_line, hostile_settings, number_texts
 from tests.hostile.links import LONGEST_ACCEPTED, SPECS, VALUES, PageSpec, flatten, must_reject, named, queries
 
@@ -91,7 +93,10 @@ def _field_path(page: str, key: str) -> str:
         return key
     own = {"compare": compare.KEYS, "loadtest": loadtest.KEYS, "performance": performance.KEYS}.get(page, {})
     field = {k: f for f, k in own.items()}.get(key, key)
-    return f"workload.{field}" if field in ("rates", "axis") else f"settings.{field}"
+    if field in ("rates", "axis"):
+        return f"workload.{field}"
+    settings = compare.CODEC.default if page == "compare" else loadtest.CODEC.default
+    return "settings." + ".".join(find(type(settings), field).path)  # a nested field (sweep.sweep_max) by its path
 
 
 def _leaf(page: str, flat: dict[str, Any], key: str) -> str:
@@ -131,7 +136,7 @@ def test_an_accepted_number_is_the_number_written(page: str) -> None:
                 assert value == default[path], f"{key}={text!r} was refused but its field changed to {value!r}"
             return
         written = text.strip()
-        if not rules.DECIMAL.fullmatch(written) or isinstance(value, bool) or not isinstance(value, int | float):
+        if not DECIMAL.fullmatch(written) or isinstance(value, bool) or not isinstance(value, int | float):
             return
         number = float(written)
         assert math.isclose(value, number, rel_tol=1e-12, abs_tol=0.0) or value == number, (

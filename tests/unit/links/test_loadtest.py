@@ -7,7 +7,7 @@ import math
 import pytest
 
 from planner.links.loadtest import KEYS, decode, encode
-from planner.loadtest.settings import DEFAULT, LoadSettings
+from planner.loadtest.settings import DEFAULT, LoadSettings, SweepSettings
 
 
 def test_default_page_has_an_empty_link():
@@ -32,7 +32,7 @@ def test_round_trip_of_every_field():
         range_ratio=0.25,
         ignore_eos=True,
         goodput_ms=(("ttft", 500.0), ("e2el", 2000.0)),
-        sweep_max=64,
+        sweep=SweepSettings(sweep_max=64),
         scrape_metrics=False,
     )
     params = encode(settings)

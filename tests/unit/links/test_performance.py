@@ -11,6 +11,7 @@ from planner.capacity.scenario import Scenario
 from planner.links import budget
 from planner.links import loadtest as loadtest_links
 from planner.links.performance import FIELDS, KEYS, decode, decode_link, encode, encode_link
+from planner.loadtest.settings import SweepSettings
 from planner.predict.curves import DEFAULT_RATES, DEFAULT_WORKLOAD, MAX_RATES
 
 
@@ -26,7 +27,7 @@ def test_round_trip_of_every_field():
         output_len=256,
         num_prompts=100,
         range_ratio=0.25,
-        sweep_max=64,
+        sweep=SweepSettings(sweep_max=64),
         burstiness=0.5,
     )
     params = encode(settings, axis="rate", rates=(0.5, 2.0, 8.0))
@@ -89,7 +90,7 @@ def test_bad_axis_warns():
 
 def test_one_link_for_both_codecs_round_trips_without_warnings():
     scenarios = [Scenario(gpu="h200-sxm-141gb", max_model_len=8192), Scenario(gpu="l40s")]
-    settings = replace(DEFAULT_WORKLOAD, input_len=1024, sweep_max=128)
+    settings = replace(DEFAULT_WORKLOAD, input_len=1024, sweep=SweepSettings(sweep_max=128))
     params = encode_link(scenarios, settings, axis="concurrency")
     assert params["gpu"] == "h200-sxm-141gb" and params["s2.gpu"] == "l40s" and params["input_len"] == "1024"
     decoded = decode_link(params)

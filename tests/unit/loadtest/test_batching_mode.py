@@ -9,7 +9,7 @@ import pytest
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.results import SavedRun, batching_frame, import_runs, to_vllm_file
-from planner.loadtest.settings import LoadSettings
+from planner.loadtest.settings import LoadSettings, SweepSettings
 from planner.loadtest.worker import plan_jobs
 from planner.metrics.benchmark import BenchmarkMetrics
 from planner.serving.endpoints import Endpoint
@@ -36,7 +36,7 @@ def test_compare_plans_static_then_continuous_per_endpoint():
 
 def test_compare_with_a_sweep_or_repeats_plans_both_kinds():
     ep = [Endpoint("a", "vllm", "http://a")]
-    sweep = plan_jobs(ep, LoadSettings(batching="compare", mode="sweep", sweep_max=4), tag="t")
+    sweep = plan_jobs(ep, LoadSettings(batching="compare", mode="sweep", sweep=SweepSettings(sweep_max=4)), tag="t")
     assert [(j.level, j.settings.batching, j.sweep) for j in sweep] == [
         (1, "static", "a sweep · static · t"),
         (2, "static", "a sweep · static · t"),

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InvalidParameterError
-from planner.links.rules import BadValue
-from planner.loadtest.settings import LoadSettings, parse_goodput
+from planner.errors import BadValue, InvalidParameterError
+from planner.loadtest.settings import LoadSettings, SweepSettings, parse_goodput
 from planner.loadtest.worker import plan_jobs
 from planner.serving.endpoints import Endpoint
 
@@ -26,7 +25,7 @@ def test_planned_runs_carry_every_setting():
     spec = job.settings
     assert (spec.num_prompts, spec.max_concurrency, spec.request_rate, spec.output_len) == (5, 3, 4.0, 9)
     assert spec.goodput_ms == (("tpot", 50.0),) and spec.prompts == ()
-    custom = LoadSettings(dataset_name="custom", mode="sweep", sweep_max=16)
+    custom = LoadSettings(dataset_name="custom", mode="sweep", sweep=SweepSettings(sweep_max=16))
     jobs = plan_jobs([Endpoint("a", "vllm", "http://127.0.0.1:9")], custom, ("hello",))
     assert jobs[-1].settings.max_concurrency == 16 and jobs[-1].settings.prompts == ("hello",)
 

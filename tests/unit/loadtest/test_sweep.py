@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.settings import LoadSettings
+from planner.loadtest.settings import LoadSettings, SweepSettings
 from planner.loadtest.sweep import SweepPoint, SweepSpec, find_knee, sweep_levels
 from planner.loadtest.worker import JobQueue, plan_jobs
 from planner.serving.endpoints import Endpoint
@@ -111,17 +111,18 @@ def test_min_gain_rejects_a_mild_bend():
 
 
 # --- runs against the timed server (through the job queue the page and the CLI use) --------------------------------
-def _sweep(endpoint: Endpoint, settings: LoadSettings, **kwargs) -> tuple[list, list]:
+def _sweep(endpoint: Endpoint, settings: LoadSettings) -> tuple[list, list]:
     """Run a sweep as the page and the CLI do; returns (outcomes, emitted messages)."""
     messages: list[tuple] = []
-    jobs = plan_jobs([endpoint], settings, settings.prompts, **kwargs)
+    jobs = plan_jobs([endpoint], settings, settings.prompts)
     queue = JobQueue(jobs, started=datetime(2026, 12, 1), scrape=False, emit=lambda *m: messages.append(m))
     return list(asyncio.run(queue.run())), messages
 
 
 def test_sweep_runs_each_level_at_its_concurrency(timed_server):
-    settings = LoadSettings(mode="sweep", sweep_max=4, prompts=(STEADY,), dataset_name="custom", output_len=4)
-    outcomes, messages = _sweep(_ep(timed_server.url), settings, prompts_per_level=4)
+    sweep = SweepSettings(sweep_max=4, prompts_per_level=4)
+    settings = LoadSettings(mode="sweep", sweep=sweep, prompts=(STEADY,), dataset_name="custom", output_len=4)
+    outcomes, messages = _sweep(_ep(timed_server.url), settings)
     points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
     assert [p.concurrency for p in points] == [1, 2, 4]
     assert [o.result.max_in_flight for o in outcomes] == [1, 2, 4]
@@ -146,8 +147,9 @@ def test_sweep_runs_each_level_at_its_concurrency(timed_server):
 # --- a short real sweep --------------------------------------------------------------------------------------------
 def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
     # every level (no stop at saturation: llama-cpp-python serves one request at a time, saturated at 1)
-    settings = LoadSettings(mode="sweep", sweep_max=4, input_len=24, output_len=8, timeout_s=60, sweep_stop=False)
-    outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings, prompts_per_level=2)
+    sweep = SweepSettings(sweep_max=4, sweep_stop=False, prompts_per_level=2)
+    settings = LoadSettings(mode="sweep", sweep=sweep, input_len=24, output_len=8, timeout_s=60)
+    outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings)
     points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
     assert [(p.concurrency, p.completed, p.failed) for p in points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
     for level in (o.result for o in outcomes):
@@ -200,14 +202,13 @@ def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatc
 
     settings = LoadSettings(
         mode="sweep",
-        sweep_max=64,
+        sweep=SweepSettings(sweep_max=64, sweep_refine=True),
         prompts=("sat [ttft_ms=100] [itl_ms=20] [tokens=8]",),  # long enough that a busy client barely shows
         dataset_name="custom",
         output_len=8,
-        sweep_refine=True,
     )
     with TimedServer(max_num_seqs=8) as server:
-        outcomes, messages = _sweep(_ep(server.url), settings, prompts_per_level=None)
+        outcomes, messages = _sweep(_ep(server.url), settings)
     levels = [o.job.level for o in outcomes]
     assert levels == [1, 2, 4, 8, 16, 11]
     (stop,) = [m for m in messages if m[0] == "sweep_stopped"]

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from planner.errors import PlannerError
-from planner.loadtest.settings import LoadSettings
+from planner.loadtest.settings import LoadSettings, SweepSettings
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
 from planner.serving.endpoints import Endpoint
 
@@ -20,7 +20,11 @@ def _ep(name: str, kind: str = "vllm", url: str = "http://127.0.0.1:9", key_env:
 
 
 def test_sweep_jobs_per_endpoint_in_level_order():
-    jobs = plan_jobs([_ep("a"), _ep("b")], LoadSettings(mode="sweep", sweep_max=6, num_prompts=4), tag="12:00:00")
+    jobs = plan_jobs(
+        [_ep("a"), _ep("b")],
+        LoadSettings(mode="sweep", sweep=SweepSettings(sweep_max=6), num_prompts=4),
+        tag="12:00:00",
+    )
     assert [(j.endpoint.name, j.settings.max_concurrency) for j in jobs] == [
         ("a", 1),
         ("a", 2),

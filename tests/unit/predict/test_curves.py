@@ -9,11 +9,18 @@ import pytest
 from planner.capacity.plan import plan
 from planner.capacity.scenario import Scenario
 from planner.errors import InvalidParameterError
+from planner.loadtest.settings import SweepSettings
 from planner.predict.curves import DEFAULT_WORKLOAD, curve_levels, predict_curve, simulated_output_tokens
 
 
 def test_levels_of_each_axis():
-    assert curve_levels(replace(DEFAULT_WORKLOAD, sweep_max=12), "concurrency") == (1.0, 2.0, 4.0, 8.0, 12.0)
+    assert curve_levels(replace(DEFAULT_WORKLOAD, sweep=SweepSettings(sweep_max=12)), "concurrency") == (
+        1.0,
+        2.0,
+        4.0,
+        8.0,
+        12.0,
+    )
     assert curve_levels(DEFAULT_WORKLOAD, "rate", (4, 1, 2, 1)) == (1.0, 2.0, 4.0)
     for axis, rates in (("tokens", (1,)), ("rate", ()), ("rate", (0,)), ("rate", (float("inf"),))):
         with pytest.raises(InvalidParameterError):
@@ -32,7 +39,7 @@ def test_simulated_output_tokens_by_hand():
 
 def test_curve_with_a_given_plan_reports_progress_and_the_kv_bound():
     scenario = Scenario(gpu="l4", max_model_len=4096)
-    work = replace(DEFAULT_WORKLOAD, input_len=2048, output_len=512, num_prompts=16, sweep_max=32)
+    work = replace(DEFAULT_WORKLOAD, input_len=2048, output_len=512, num_prompts=16, sweep=SweepSettings(sweep_max=32))
     done = []
     curve = predict_curve(scenario, work, plan=plan(scenario, advise=False), on_level=lambda i, n: done.append((i, n)))
     assert done == [(1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6)]

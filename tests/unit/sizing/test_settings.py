@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InvalidParameterError
-from planner.links.rules import BadValue
+from planner.errors import BadValue, InvalidParameterError
+from planner.fields import Choice, find, flag_of
 from planner.sizing.settings import (
-    CHOICE_SETTINGS,
     SizingSettings,
-    choice_setting,
     default_max_model_len,
     format_gpus,
     format_prices,
@@ -72,9 +70,15 @@ def test_bad_settings_name_the_field(field: str, value: object) -> None:
 
 
 def test_slo_estimate_is_declared_once_in_its_field() -> None:
-    (choice,) = CHOICE_SETTINGS
-    assert (choice.name, choice.choices, choice.default) == ("slo_estimate", ("pessimistic", "point"), "pessimistic")
-    assert choice.flag == "--slo-estimate" and choice_setting("slo_estimate") is choice
+    declared = find(SizingSettings, "slo_estimate")
+    choice = declared.setting
+    assert isinstance(choice, Choice)
+    assert (declared.name, choice.choices, declared.default) == (
+        "slo_estimate",
+        ("pessimistic", "point"),
+        "pessimistic",
+    )
+    assert flag_of(SizingSettings, "slo_estimate") == "--slo-estimate" and declared.key == "slo_estimate"
     assert SizingSettings().slo_estimate == "pessimistic"
     with pytest.raises(InvalidParameterError) as err:
         SizingSettings(slo_estimate="optimistic")
