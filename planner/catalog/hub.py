@@ -39,9 +39,9 @@ from planner.errors import (
     UnsupportedModelError,
 )
 from planner.parsing import json_value
+from planner.units import safetensors_dtype_bytes
 
 __all__ = [
-    "SAFETENSORS_DTYPE_BYTES",
     "GatedModelError",
     "HubError",
     "HubUnavailableError",
@@ -56,26 +56,6 @@ __all__ = [
     "validate_model_id",
 ]
 
-#: Bytes per element of safetensors dtypes (safetensors format spec, ``Dtype``).
-SAFETENSORS_DTYPE_BYTES: dict[str, float] = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-    "F4": 0.5,
-}
 #: Hub repo ids: ``namespace/name``, letters, digits, ``-``, ``_``, ``.``, at most 96 characters each
 #: (``huggingface_hub.utils.validate_repo_id``), no ``--`` or ``..``.
 _REPO_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9._-]{1,96}$")
@@ -142,7 +122,7 @@ class ResolvedModel:
         """Bytes of all checkpoint tensors (Σ count × dtype bytes), or ``None`` when unknown."""
         if not self.params_by_dtype:
             return None
-        return int(sum(n * SAFETENSORS_DTYPE_BYTES.get(d, 2) for d, n in self.params_by_dtype))
+        return int(sum(n * safetensors_dtype_bytes(d) for d, n in self.params_by_dtype))
 
 
 def validate_model_id(model_id: object) -> str:
