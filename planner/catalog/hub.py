@@ -32,8 +32,12 @@ from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
 from planner.errors import (
     BadValue,
+    GatedModelError,
+    HubUnavailableError,
     InvalidParameterError,
     MalformedTextError,
+    ModelNotFoundError,
+    NotTextGenerationError,
     PlannerError,
     UnknownModelError,
     UnsupportedModelError,
@@ -42,11 +46,6 @@ from planner.parsing import json_value
 from planner.units import safetensors_dtype_bytes
 
 __all__ = [
-    "GatedModelError",
-    "HubError",
-    "HubUnavailableError",
-    "ModelNotFoundError",
-    "NotTextGenerationError",
     "ResolvedModel",
     "cache_dir",
     "describe",
@@ -66,30 +65,6 @@ _CACHE_VERSION = 1
 MAX_CONFIG_BYTES = 1 << 20
 #: Seconds to wait for the Hub before calling it unavailable.
 DEFAULT_TIMEOUT_S = 10.0
-
-
-class HubError(PlannerError):
-    """A model id could not be resolved from the Hub; the message says why and what to do."""
-
-    def __init__(self, model_id: str, message: str) -> None:
-        self.model_id = model_id
-        super().__init__(message)
-
-
-class ModelNotFoundError(HubError, UnknownModelError):
-    """The repo does not exist, or is private and no token was given."""
-
-
-class GatedModelError(HubError):
-    """The repo is gated: its license must be accepted and a token given."""
-
-
-class HubUnavailableError(HubError):
-    """The Hub could not be reached (offline, outage, timeout) and nothing is cached."""
-
-
-class NotTextGenerationError(HubError):
-    """The repo holds something the planner does not size: an encoder, an image model, no config."""
 
 
 @dataclass(frozen=True)

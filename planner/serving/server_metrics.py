@@ -56,9 +56,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MetricsParseError, MissingAPIKeyError
 from planner.serving.discovery import describe_error, status_error
-from planner.serving.endpoints import Endpoint, MissingAPIKeyError, api_key
+from planner.serving.endpoints import Endpoint, api_key
 from planner.serving.streaming import one_line
 
 __all__ = [
@@ -66,7 +66,6 @@ __all__ = [
     "RESET_ROUTES",
     "KVComparison",
     "MeasuredKV",
-    "MetricsParseError",
     "PrefixCacheStats",
     "ServerSample",
     "SpecDecodeStats",
@@ -126,10 +125,6 @@ _AVERAGED = frozenset({"kv_cache_usage_perc"})
 _INTS = frozenset({"running", "waiting", "batch_size", "queue_size", "batch_max_tokens", "num_preemptions_total"})
 # consecutive transient failures (timeouts, 5xx) after which the scraper gives up
 _MAX_FAILURES = 3
-
-
-class MetricsParseError(PlannerError, ValueError):
-    """A ``/metrics`` body is not Prometheus text; the message is one line naming the parser's complaint."""
 
 
 @dataclass(frozen=True)
