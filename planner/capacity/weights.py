@@ -2,7 +2,7 @@
 
 What vLLM logs as "Model loading took X GiB" is the torch memory allocated while loading, per rank,
 after any online quantization (``vllm/v1/worker/gpu_model_runner.py::load_model``, which logs it). We rebuild it
-from the parameter counts of :mod:`planner.capacity.params`:
+from the parameter counts of :mod:`planner.catalog.params`:
 
 * unquantized: ``params · dtype_bytes`` (fp32 4, bf16/fp16 2);
 * fp8 (checkpoint or ``--quantization fp8``) and int8 w8a8: 1 byte per linear weight plus its scales
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.capacity.params import count_params, layer_params
 from planner.catalog.model_spec import ModelSpec
+from planner.catalog.params import count_params, layer_params
 from planner.errors import InvalidParameterError
 from planner.units import DTYPE_BYTES, ceil_div, safetensors_dtype_bytes
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
+from planner.catalog.params import count_params
 from planner.errors import (
     BadValue,
     GatedModelError,
