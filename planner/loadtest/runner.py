@@ -29,7 +29,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from planner.errors import InvalidParameterError
 from planner.loadtest.generators import GENERATED, plan_requests, render_segments, reusable_prefix_tokens
@@ -583,24 +583,11 @@ class SentShare:
     worker_cpu_s: tuple[float, ...] = ()
 
 
-class RemoteSender(Protocol):
-    """What sends a run's measured requests from other processes (:func:`run_load`'s ``remote``), e.g.
-    :func:`planner.loadtest.ray_workers.send_on_ray`: the run's endpoint, discovery, settings and schedule in, the
-    callbacks of :func:`send_share` called in this event loop, one merged :class:`SentShare` out."""
-
-    def __call__(
-        self,
-        endpoint: Endpoint,
-        info: EndpointInfo,
-        settings: LoadSettings,
-        schedule: Schedule,
-        *,
-        secrets: Mapping[str, Any] | None = None,
-        stop: asyncio.Event | None = None,
-        on_record: Callable[[int, RequestRecord], None] | None = None,
-        on_progress: Callable[[LoadProgress], None] | None = None,
-        on_in_flight: Callable[[float, int], None] | None = None,
-    ) -> Awaitable[SentShare]: ...
+#: What sends a run's measured requests from other processes (:func:`run_load`'s ``remote``), e.g.
+#: :func:`planner.loadtest.ray_workers.send_on_ray`: called as ``remote(endpoint, info, settings, schedule, *,
+#: secrets, stop, on_record, on_progress, on_in_flight)`` with :func:`send_share`'s callbacks (called in this event
+#: loop), it returns one merged :class:`SentShare`.
+RemoteSender = Callable[..., Awaitable[SentShare]]
 
 
 async def _stream(
