@@ -130,8 +130,8 @@ class Slo:
 
     @property
     def limit_ms(self) -> float:
-        """The limit in milliseconds, to the nanosecond (a limit typed in ms reads back as typed, not as the float
-        noise of ``ms / 1e3 * 1e3``: 0.3 ms, not 0.30000000000000004)."""
+        """The limit in milliseconds, rounded to 9 decimals so that a limit typed in ms reads back as typed, not with
+        the float noise of ``ms / 1e3 * 1e3`` (0.3, not 0.30000000000000004)."""
         return round(self.limit_s * 1e3, 9)
 
     @property
