@@ -317,7 +317,7 @@ def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[i
     """The load runner itself (:func:`planner.loadtest.runner.run_load`) in one process and on 1, 2, 4 ... Ray
     workers (:mod:`planner.loadtest.ray_workers`): the same closed loop of ``--ray-streams`` concurrent requests
     (the cap split between the workers), ``--ray-requests`` zero-delay requests of ``--tokens`` tokens each."""
-    from planner.loadtest.ray_workers import start_ray
+    from planner.loadtest.ray_workers import send_on_ray, start_ray
     from planner.loadtest.runner import run_load
     from planner.loadtest.settings import LoadSettings
 
@@ -353,7 +353,7 @@ def _ray_workers(args: argparse.Namespace, urls: Sequence[str], pids: Sequence[i
         gc.collect()
         srv0 = _server_cpu_s(pids)
         cpu0, t1 = time.process_time(), time.perf_counter()
-        result = asyncio.run(run_load(endpoint, settings, on_progress=progress))
+        result = asyncio.run(run_load(endpoint, settings, on_progress=progress, remote=send_on_ray))
         wall, cpu = time.perf_counter() - t1, time.process_time() - cpu0
         srv1 = _server_cpu_s(pids)
         chunks = sum(len(r.chunks) for r in result.records)

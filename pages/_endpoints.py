@@ -19,9 +19,9 @@ from pages import _state as state
 from pages._cache import cached_discovery
 from planner import fields
 from planner.capacity.scenario import Scenario
-from planner.errors import PlannerError
+from planner.errors import EndpointConfigError, PlannerError
 from planner.serving.discovery import EndpointInfo
-from planner.serving.endpoints import KINDS, Endpoint, EndpointConfigError, check_new_name, load_endpoints
+from planner.serving.endpoints import KINDS, Endpoint, check_new_name, load_endpoints
 from planner.views.endpoints import DISCOVERY_CAPTION, discovery_view, no_endpoints_message
 
 CUSTOM_KEY = "endpoints.custom"  # {name: Endpoint} added in this session, shared by the endpoint pages

@@ -8,8 +8,8 @@ from pages import _cache as cache
 from pages import _state as state
 from pages._editor import edit_scenario
 from pages._editor_memory import COUNT_WIDGET, seed
-from planner.catalog.launch import Launch
-from planner.catalog.presets import presets
+from planner.capacity.launch import Launch
+from planner.capacity.presets import presets
 from planner.links.budget import MAX_SCENARIOS
 from planner.views.budget import KEY_FIGURES_CAPTION, MEMORY_CAPTION, ExplanationView, budget_view
 from planner.views.model import ModelDetails

@@ -1,15 +1,44 @@
-"""The package's exception tree.
+"""The package's exception tree: every error class of ``planner``, each deriving from :class:`PlannerError`.
 
 Every error the planner raises on purpose derives from :class:`PlannerError`, so pages and the CLI
-catch one base class and show its one-line message.
+catch one base class and show its one-line message. The tree::
+
+    PlannerError
+    ├── InvalidParameterError (ValueError)   a value outside what is accepted
+    │   └── MalformedTextError               user text that does not parse as JSON or TOML
+    ├── BadValue (ValueError)                text a text parser refuses (the caller names the parameter)
+    ├── UnknownGPUError (LookupError)
+    ├── UnknownModelError (LookupError)
+    ├── UnsupportedModelError (ValueError)
+    ├── HubError                             a model id not resolved from the Hub (planner.catalog.hub)
+    │   ├── ModelNotFoundError (UnknownModelError)
+    │   ├── GatedModelError
+    │   ├── HubUnavailableError
+    │   └── NotTextGenerationError
+    ├── EndpointConfigError (ValueError)     a bad endpoints.toml (planner.serving.endpoints)
+    ├── MissingAPIKeyError (LookupError)     an endpoint's API-key variable is set nowhere
+    ├── MetricsParseError (ValueError)       a /metrics body that is not Prometheus text
+    ├── IdleTimeoutError                     a stream that went quiet (planner.serving.backends)
+    └── RayUnavailableError                  Ray workers asked for and not available
+
+Imports nothing from ``planner``.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BadValue",
+    "EndpointConfigError",
+    "GatedModelError",
+    "HubError",
+    "HubUnavailableError",
+    "IdleTimeoutError",
     "InvalidParameterError",
     "MalformedTextError",
+    "MetricsParseError",
+    "MissingAPIKeyError",
+    "ModelNotFoundError",
+    "NotTextGenerationError",
     "PlannerError",
     "RayUnavailableError",
     "UnknownGPUError",
@@ -88,3 +117,55 @@ class UnknownModelError(PlannerError, LookupError):
 
 class UnsupportedModelError(PlannerError, ValueError):
     """A model config cannot be interpreted (missing fields, unknown architecture)."""
+
+
+class HubError(PlannerError):
+    """A model id could not be resolved from the Hub; the message says why and what to do.
+
+    Attributes:
+        model_id: the id asked for.
+    """
+
+    def __init__(self, model_id: str, message: str) -> None:
+        self.model_id = model_id
+        super().__init__(message)
+
+
+class ModelNotFoundError(HubError, UnknownModelError):
+    """The repo does not exist, or is private and no token was given."""
+
+
+class GatedModelError(HubError):
+    """The repo is gated: its license must be accepted and a token given."""
+
+
+class HubUnavailableError(HubError):
+    """The Hub could not be reached (offline, outage, timeout) and nothing is cached."""
+
+
+class NotTextGenerationError(HubError):
+    """The repo holds something the planner does not size: an encoder, an image model, no config."""
+
+
+class EndpointConfigError(PlannerError, ValueError):
+    """An ``endpoints.toml`` file cannot be read or has bad entries.
+
+    The message holds one line per bad entry, naming the entry, the field and what is accepted;
+    ``problems`` holds the same lines as a tuple.
+    """
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class MissingAPIKeyError(PlannerError, LookupError):
+    """An endpoint names an API-key variable that is set neither in the environment nor in the secrets."""
+
+
+class MetricsParseError(PlannerError, ValueError):
+    """A ``/metrics`` body is not Prometheus text; the message is one line naming the parser's complaint."""
+
+
+class IdleTimeoutError(PlannerError):
+    """No stream item arrived within the idle limit (SSE comments and keep-alives do not count)."""

@@ -14,9 +14,11 @@ __all__ = [
     "KIB",
     "MB",
     "MIB",
+    "SAFETENSORS_DTYPE_BYTES",
     "bytes_to_gib",
     "ceil_div",
     "gib_to_bytes",
+    "safetensors_dtype_bytes",
 ]
 
 KIB = 2**10
@@ -25,18 +27,55 @@ GIB = 2**30
 MB = 10**6
 GB = 10**9
 
-#: Bytes per element of the storage dtypes a checkpoint or KV cache can use. Floats so that
-#: sub-byte types (int4 = 0.5) stay exact; never integer-divide these.
-DTYPE_BYTES: dict[str, float] = {
-    "float32": 4.0,
-    "bfloat16": 2.0,
-    "float16": 2.0,
-    "fp8": 1.0,
-    "fp8_e4m3": 1.0,
-    "fp8_e5m2": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
+#: Bytes per element of every safetensors dtype: its ``Dtype::bitsize`` / 8, from huggingface/safetensors
+#: ``safetensors/src/tensor.rs`` v0.7.0 (``F8_E4M3FNUZ`` and ``F8_E5M2FNUZ`` from v0.8.0-rc.0; the format:
+#: https://huggingface.co/docs/safetensors). ``F4`` (MXFP4 values) packs two to a byte, ``F6_*`` four to three bytes.
+SAFETENSORS_DTYPE_BYTES: dict[str, float] = {
+    "BOOL": 1.0,
+    "F4": 0.5,
+    "F6_E2M3": 0.75,
+    "F6_E3M2": 0.75,
+    "U8": 1.0,
+    "I8": 1.0,
+    "F8_E5M2": 1.0,
+    "F8_E4M3": 1.0,
+    "F8_E8M0": 1.0,
+    "F8_E4M3FNUZ": 1.0,
+    "F8_E5M2FNUZ": 1.0,
+    "I16": 2.0,
+    "U16": 2.0,
+    "F16": 2.0,
+    "BF16": 2.0,
+    "I32": 4.0,
+    "U32": 4.0,
+    "F32": 4.0,
+    "C64": 8.0,
+    "F64": 8.0,
+    "I64": 8.0,
+    "U64": 8.0,
 }
+
+#: Bytes per element of the storage dtypes a checkpoint or KV cache can use, by vLLM's (torch's) name: each the
+#: safetensors dtype it is stored as, except int4, which no safetensors dtype holds (AWQ/GPTQ pack eight into an
+#: ``I32``): half a byte. Floats so that sub-byte types stay exact; never integer-divide these.
+DTYPE_BYTES: dict[str, float] = {
+    name: SAFETENSORS_DTYPE_BYTES[stored]
+    for name, stored in {
+        "float32": "F32",
+        "bfloat16": "BF16",
+        "float16": "F16",
+        "fp8": "F8_E4M3",
+        "fp8_e4m3": "F8_E4M3",
+        "fp8_e5m2": "F8_E5M2",
+        "int8": "I8",
+    }.items()
+} | {"int4": 0.5}
+
+
+def safetensors_dtype_bytes(dtype: str) -> float:
+    """Bytes per element of the safetensors dtype ``dtype`` (:data:`SAFETENSORS_DTYPE_BYTES`); 2.0 for a name the
+    table does not hold (one from a newer safetensors), counted as the 16-bit dtype most checkpoints use."""
+    return SAFETENSORS_DTYPE_BYTES.get(dtype, 2.0)
 
 
 def bytes_to_gib(num_bytes: float) -> float:

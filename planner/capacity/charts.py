@@ -18,10 +18,10 @@ from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.capacity.verdict import verdict
 from planner.errors import InvalidParameterError
+from planner.palette import series_color
 from planner.units import GIB
 
 __all__ = [
-    "COLORS",
     "MEMORY_TERMS",
     "NOT_FIT_COLOR",
     "NOT_FIT_SUFFIX",
@@ -37,8 +37,6 @@ __all__ = [
     "scenario_label",
 ]
 
-#: One colour per scenario (plotly's default qualitative palette, first four).
-COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA")
 #: Memory terms of :class:`planner.capacity.result.MemoryTerms`, bottom of the stack first: (attribute,
 #: legend name, colour).
 MEMORY_TERMS: tuple[tuple[str, str, str], ...] = (
@@ -289,7 +287,7 @@ def concurrency_figure(
             if points:
                 fig.add_trace(_not_fit_trace(plan, label, points, _NOT_FIT_SYMBOLS[index % len(_NOT_FIT_SYMBOLS)]))
             continue
-        color = COLORS[index % len(COLORS)]
+        color = series_color(index)
         _add_version_band(fig, plan, label, points, color)
         solid = [c for c in points if c <= plan.max_model_len]
         dotted = [c for c in points if c >= plan.max_model_len]

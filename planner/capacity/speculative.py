@@ -43,9 +43,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from planner.capacity.kv_cache import page_bytes_per_layer
-from planner.capacity.params import layer_params
 from planner.capacity.weights import linear_bytes_per_param, weights_bytes_per_rank
 from planner.catalog.model_spec import ModelSpec
+from planner.catalog.params import layer_params
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.parsing import json_value
 from planner.units import DTYPE_BYTES

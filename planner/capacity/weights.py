@@ -2,7 +2,7 @@
 
 What vLLM logs as "Model loading took X GiB" is the torch memory allocated while loading, per rank,
 after any online quantization (``vllm/v1/worker/gpu_model_runner.py::load_model``, which logs it). We rebuild it
-from the parameter counts of :mod:`planner.capacity.params`:
+from the parameter counts of :mod:`planner.catalog.params`:
 
 * unquantized: ``params · dtype_bytes`` (fp32 4, bf16/fp16 2);
 * fp8 (checkpoint or ``--quantization fp8``) and int8 w8a8: 1 byte per linear weight plus its scales
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.capacity.params import count_params, layer_params
 from planner.catalog.model_spec import ModelSpec
+from planner.catalog.params import count_params, layer_params
 from planner.errors import InvalidParameterError
-from planner.units import DTYPE_BYTES, ceil_div
+from planner.units import DTYPE_BYTES, ceil_div, safetensors_dtype_bytes
 
 __all__ = [
     "QUANTIZATION_METHODS",
@@ -53,23 +53,6 @@ _BNB4_BYTES_PER_PARAM = 0.5 + 2 / 64
 _MXFP4_BYTES_PER_PARAM = 0.5 + 1 / 32
 #: NVFP4 (ModelOpt): 4-bit values plus one fp8 scale per 16 (NVIDIA, "Introducing NVFP4").
 _NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
-#: safetensors element sizes, for calibrating to a checkpoint's real tensors.
-_SAFETENSORS_BYTES = {
-    "F64": 8,
-    "I64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-}
 #: vLLM pads the mxfp4 expert intermediate size to this multiple (``mxfp4.py``, Hopper/Triton path);
 #: gpt-oss-120b then loads 64.5 GiB against 64.38 logged (log id 29), 60.8 without padding.
 _MXFP4_INTERMEDIATE_PAD = 256
@@ -171,7 +154,7 @@ def calibration_factor(spec: ModelSpec, *, method: str) -> float:
         return sum(n for _, n in counts) / formula_params if formula_params else 1.0
     if method != spec.quant.method:
         return 1.0
-    real = sum(n * _SAFETENSORS_BYTES.get(d, 2) for d, n in counts)
+    real = sum(n * safetensors_dtype_bytes(d) for d, n in counts)
     dtype = spec.torch_dtype if spec.torch_dtype in DTYPE_BYTES else "bfloat16"
     # Compare like with like: the checkpoint holds no engine padding, so neither may the formula.
     formula = _split(spec, method=method, dtype=dtype, tp=1, pp=1, stage=0, engine_padding=False).total_bytes

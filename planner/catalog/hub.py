@@ -27,26 +27,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
 from planner.catalog.models import get_model, similar_ids
+from planner.catalog.params import count_params
 from planner.errors import (
     BadValue,
+    GatedModelError,
+    HubUnavailableError,
     InvalidParameterError,
     MalformedTextError,
+    ModelNotFoundError,
+    NotTextGenerationError,
     PlannerError,
     UnknownModelError,
     UnsupportedModelError,
 )
 from planner.parsing import json_value
+from planner.units import safetensors_dtype_bytes
 
 __all__ = [
-    "SAFETENSORS_DTYPE_BYTES",
-    "GatedModelError",
-    "HubError",
-    "HubUnavailableError",
-    "ModelNotFoundError",
-    "NotTextGenerationError",
     "ResolvedModel",
     "cache_dir",
     "describe",
@@ -56,26 +55,6 @@ __all__ = [
     "validate_model_id",
 ]
 
-#: Bytes per element of safetensors dtypes (safetensors format spec, ``Dtype``).
-SAFETENSORS_DTYPE_BYTES: dict[str, float] = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-    "F4": 0.5,
-}
 #: Hub repo ids: ``namespace/name``, letters, digits, ``-``, ``_``, ``.``, at most 96 characters each
 #: (``huggingface_hub.utils.validate_repo_id``), no ``--`` or ``..``.
 _REPO_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9._-]{1,96}$")
@@ -86,30 +65,6 @@ _CACHE_VERSION = 1
 MAX_CONFIG_BYTES = 1 << 20
 #: Seconds to wait for the Hub before calling it unavailable.
 DEFAULT_TIMEOUT_S = 10.0
-
-
-class HubError(PlannerError):
-    """A model id could not be resolved from the Hub; the message says why and what to do."""
-
-    def __init__(self, model_id: str, message: str) -> None:
-        self.model_id = model_id
-        super().__init__(message)
-
-
-class ModelNotFoundError(HubError, UnknownModelError):
-    """The repo does not exist, or is private and no token was given."""
-
-
-class GatedModelError(HubError):
-    """The repo is gated: its license must be accepted and a token given."""
-
-
-class HubUnavailableError(HubError):
-    """The Hub could not be reached (offline, outage, timeout) and nothing is cached."""
-
-
-class NotTextGenerationError(HubError):
-    """The repo holds something the planner does not size: an encoder, an image model, no config."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +97,7 @@ class ResolvedModel:
         """Bytes of all checkpoint tensors (Σ count × dtype bytes), or ``None`` when unknown."""
         if not self.params_by_dtype:
             return None
-        return int(sum(n * SAFETENSORS_DTYPE_BYTES.get(d, 2) for d, n in self.params_by_dtype))
+        return int(sum(n * safetensors_dtype_bytes(d) for d, n in self.params_by_dtype))
 
 
 def validate_model_id(model_id: object) -> str:

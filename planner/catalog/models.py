@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from planner.capacity.params import count_params
 from planner.catalog.model_spec import ModelSpec, parse_config
+from planner.catalog.params import count_params
 from planner.errors import UnknownModelError
 
 __all__ = ["CatalogModel", "get_model", "list_models", "model_ids", "quantized_exports", "similar_ids"]

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from planner.compare.run import notes, run_compare, to_json
-    from planner.serving.endpoints import EndpointConfigError, load_endpoints, parse_endpoint_flag
+    from planner.errors import EndpointConfigError
+    from planner.serving.endpoints import load_endpoints, parse_endpoint_flag
     from planner.serving.requests import ChatRequest
 
     prog = "python -m planner compare"

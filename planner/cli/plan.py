@@ -22,6 +22,7 @@ from planner.capacity.explain import (
     max_model_len_text,
     version_range_text,
 )
+from planner.capacity.launch import launch
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
 from planner.capacity.scenario import (
@@ -39,7 +40,6 @@ from planner.capacity.speculative import (
     parse_speculative_config,
 )
 from planner.capacity.verdict import verdict
-from planner.catalog.launch import launch
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.units import GIB

@@ -34,6 +34,7 @@ from planner.loadtest.results import SavedRun, runs_frame
 from planner.loadtest.sweep import find_knee
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution
 from planner.metrics.timeseries import timeseries, timeseries_frame
+from planner.palette import series_color
 from planner.serving.server_metrics import ServerSample
 from planner.serving.streaming import RequestRecord
 
@@ -60,7 +61,6 @@ __all__ = [
 ]
 
 _MS = 1000.0
-_PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880")
 #: Latency the sweep curve is drawn against: label → (vLLM metric name, statistic).
 LATENCY_AXES: dict[str, tuple[str, str]] = {
     "median E2E latency (ms)": ("e2el", "median"),
@@ -270,16 +270,15 @@ def curves_figure(
     knees: Mapping[str, float | None] | None = None,
     saturation: Mapping[str, float | None] | None = None,
     dash_predicted: bool = True,
-    colors: Sequence[str] = _PALETTE,
 ) -> go.Figure:
     """Output throughput, median TPOT and median TTFT against the load, three panels side by side.
 
-    Each series is a line with markers in its group's colour (groups in order of appearance); its p99 TPOT and TTFT
-    are a thinner dotted line of the same colour. A predicted series is dashed when ``dash_predicted`` (beside the
-    measured sweep it mirrors). Where a series' points carry a band around a median (``<column>_low`` and
-    ``_high``), it is shaded in the series' colour at :data:`BAND_OPACITY` under the line (trace ``"<series>
-    band"``, out of the legend, toggled with its series), and the line's hover gives its low and high. The x axis
-    is logarithmic with a tick at every level (1, 2, 4, … requests in flight, or the request rates); so is the TTFT
+    Each series is a line with markers in its group's colour (:func:`planner.palette.series_color`, groups in order of
+    appearance); its p99 TPOT and TTFT are a thinner dotted line of the same colour. A predicted series is dashed when
+    ``dash_predicted`` (beside the measured sweep it mirrors). Where a series' points carry a band around a median
+    (``<column>_low`` and ``_high``), it is shaded in the series' colour at :data:`BAND_OPACITY` under the line (trace
+    ``"<series> band"``, out of the legend, toggled with its series), and the line's hover gives its low and high. The x
+    axis is logarithmic with a tick at every level (1, 2, 4, … requests in flight, or the request rates); so is the TTFT
     axis (milliseconds when idle, seconds behind a queue).
 
     Args:
@@ -289,7 +288,6 @@ def curves_figure(
         saturation: series → level at which its KV cache fills (a dashed vertical line on every panel, labelled
             :data:`KV_FULL_TEXT` on the throughput panel); None or missing = it never does.
         dash_predicted: draw predicted series dashed.
-        colors: one colour per group, cycled.
 
     Returns:
         The figure (an annotation says so when there is no point).
@@ -305,7 +303,7 @@ def curves_figure(
     unit = "" if axis == "concurrency" else " req/s"
     for series, frame in points.groupby("series", sort=False):
         frame = frame.sort_values("level")
-        color = colors[groups.index(frame["group"].iloc[0]) % len(colors)]
+        color = series_color(groups.index(frame["group"].iloc[0]))
         dash = "dash" if dash_predicted and bool(frame["predicted"].iloc[0]) else "solid"
         name = str(series)
         for col, (median, p99, title) in enumerate(_CURVE_PANELS, start=1):
@@ -436,7 +434,7 @@ def sweep_figure(
     fig = go.Figure()
     for i, (sweep, group) in enumerate(points.groupby("sweep", sort=False)):
         group = group.dropna(subset=["latency_ms"])
-        color = _PALETTE[i % len(_PALETTE)]
+        color = series_color(i)
         fig.add_trace(
             go.Scatter(
                 x=group["latency_ms"],
@@ -480,7 +478,7 @@ def runs_figure(runs: Sequence[SavedRun]) -> go.Figure:
         go.Bar(
             x=labels,
             y=[r.metrics.output_throughput for r in runs],
-            marker_color=_PALETTE[0],
+            marker_color=series_color(0),
             name="output tok/s",
             hovertemplate="<b>%{x}</b><br>%{y:,.1f} output tok/s<extra></extra>",
         ),
@@ -500,7 +498,7 @@ def runs_figure(runs: Sequence[SavedRun]) -> go.Figure:
                 x=labels,
                 y=med,
                 error_y={"type": "data", "array": p99, "arrayminus": [0] * len(p99), "visible": True},
-                marker_color=_PALETTE[i + 1],
+                marker_color=series_color(i + 1),
                 name=f"{name.upper()} median (whisker to p99)",
                 hovertemplate=f"<b>%{{x}}</b><br>{name.upper()} median %{{y:,.1f}} ms<extra></extra>",
             ),
@@ -657,7 +655,7 @@ def turns_figure(frame: pd.DataFrame) -> go.Figure:
     colour per run. A prefix cache shows as TTFT staying flat while the prompt grows."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for i, (run, g) in enumerate(frame.groupby("run", sort=False)):
-        color = _PALETTE[i % len(_PALETTE)]
+        color = series_color(i)
         fig.add_bar(
             x=g["turn"],
             y=g["mean_input_tokens"],

@@ -1,7 +1,8 @@
 """The load runner's measured requests sent by N Ray worker actors: one schedule, one set of metrics.
 
 :func:`planner.loadtest.runner.run_load` makes the run's schedule once (discovery, prompt sizing, warmups, the
-arrival times) and, with ``settings.num_workers``, hands its measured requests to :func:`send_on_ray`:
+arrival times) and, with ``settings.num_workers``, hands its measured requests to its ``remote`` sender,
+:func:`send_on_ray` (passed in by the caller, :mod:`planner.loadtest.worker`):
 
 * :func:`split_threads` deals the schedule's request groups (a request, or a whole conversation) round-robin to the
   workers and splits the concurrency cap so the workers' caps sum to the run's (worker ``k`` gets
@@ -23,7 +24,9 @@ Ray started in this process (``ray.init``, no dashboard, one logical CPU per wor
 process's later runs; with one, on that cluster, with this package shipped to it (``runtime_env`` ``py_modules``;
 the cluster's Python needs ``requirements.txt``).
 
-Imports :mod:`planner.loadtest.runner` and the serving package; Ray only inside functions.
+Imports :mod:`planner.loadtest.runner` (its send loop) and the serving package, and is imported by nothing below
+it: :mod:`planner.loadtest.worker` hands :func:`send_on_ray` to ``run_load`` as its ``remote`` sender. Ray only
+inside functions.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import pandas as pd
 from planner.errors import InvalidParameterError, MalformedTextError
 from planner.loadtest.runner import LoadResult
 from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distribution
-from planner.metrics.latency import compute_metrics
+from planner.metrics.latency import compute_metrics, percentile, percentiles, tpot_s
 from planner.parsing import MAX_COUNT, finite_number, json_lines, json_value
 from planner.serving.server_metrics import PrefixCacheStats, SpecDecodeStats
 
@@ -385,8 +385,8 @@ def _rows_from_arrays(data: dict[str, Any], where: str) -> tuple[RequestRow, ...
         ttft = finite_number(arrays["ttfts"][i]) if ok else None
         e2el = finite_number(arrays["latencies"][i]) if ok else None
         tpot = None
-        if ttft is not None and e2el is not None and out_len is not None and out_len > 1:
-            tpot = (e2el - ttft) / (out_len - 1)
+        if ttft is not None and e2el is not None and out_len is not None:
+            tpot = tpot_s(ttft, e2el, out_len)
         itls = arrays["itls"][i] if isinstance(arrays["itls"][i], list) else []
         start = finite_number(starts[i])
         rows.append(
@@ -644,7 +644,7 @@ def requests_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
                     "tpot_s": r.tpot_s,
                     "e2el_s": r.e2el_s,
                     "itl_count": len(r.itls_s),
-                    "itl_median_s": statistics.median(r.itls_s) if r.itls_s else None,
+                    "itl_median_s": percentile(r.itls_s, 50) if r.itls_s else None,
                     "turn": r.turn,
                     "error": r.error,
                 }
@@ -706,10 +706,8 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
 def ttft_by_turn(runs: Sequence[SavedRun]) -> pd.DataFrame:
     """TTFT split by conversation turn, per run (multi-turn runs only): ``run``, ``turn`` (from 1), ``requests``
     (completed), ``median_ttft_ms``, ``p90_ttft_ms``, ``mean_input_tokens`` (the conversation so far, as the
-    server counted it). Percentiles as :mod:`planner.metrics.benchmark` computes them (numpy's linear method);
-    empty when no run has turns."""
-    import numpy as np
-
+    server counted it). Percentiles as :mod:`planner.metrics.benchmark` computes them
+    (:func:`planner.metrics.latency.percentiles`); empty when no run has turns."""
     rows = []
     for run in runs:
         by_turn: dict[int, list[RequestRow]] = {}
@@ -718,15 +716,15 @@ def ttft_by_turn(runs: Sequence[SavedRun]) -> pd.DataFrame:
                 by_turn.setdefault(r.turn, []).append(r)
         for turn in sorted(by_turn):
             group = by_turn[turn]
-            ttfts = np.array([r.ttft_s for r in group]) * _MS
+            p50, p90 = percentiles([r.ttft_s * _MS for r in group], (50, 90))
             inputs = [r.input_tokens for r in group if r.input_tokens is not None]
             rows.append(
                 {
                     "run": run.label,
                     "turn": turn + 1,
                     "requests": len(group),
-                    "median_ttft_ms": float(np.percentile(ttfts, 50)),
-                    "p90_ttft_ms": float(np.percentile(ttfts, 90)),
+                    "median_ttft_ms": p50,
+                    "p90_ttft_ms": p90,
                     "mean_input_tokens": statistics.fmean(inputs) if inputs else None,
                 }
             )

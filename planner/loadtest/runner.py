@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from planner.errors import InvalidParameterError
 from planner.loadtest.generators import GENERATED, plan_requests, render_segments, reusable_prefix_tokens
 from planner.loadtest.schedule import Schedule, arrival_times, draw_lengths, token_range
 from planner.loadtest.settings import LoadSettings
@@ -64,6 +65,7 @@ __all__ = [
     "InputCheck",
     "LoadProgress",
     "LoadResult",
+    "RemoteSender",
     "SentShare",
     "Workload",
     "arrival_times",
@@ -581,6 +583,13 @@ class SentShare:
     worker_cpu_s: tuple[float, ...] = ()
 
 
+#: What sends a run's measured requests from other processes (:func:`run_load`'s ``remote``), e.g.
+#: :func:`planner.loadtest.ray_workers.send_on_ray`: called as ``remote(endpoint, info, settings, schedule, *,
+#: secrets, stop, on_record, on_progress, on_in_flight)`` with :func:`send_share`'s callbacks (called in this event
+#: loop), it returns one merged :class:`SentShare`.
+RemoteSender = Callable[..., Awaitable[SentShare]]
+
+
 async def _stream(
     endpoint: Endpoint,
     request: ChatRequest,
@@ -770,6 +779,7 @@ async def run_load(
     on_in_flight: Callable[[float, int], None] | None = None,
     secrets: Mapping[str, Any] | None = None,
     stop: asyncio.Event | None = None,
+    remote: RemoteSender | None = None,
 ) -> LoadResult:
     """Send ``settings``' load to ``endpoint`` and measure it like ``vllm bench serve``.
 
@@ -788,9 +798,11 @@ async def run_load(
     due, the next only when every request of the batch has ended (``compare`` runs as continuous here:
     :func:`planner.loadtest.worker.plan_jobs` splits it into two runs; with Ray workers each batches its share).
 
-    With ``settings.num_workers`` the measured requests are sent by that many Ray workers instead of this process
-    (:func:`planner.loadtest.ray_workers.send_on_ray`: the same schedule split between them, the same send loop, the
-    records merged here); discovery, sizing, warmups and the metrics stay here, so every figure keeps its definition.
+    With ``settings.num_workers`` the measured requests are sent by ``remote`` instead of this process (the caller
+    passes :func:`planner.loadtest.ray_workers.send_on_ray`, which splits the same schedule between that many Ray
+    workers running the same send loop, and the records are merged here); discovery, sizing, warmups and the metrics
+    stay here, so every figure keeps its definition. The sender is passed in rather than imported so that the runner
+    knows nothing of Ray and the Ray module, which builds on the runner's send loop, stays above it.
 
     Args:
         endpoint: The endpoint.
@@ -800,6 +812,8 @@ async def run_load(
         on_in_flight: Called in the event loop with ``(seconds since start, requests in flight)`` on every change.
         secrets: Optional mapping holding the API key.
         stop: When set, the run stops as at the duration cap (the warm-up phase too).
+        remote: What sends the measured requests when ``settings.num_workers`` is set (a :data:`RemoteSender`,
+            e.g. :func:`planner.loadtest.ray_workers.send_on_ray`); unused otherwise.
 
     Returns:
         The :class:`LoadResult`. Request failures are records with ``ok=False``; they never raise.
@@ -807,10 +821,15 @@ async def run_load(
     Raises:
         MissingAPIKeyError: the endpoint's API-key variable is not set.
         RayUnavailableError: ``num_workers`` is set and Ray is not installed or its cluster cannot be reached.
+        InvalidParameterError: ``num_workers`` is set and no ``remote`` sender is given.
 
     Example:
         >>> result = asyncio.run(run_load(ep, LoadSettings(num_prompts=10, max_concurrency=2)))  # doctest: +SKIP
     """
+    if settings.num_workers is not None and remote is None:
+        raise InvalidParameterError(
+            "num_workers", settings.num_workers, "a remote sender passed to run_load (ray_workers.send_on_ray)"
+        )
     stop = stop or asyncio.Event()
     info = await discover(endpoint, settings.timeout_s, secrets=secrets)
     client = make_client(endpoint, backend=LOAD_BACKEND, timeout_s=settings.timeout_s, secrets=secrets)
@@ -858,9 +877,8 @@ async def run_load(
                 **callbacks,
             )
         else:
-            from planner.loadtest.ray_workers import send_on_ray  # Ray is optional: imported only when asked for
-
-            share = await send_on_ray(endpoint, info, settings, schedule, secrets=secrets, stop=stop, **callbacks)
+            assert remote is not None  # checked on entry
+            share = await remote(endpoint, info, settings, schedule, secrets=secrets, stop=stop, **callbacks)
         if counters and before is not None:
             after = await fetch_sample(endpoint, start=share.start_s, timeout_s=5.0, secrets=secrets)
     finally:

@@ -6,7 +6,8 @@ declares, once, its range, what a link or box may ask for, its link key, its ``b
 (:mod:`planner.fields`); the link codec (:mod:`planner.links.loadtest`), ``python -m planner bench``'s options and the
 page's boxes are derived from that. A concurrency sweep's own parameters are :class:`SweepSettings` (the
 ``sweep`` field). The goodput SLO text ``ttft:500,tpot:50`` is vLLM's ``--goodput`` format, read by
-:func:`parse_goodput` and written by :func:`format_goodput`.
+:func:`parse_goodput` (per-request SLOs of the one SLO parser, :mod:`planner.metrics.slo`) and written by
+:func:`format_goodput` (that module's writer).
 
 Example:
     >>> parse_goodput("ttft:500 tpot:50")
@@ -17,14 +18,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import BadValue, InvalidParameterError
 from planner.fields import Choice, Flag, Number, Text, setting, validate
+from planner.metrics.slo import GOODPUT_ACCEPTED, GOODPUT_METRICS, format_goodput, parse_slos
 from planner.serving.endpoints import format_endpoint_names, parse_endpoint_names
-from planner.values import format_value, parse_list, parse_number
 
 __all__ = [
     "BATCHINGS",
@@ -80,9 +80,7 @@ FILE_DATASETS = ("custom", "sharegpt", "timed_trace", "burstgpt")
 #: Datasets that replay a trace's arrival times (``request_rate`` and ``burstiness`` do not apply).
 TRACE_DATASETS = ("timed_trace", "burstgpt")
 #: Metrics a goodput SLO can limit (vLLM's ``--goodput`` names).
-SLO_NAMES = ("ttft", "tpot", "e2el")
-#: Largest SLO limit, milliseconds (an hour).
-_MAX_SLO_MS = 3_600_000
+SLO_NAMES = GOODPUT_METRICS
 #: How synthetic prompts are sized to ``input_len`` tokens (see :class:`LoadSettings`).
 INPUT_SIZINGS = ("tokenize", "token_ids", "words")
 #: The argparse groups of ``bench``'s workload flags.
@@ -94,6 +92,9 @@ _RAY_GROUP = "Ray workers (pip install -r requirements-ray.txt)"
 def parse_goodput(text: str) -> tuple[tuple[str, float], ...]:
     """``"ttft:500,tpot:50"`` (commas or spaces) → ``(("ttft", 500.0), ("tpot", 50.0))``; "" → ().
 
+    The text is read as per-request SLOs by the one SLO parser (:func:`planner.metrics.slo.parse_slos`) and kept as
+    ``(name, limit_ms)`` pairs, vLLM's goodput form (its ``goodput`` result key holds ``{"ttft": 500}``).
+
     Args:
         text: SLOs as vLLM's ``--goodput`` takes them, ``name:ms`` pairs.
 
@@ -104,23 +105,11 @@ def parse_goodput(text: str) -> tuple[tuple[str, float], ...]:
         BadValue: a part is not ``ttft|tpot|e2el:<ms>`` with 0 < ms ≤ 3,600,000, or a name repeats; ``accepted``
             says what is accepted.
     """
-    accepted = f"name:ms pairs such as ttft:500,tpot:50 (names {', '.join(SLO_NAMES)}; 0 < ms ≤ {_MAX_SLO_MS})"
-
-    def slo(part: str) -> tuple[str, float]:
-        name, sep, value = part.partition(":")
-        if not sep or name not in SLO_NAMES:
-            raise BadValue(accepted)
-        return name, float(parse_number(value, 0, _MAX_SLO_MS, low_open=True))  # type: ignore[arg-type]
-
-    pairs = parse_list(text, slo, accepted=accepted, most=len(SLO_NAMES))
-    if len({name for name, _ in pairs}) < len(pairs):
-        raise BadValue(accepted)
-    return pairs
-
-
-def format_goodput(slos: Sequence[tuple[str, float]]) -> str:
-    """The inverse of :func:`parse_goodput`: ``"ttft:500,tpot:50"``."""
-    return ",".join(f"{name}:{format_value(float(ms))}" for name, ms in slos)
+    try:
+        slos = parse_slos([text], per_request=True)
+    except InvalidParameterError:
+        raise BadValue(GOODPUT_ACCEPTED) from None
+    return tuple((s.metric, s.limit_ms) for s in slos)
 
 
 @dataclass(frozen=True)

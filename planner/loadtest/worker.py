@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from planner.errors import PlannerError
+from planner.loadtest.ray_workers import send_on_ray
 from planner.loadtest.results import SavedRun, saved_run
 from planner.loadtest.runner import LoadProgress, LoadResult, run_load
 from planner.loadtest.settings import FILE_DATASETS, TRACE_DATASETS, LoadSettings
@@ -318,6 +319,7 @@ class JobQueue:
                 on_in_flight=lambda t_s, n: self._emit("in_flight", t_s, n),
                 secrets=self._secrets,
                 stop=self.stop,
+                remote=send_on_ray,
             )
         except PlannerError as exc:
             self._emit("error", f"{job.label}: {exc}")

@@ -15,11 +15,13 @@ from the moment the request is sent to the first / last token-bearing chunk). Ov
 * ``request_goodput`` = completed requests meeting EVERY given SLO / duration (DistServe definition); a request
   meets an SLO when its value ≤ the limit. As in vLLM, a request with one output token has TPOT 0 for the goodput
   test (it cannot violate a TPOT SLO). None when no SLO is given.
-* TTFT: one sample per completed request. TPOT = (E2EL − TTFT) / (output_tokens − 1), the first token NOT counted,
-  one sample per completed request with output_tokens > 1. ITL: every chunk gap of every completed request, pooled
-  (one sample per chunk, however many tokens it carries; vLLM definition). E2EL: one sample per completed request.
+* TTFT: one sample per completed request. TPOT = (E2EL − TTFT) / (output_tokens − 1), the first token NOT counted
+  (:func:`planner.metrics.latency.tpot_s`), one sample per completed request with output_tokens > 1. ITL: every
+  chunk gap of every completed request, pooled (one sample per chunk, however many tokens it carries; vLLM
+  definition). E2EL: one sample per completed request.
 * Each distribution: mean, median, population std (``np.std``), p90 and p99 with linear interpolation
-  (``np.percentile``), and its sample count; the whole distribution is None when it has no sample (never 0).
+  (:func:`planner.metrics.latency.percentiles`, ``np.percentile``'s default), and its sample count; the whole
+  distribution is None when it has no sample (never 0).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.errors import InvalidParameterError
-from planner.metrics.latency import compute_metrics, summarize
+from planner.metrics.latency import compute_metrics, summarize, tpot_s
 from planner.parsing import MAX_COUNT, finite_number
 from planner.serving.streaming import RequestRecord
 
@@ -307,9 +309,7 @@ def metrics_from_samples(
     """
     slos = dict(slo_ms or {})
     failures = Counter(failures or {})
-    tpots: list[float | None] = [
-        (e2e - ttft) / (n - 1) if n > 1 else None for ttft, e2e, n in zip(ttft_s, e2e_s, output_tokens, strict=True)
-    ]
+    tpots = [tpot_s(ttft, e2e, n) for ttft, e2e, n in zip(ttft_s, e2e_s, output_tokens, strict=True)]
     good = 0
     if slos:
         for ttft, tpot, e2e in zip(ttft_s, tpots, e2e_s, strict=True):

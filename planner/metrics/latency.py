@@ -13,20 +13,24 @@ client (``time.perf_counter()``):
   events, llama.cpp); the output tokens those do not account for are spread evenly over the other chunks
   (:func:`chunk_tokens`), so the same stream gives the same per-token ITL whether the server counted per chunk or
   only at the end.
-* TPOT = (E2E − TTFT) / (output_tokens − 1): the first token is NOT counted; None when output_tokens ≤ 1.
+* TPOT = (E2E − TTFT) / (output_tokens − 1): the first token is NOT counted; None when output_tokens ≤ 1
+  (:func:`tpot_s`, the one definition every measured, imported and predicted run uses).
 * Output tokens/s = output_tokens / E2E (per request, TTFT included).
 
 Every value that is undefined for a request is None (never 0). Failed requests have no latency metrics.
+
+Percentiles of a sample are :func:`percentiles` (numpy's default ``linear`` method, the one ``vllm bench serve``
+reports with), used by every summary, time series and bound in the package.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from planner.errors import InvalidParameterError
 from planner.serving.streaming import RequestRecord
 
 __all__ = [
@@ -38,7 +42,9 @@ __all__ = [
     "output_tokens_method",
     "output_tokens_warning",
     "percentile",
+    "percentiles",
     "summarize",
+    "tpot_s",
 ]
 
 #: How the output tokens of a set of requests were counted (:func:`output_tokens_method`), most exact first:
@@ -148,7 +154,7 @@ def compute_metrics(record: RequestRecord) -> LatencyMetrics:
         token_gaps.extend([(gap + carry) / n] * n)
         carry = 0.0
     n_out = record.output_tokens
-    tpot = (e2e - ttft) / (n_out - 1) if n_out is not None and n_out > 1 else None
+    tpot = None if n_out is None else tpot_s(ttft, e2e, n_out)
     rate = n_out / e2e if n_out is not None and e2e > 0 else None
     return LatencyMetrics(
         endpoint=record.endpoint,
@@ -213,17 +219,42 @@ class Summary:
     p99: float
 
 
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0–100) of sorted values, linear interpolation like ``numpy.percentile``.
+def tpot_s(ttft_s: float, e2e_s: float, output_tokens: int) -> float | None:
+    """Time per output token after the first, seconds: ``(E2E − TTFT) / (output_tokens − 1)``.
 
-    Formula: rank ``r = (n − 1) · q / 100``; result ``x[⌊r⌋] + (x[⌈r⌉] − x[⌊r⌋]) · (r − ⌊r⌋)``.
+    The first token is NOT counted (its time is TTFT); None for a request of one output token or none, which has no
+    gap to average. Source: vLLM ``vllm/benchmarks/serve.py`` ``calculate_metrics`` (v0.24), ``tpot = (latency −
+    ttft) / (output_len − 1)`` for ``output_len > 1``.
+
+    Example:
+        >>> tpot_s(0.2, 1.2, 11)
+        0.1
     """
-    if not sorted_values:
-        raise ValueError("percentile of an empty sample")
-    rank = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (rank - lo)
+    return (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else None
+
+
+def percentiles(values: Sequence[float] | np.ndarray, qs: Sequence[float]) -> tuple[float, ...]:
+    """The ``qs``-th percentiles (each 0–100) of ``values`` (any order), linear interpolation.
+
+    Formula (``numpy.percentile``'s default ``linear`` method, Hyndman & Fan type 7, which ``vllm bench serve``
+    reports with): sort ``x``, rank ``r = (n − 1) · q / 100``, result ``x[⌊r⌋] + (x[⌈r⌉] − x[⌊r⌋]) · (r − ⌊r⌋)``.
+
+    Raises:
+        InvalidParameterError: ``values`` is empty.
+
+    Example:
+        >>> percentiles([1.0, 2.0, 3.0, 4.0, 10.0], (50, 90))
+        (3.0, 7.6)
+    """
+    xs = np.asarray(values, dtype=float)
+    if xs.size == 0:
+        raise InvalidParameterError("values", "an empty sample", "at least one value to take a percentile of")
+    return tuple(float(v) for v in np.percentile(xs, qs))
+
+
+def percentile(values: Sequence[float] | np.ndarray, q: float) -> float:
+    """The ``q``-th percentile (0–100) of ``values``: :func:`percentiles` of one ``q``."""
+    return percentiles(values, (q,))[0]
 
 
 def summarize(values: Iterable[float | None]) -> Summary | None:
@@ -242,12 +273,12 @@ def summarize(values: Iterable[float | None]) -> Summary | None:
     )
     if xs.size == 0:
         return None
-    p50, p90, p99 = np.percentile(xs, [50, 90, 99])
+    p50, p90, p99 = percentiles(xs, (50, 90, 99))
     return Summary(
         count=int(xs.size),
         mean=float(xs.mean()),  # pairwise summation: error ~1e-16 relative, as np.mean in vLLM
-        median=float(p50),
+        median=p50,
         std=float(np.std(xs)),
-        p90=float(p90),
-        p99=float(p99),
+        p90=p90,
+        p99=p99,
     )

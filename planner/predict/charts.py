@@ -26,7 +26,6 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner import display
-from planner.capacity.charts import COLORS
 from planner.errors import InvalidParameterError
 from planner.loadtest.charts import curve_row, curves_figure, sweep_curves
 from planner.loadtest.results import SavedRun
@@ -147,7 +146,6 @@ def performance_figure(curves: Sequence[PredictedCurve], labels: Sequence[str]) 
         knees={label: c.knee for c, label in zip(curves, labels, strict=True)},
         saturation={label: c.saturation_level for c, label in zip(curves, labels, strict=True)},
         dash_predicted=False,
-        colors=COLORS,
     )
 
 

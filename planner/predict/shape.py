@@ -19,7 +19,7 @@ prediction and capacity never disagree on the deployment:
   laid the cache out (``KVPool.page_bytes``: GQA/MQA heads per rank, MLA's latent, fp8 KV). Sliding-window layers
   read at most their window.
 * **FLOPs per token**: ``2 ×`` the parameters a token is multiplied with, per rank (routed experts counted
-  ``num_experts_per_tok`` times; :func:`planner.capacity.params.count_params`), without the embedding gather; the
+  ``num_experts_per_tok`` times; :func:`planner.catalog.params.count_params`), without the embedding gather; the
   LM head only for tokens that are sampled. Attention: ``2·n_q·(d_qk + d_v)`` per query token per context token
   per layer (QKᵀ and PV), ``n_q`` per rank.
 * **TP all-reduce**: two per decoder layer (after attention and after the MLP; Megatron-LM, Shoeybi et al. 2019,
@@ -47,12 +47,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.capacity.engines.common import resolve
-from planner.capacity.params import count_params
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.capacity.weights import DTYPE_BYTES, pp_layer_ranges, weights_bytes_per_rank
 from planner.catalog.gpus import GPU
 from planner.catalog.model_spec import ModelSpec
+from planner.catalog.params import count_params
 from planner.errors import InvalidParameterError
 from planner.units import GB
 

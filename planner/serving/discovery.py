@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import httpx
+import httpx2
 
 from planner.errors import PlannerError
 from planner.serving.endpoints import Endpoint, api_key
@@ -69,16 +69,16 @@ def _int(value: Any) -> int | None:
 
 
 def describe_error(exc: Exception, url: str) -> str:
-    """One line for an ``httpx`` failure on ``url``: ``timed out: <url>``, ``cannot connect to <url>: ...``, or the
+    """One line for an ``httpx2`` failure on ``url``: ``timed out: <url>``, ``cannot connect to <url>: ...``, or the
     exception's type and text."""
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx2.TimeoutException):
         return f"timed out: {url}"
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, httpx2.ConnectError):
         return f"cannot connect to {url}: {one_line(exc) or 'connection refused'}"
     return one_line(f"{url}: {type(exc).__name__}: {exc}")
 
 
-async def _get(client: httpx.AsyncClient, url: str) -> tuple[int, Any]:
+async def _get(client: httpx2.AsyncClient, url: str) -> tuple[int, Any]:
     response = await client.get(url)
     try:
         body = response.json() if response.content else None
@@ -119,7 +119,7 @@ async def discover(
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     base = endpoint.base_url
     info: dict[str, Any] = {"endpoint": endpoint.name, "kind": endpoint.kind, "healthy": False}
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers) as client:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), headers=headers) as client:
         url = base
         try:
             if endpoint.kind in ("vllm", "sglang", "tgi"):
@@ -156,7 +156,7 @@ async def discover(
                     v_status, v_body = await _get(client, url)
                     if v_status == 200 and isinstance(v_body, Mapping) and isinstance(v_body.get("version"), str):
                         version = v_body["version"]
-                except httpx.HTTPError:
+                except httpx2.HTTPError:
                     version = None
             if chosen is None:
                 return EndpointInfo(**info, version=version, error=f"{base}/v1/models lists no model")
@@ -167,7 +167,7 @@ async def discover(
                 max_model_len_tokens=_int(entry.get("max_model_len")),
                 version=version,
             )
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             return EndpointInfo(**info, error=describe_error(exc, url))
 
 
@@ -178,10 +178,10 @@ async def _tokenize(
     key = api_key(endpoint, secrets)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers) as client:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), headers=headers) as client:
             response = await client.post(url, json=payload)
         return response.json() if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return None
 
 

@@ -27,15 +27,13 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from planner.errors import BadValue, InvalidParameterError, MalformedTextError, PlannerError
+from planner.errors import BadValue, EndpointConfigError, InvalidParameterError, MalformedTextError, MissingAPIKeyError
 from planner.parsing import toml_table
 from planner.values import parse_list
 
 __all__ = [
     "KINDS",
     "Endpoint",
-    "EndpointConfigError",
-    "MissingAPIKeyError",
     "api_key",
     "check_new_name",
     "format_endpoint_names",
@@ -55,22 +53,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 #: Most endpoint names a list (a link's ``ep``) selects.
 MAX_ENDPOINTS = 16
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class EndpointConfigError(PlannerError, ValueError):
-    """An ``endpoints.toml`` file cannot be read or has bad entries.
-
-    The message holds one line per bad entry, naming the entry, the field and what is accepted;
-    ``problems`` holds the same lines as a tuple.
-    """
-
-    def __init__(self, problems: tuple[str, ...]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
-
-
-class MissingAPIKeyError(PlannerError, LookupError):
-    """An endpoint names an API-key variable that is set neither in the environment nor in the secrets."""
 
 
 def _normalize_url(url: str) -> str:

@@ -53,12 +53,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 from prometheus_client.parser import text_string_to_metric_families
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MetricsParseError, MissingAPIKeyError
 from planner.serving.discovery import describe_error, status_error
-from planner.serving.endpoints import Endpoint, MissingAPIKeyError, api_key
+from planner.serving.endpoints import Endpoint, api_key
 from planner.serving.streaming import one_line
 
 __all__ = [
@@ -66,7 +66,6 @@ __all__ = [
     "RESET_ROUTES",
     "KVComparison",
     "MeasuredKV",
-    "MetricsParseError",
     "PrefixCacheStats",
     "ServerSample",
     "SpecDecodeStats",
@@ -126,10 +125,6 @@ _AVERAGED = frozenset({"kv_cache_usage_perc"})
 _INTS = frozenset({"running", "waiting", "batch_size", "queue_size", "batch_max_tokens", "num_preemptions_total"})
 # consecutive transient failures (timeouts, 5xx) after which the scraper gives up
 _MAX_FAILURES = 3
-
-
-class MetricsParseError(PlannerError, ValueError):
-    """A ``/metrics`` body is not Prometheus text; the message is one line naming the parser's complaint."""
 
 
 @dataclass(frozen=True)
@@ -574,13 +569,13 @@ def spec_decode_stats(before: ServerSample | None, after: ServerSample | None) -
 
 
 # --- network ------------------------------------------------------------------------------------------------------
-def _client(endpoint: Endpoint, secrets: Mapping[str, Any] | None, timeout_s: float) -> httpx.AsyncClient:
+def _client(endpoint: Endpoint, secrets: Mapping[str, Any] | None, timeout_s: float) -> httpx2.AsyncClient:
     key = api_key(endpoint, secrets)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), headers=headers)
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), headers=headers)
 
 
-def _body(response: httpx.Response) -> Any:
+def _body(response: httpx2.Response) -> Any:
     """The response's JSON body when it has one (so error messages show the server's message), else its text."""
     try:
         return response.json()
@@ -628,7 +623,7 @@ async def fetch_measured_kv(
             response = await client.get(url)
     except MissingAPIKeyError as exc:
         return MeasuredKV(source=source, error=one_line(exc))
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         return MeasuredKV(source=source, error=describe_error(exc, url))
     if response.status_code != 200:
         return MeasuredKV(source=source, error=status_error(url, response.status_code, _body(response)))
@@ -661,7 +656,7 @@ async def fetch_sample(
         if response.status_code != 200:
             return None
         return parse_metrics(response.text, endpoint.kind, time.perf_counter() - start, model=endpoint.model)
-    except (MissingAPIKeyError, httpx.HTTPError, MetricsParseError):
+    except (MissingAPIKeyError, httpx2.HTTPError, MetricsParseError):
         return None
 
 
@@ -684,7 +679,7 @@ async def reset_prefix_cache(
             response = await client.post(url)
     except MissingAPIKeyError as exc:
         return one_line(exc)
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         return describe_error(exc, url)
     if 200 <= response.status_code < 300:
         return None
@@ -704,7 +699,7 @@ async def scrape_metrics(
 ) -> str | None:
     """Poll ``endpoint``'s ``/metrics`` every ``interval_s`` until ``stop`` is set; each sample goes to ``on_sample``.
 
-    Meant to run as a task beside a load test. One ``httpx.AsyncClient`` is used for the whole loop. Scrapes start
+    Meant to run as a task beside a load test. One ``httpx2.AsyncClient`` is used for the whole loop. Scrapes start
     on a fixed grid, ``interval_s`` apart from the first, so timing does not drift; a scrape that overruns its slot
     skips the grid points it missed.
 
@@ -744,9 +739,9 @@ async def scrape_metrics(
         while not stop.is_set():
             try:
                 response = await client.get(url)
-            except httpx.ConnectError as exc:
+            except httpx2.ConnectError as exc:
                 return describe_error(exc, url)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 failures += 1
                 if failures >= _MAX_FAILURES:
                     return f"{describe_error(exc, url)} ({failures} times in a row)"

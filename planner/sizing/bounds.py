@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.capacity.result import Plan
+from planner.metrics.latency import percentiles
 from planner.metrics.slo import Slo
 from planner.predict.shape import StepShape
 from planner.predict.step_time import TERMS, StepCoefficients, critical_path, step_features
@@ -153,9 +154,11 @@ def bounds(
     times = feats @ coef
     ttft = coefficients.request_in_s(input_len) + float(times[:chunks].sum()) + coefficients.response_overhead_s
     decode = times[chunks:]
+    # TPOT of a request alone: its output_len − 1 decode steps are its gaps after the first token, so
+    # planner.metrics.latency.tpot_s's (E2E − TTFT) / (output_len − 1) is their mean
     tpot = float(decode.mean()) if decode.size else 0.0
     e2el = ttft + float(decode.sum())
-    itl = np.percentile(decode, (50, 90, 99)) if decode.size else np.zeros(3)
+    itl = percentiles(decode, (50, 90, 99)) if decode.size else (0.0, 0.0, 0.0)
     # The fixed part of a step: its overhead and per-layer launches, the weights every step reads (for a MoE, the
     # experts one token reaches), and the all-reduce calls' latency.
     reach = shape.experts_per_token / shape.num_experts if shape.num_experts else 0.0
@@ -192,9 +195,9 @@ def bounds(
         ttft_s=ttft,
         tpot_s=tpot,
         e2el_s=e2el,
-        itl_p50_s=float(itl[0]),
-        itl_p90_s=float(itl[1]),
-        itl_p99_s=float(itl[2]),
+        itl_p50_s=itl[0],
+        itl_p90_s=itl[1],
+        itl_p99_s=itl[2],
         fixed_step_s=float(fixed),
         work_per_request_s=work,
         max_batch=batch,

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from planner import display
 from planner.catalog.gpus import GPU
+from planner.palette import series_color
 from planner.sizing.options import SizingOption, SizingResult
 from planner.sizing.pareto import ParetoPoint, frontier
 from planner.sizing.prices import price_of
@@ -33,18 +34,6 @@ VERDICT_TEXT: dict[str, str] = {
     "not_predicted": "cannot be predicted",
     "does_not_fit": "does not fit",
 }
-_PALETTE = (
-    "#636EFA",
-    "#EF553B",
-    "#00CC96",
-    "#AB63FA",
-    "#FFA15A",
-    "#19D3F3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-)
 
 
 def _checked(o: SizingOption) -> str:
@@ -161,7 +150,7 @@ def pareto_figure(points: Sequence[ParetoPoint], *, cost: bool = False, chosen: 
     gpus = list(dict.fromkeys(p.gpu_id for p in shown))
     for k, gpu in enumerate(gpus):
         group = [p for p in shown if p.gpu_id == gpu]
-        color = _PALETTE[k % len(_PALETTE)]
+        color = series_color(k)
         fig.add_trace(
             go.Scatter(
                 x=[p.tokens_per_s_per_user for p in group],

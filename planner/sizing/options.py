@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.capacity.launch import vllm_command
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
-from planner.catalog.launch import vllm_command
 from planner.metrics.slo import SloCheck
 from planner.predict.api import DEFAULT_SOURCE
 from planner.predict.shape import StepShape

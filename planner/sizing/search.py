@@ -274,14 +274,58 @@ def size(
     if max_probes < 1 or keep < 1:
         raise InvalidParameterError("max_probes" if max_probes < 1 else "keep", min(max_probes, keep), "≥ 1")
     started = time.perf_counter()
-    progress = on_progress or (lambda *_: None)
+    _check_lengths(settings)
+    spec = spec or resolve_model(settings.model).spec
+    gpus, notes = _gpus(settings)
+    coefficients: StepCoefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
+    search = _Search(settings, coefficients, on_progress or (lambda *_: None), notes)
+    checkpoints, left_out = _checkpoints(settings, spec)
+    search.notes += left_out
+    search.plan_all(gpus, checkpoints, spec)  # stages 1-3
+    resolved = search.simulate(keep=keep, max_probes=max_probes)  # stage 4
+    search.predict_at_size(resolved)  # stage 5
+    search.explain_the_rest(resolved, max_probes)
+    ranked = _rank([search.options[c.index] for c in resolved])
+    others = sorted(
+        (o for o in search.options.values() if o.verdict != "meets"),
+        key=lambda o: (
+            VERDICTS.index(o.verdict),
+            o.least_usd_per_hour if o.least_usd_per_hour is not None else math.inf,
+            o.config.num_gpus,
+        ),
+    )
+    closest = None if ranked else _closest(search.options.values(), settings)
+    answer = _answer(ranked, closest, settings, len(search.options))
+    search.progress(1.0, "Done")
+    return SizingResult(
+        settings=settings,
+        options=(*ranked, *others),
+        answer=answer,
+        closest=closest,
+        calibration=DEFAULT_SOURCE if profile is None else f"calibrated on {len(profile.runs)} run(s) ({profile.gpu})",
+        coefficients=coefficients,
+        notes=tuple(dict.fromkeys(search.notes)),
+        probes_run=search.probes_run,
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+def _check_lengths(settings: SizingSettings) -> None:
+    """Refuse a served ``max_model_len`` shorter than one request (``input_len + output_len``)."""
     if settings.input_len + settings.output_len > settings.served_max_model_len:
         raise InvalidParameterError(
             "max_model_len",
             settings.served_max_model_len,
             f"at least input_len + output_len ({settings.input_len + settings.output_len:,} tokens)",
         )
-    spec = spec or resolve_model(settings.model).spec
+
+
+def _gpus(settings: SizingSettings) -> tuple[list[GPU], list[str]]:
+    """The GPUs to search (default: the whole catalog), once each, and a note per price given for a GPU left out.
+
+    Raises:
+        UnknownGPUError: a GPU id, searched or priced, that is not in the catalog (naming the closest).
+    """
     gpus: list[GPU] = [get_gpu(g) for g in settings.gpus] if settings.gpus else list(list_gpus())
     gpus = list({g.id: g for g in gpus}.values())
     searched = {g.id for g in gpus}
@@ -290,210 +334,221 @@ def size(
         gpu = get_gpu(gpu_id)  # an unknown id raises, naming the closest
         if gpu.id not in searched:
             notes.append(f"a price is given for {gpu.id}, which is not among the GPUs searched")
-    coefficients: StepCoefficients = profile.coefficients if profile else DEFAULT_COEFFICIENTS
-    source = DEFAULT_SOURCE if profile is None else f"calibrated on {len(profile.runs)} run(s) ({profile.gpu})"
-    checkpoints, left_out = _checkpoints(settings, spec)
-    notes += left_out
-    rate_needed = settings.deployment_rate
-    options: dict[int, SizingOption] = {}
-    candidates: list[_Candidate] = []
-    configs: list[Configuration] = []
+    return gpus, notes
 
-    def add(config: Configuration, verdict: str, reason: str | None, price: GpuPrice, **extra: object) -> None:
-        configs.append(config)
-        options[len(configs) - 1] = SizingOption(config, verdict, reason, price, **extra)  # type: ignore[arg-type]
 
-    dominated = 0
+def _parallel_sizes(tp_limit: int, max_gpus: int) -> list[tuple[int, int]]:
+    """``(tp, pp)`` in search order: tensor parallelism alone (1, 2, 4, … ``tp_limit``), then each pipeline size
+    above 1 with every tensor size; at most ``max_gpus`` GPUs."""
+    pairs = [(tp, 1) for tp in _powers(tp_limit)]
+    pairs += [(tp, pp) for pp in _powers(max_gpus)[1:] for tp in _powers(tp_limit)]
+    return [(tp, pp) for tp, pp in pairs if tp * pp <= max_gpus]
+
+
+@dataclass
+class _Search:
+    """One search's working state: every configuration's row (by index, in the order planned), the candidates that
+    go on to simulation, the notes and the simulations run."""
+
+    settings: SizingSettings
+    coefficients: StepCoefficients
+    progress: Callable[[float, str], object]
+    notes: list[str]
+    options: dict[int, SizingOption] = field(default_factory=dict)
+    candidates: list[_Candidate] = field(default_factory=list)
+    probes_run: int = 0
+
+    def add(self, config: Configuration, verdict: str, reason: str | None, price: GpuPrice, **extra: object) -> int:
+        """Add a row; returns its index."""
+        index = len(self.options)
+        self.options[index] = SizingOption(config, verdict, reason, price, **extra)  # type: ignore[arg-type]
+        return index
+
     # --- stages 1-3: configurations, memory, bounds ---------------------------------------------------------------
-    for gi, gpu in enumerate(gpus):
-        progress(0.3 * gi / max(1, len(gpus)), f"Planning {gpu.name}")
-        price = price_of(gpu, settings.price_override(gpu.id))
-        if price.usd_per_hour is None:
-            # Without a price nothing ranks it: one row says so, and its configurations are not planned.
-            config = Configuration(
-                gpu.id, gpu.name, settings.model, "none", "auto", checkpoint_scheme=spec.quant.method
+    def plan_all(self, gpus: Sequence[GPU], checkpoints: Sequence[tuple[str, str, ModelSpec]], spec: ModelSpec) -> None:
+        """Plan every configuration of every GPU (a row each), keeping those that fit and can be predicted as
+        candidates; a GPU without a price gets one row that asks for it."""
+        settings = self.settings
+        dominated = 0
+        for gi, gpu in enumerate(gpus):
+            self.progress(0.3 * gi / max(1, len(gpus)), f"Planning {gpu.name}")
+            price = price_of(gpu, settings.price_override(gpu.id))
+            if price.usd_per_hour is None:
+                # Without a price nothing ranks it: one row says so, and its configurations are not planned.
+                config = Configuration(
+                    gpu.id, gpu.name, settings.model, "none", "auto", checkpoint_scheme=spec.quant.method
+                )
+                self.add(
+                    config,
+                    "no_price",
+                    f"no public price in the catalog: give one (--price {gpu.id}=USD_PER_HOUR, or in the price table) "
+                    "to plan, simulate and rank it",
+                    price,
+                )
+                continue
+            sizes = _parallel_sizes(min(settings.node_size(gpu.id), settings.max_gpus), settings.max_gpus)
+            for quant, model_id, model_spec in checkpoints:
+                for kv in settings.kv_cache_dtypes:
+                    fitting: set[int] = set()
+                    for tp, pp in sizes:
+                        config = Configuration(gpu.id, gpu.name, model_id, quant, kv, tp, pp, model_spec.quant.method)
+                        if pp > 1 and tp * pp in fitting:
+                            dominated += 1  # TP alone fits on as many GPUs, and PP adds no speed in the step model
+                            continue
+                        if self._assess(config, model_spec, price):
+                            fitting.add(tp * pp)
+        if dominated:
+            self.notes.append(
+                f"{dominated} pipeline-parallel configuration(s) left out: tensor parallelism alone fits on as many "
+                "GPUs, and pipeline parallelism adds no speed in the step model"
             )
-            add(
+
+    def _assess(self, config: Configuration, model_spec: ModelSpec, price: GpuPrice) -> bool:
+        """Plan ``config`` (stage 2) and bound it (stage 3), adding its row (and a candidate when it can be
+        simulated); True when it fits in memory."""
+        settings = self.settings
+        try:
+            result = plan_scenario(config.scenario(settings), spec=model_spec, advise=False)
+        except PlannerError as exc:
+            self.add(config, "does_not_fit", str(exc), price)
+            return False
+        if not result.fits:
+            what = "vLLM refuses it" if result.refused else "does not fit"
+            self.add(config, "does_not_fit", f"{what}: {result.reason}", price, plan=result)
+            return False
+        try:
+            shape = step_shape(result, model_spec)
+        except PlannerError as exc:
+            self.add(config, "not_predicted", f"cannot be predicted: {exc}", price, plan=result)
+            return True
+        ends = slo_ends(shape, settings)
+        b = bounds(
+            result, shape, self.coefficients, input_len=settings.input_len, output_len=settings.output_len, ends=ends
+        )
+        floor = binding([ends.check(slo, b.floor_s(slo)) for slo in settings.slos])
+        if floor is not None and not floor.ok:
+            slo = floor.slo
+            self.add(
                 config,
-                "no_price",
-                f"no public price in the catalog: give one (--price {gpu.id}=USD_PER_HOUR, or in the price table) to "
-                "plan, simulate and rank it",
+                "misses_slo",
+                f"misses {slo.key} at any load: a request alone takes {ends.shown(floor)} (SLO "
+                f"{slo.limit_ms:,.6g} ms); more replicas do not help",
                 price,
+                plan=result,
+                bounds=b,
+                ends=ends,
             )
-            continue
-        tp_limit = min(settings.node_size(gpu.id), settings.max_gpus)
-        for quant, model_id, model_spec in checkpoints:
-            for kv in settings.kv_cache_dtypes:
-                fitting: set[int] = set()
-                pairs = [(tp, 1) for tp in _powers(tp_limit)]
-                pairs += [(tp, pp) for pp in _powers(settings.max_gpus)[1:] for tp in _powers(tp_limit)]
-                for tp, pp in pairs:
-                    if tp * pp > settings.max_gpus:
-                        continue
-                    config = Configuration(gpu.id, gpu.name, model_id, quant, kv, tp, pp, model_spec.quant.method)
-                    if pp > 1 and tp * pp in fitting:
-                        dominated += 1  # TP alone fits on as many GPUs, and PP adds no speed in the step model
-                        continue
-                    try:
-                        result = plan_scenario(config.scenario(settings), spec=model_spec, advise=False)
-                    except PlannerError as exc:
-                        add(config, "does_not_fit", str(exc), price)
-                        continue
-                    if not result.fits:
-                        what = "vLLM refuses it" if result.refused else "does not fit"
-                        add(config, "does_not_fit", f"{what}: {result.reason}", price, plan=result)
-                        continue
-                    fitting.add(tp * pp)
-                    try:
-                        shape = step_shape(result, model_spec)
-                    except PlannerError as exc:
-                        add(config, "not_predicted", f"cannot be predicted: {exc}", price, plan=result)
-                        continue
-                    ends = slo_ends(shape, settings)
-                    b = bounds(
-                        result,
-                        shape,
-                        coefficients,
-                        input_len=settings.input_len,
-                        output_len=settings.output_len,
-                        ends=ends,
-                    )
-                    floor = binding([ends.check(slo, b.floor_s(slo)) for slo in settings.slos])
-                    if floor is not None and not floor.ok:
-                        slo = floor.slo
-                        add(
-                            config,
-                            "misses_slo",
-                            f"misses {slo.key} at any load: a request alone takes {ends.shown(floor)} (SLO "
-                            f"{slo.limit_ms:,.6g} ms); more replicas do not help",
-                            price,
-                            plan=result,
-                            bounds=b,
-                            ends=ends,
-                        )
-                        continue
-                    add(config, "not_searched", None, price, plan=result, shape=shape, bounds=b, ends=ends)
-                    candidates.append(
-                        _Candidate(len(configs) - 1, config, result, shape, b, ends, price.usd_per_hour, failed=0)
-                    )
-    if dominated:
-        notes.append(
-            f"{dominated} pipeline-parallel configuration(s) left out: tensor parallelism alone fits on as many GPUs, "
-            "and pipeline parallelism adds no speed in the step model"
+            return True
+        index = self.add(config, "not_searched", None, price, plan=result, shape=shape, bounds=b, ends=ends)
+        assert price.usd_per_hour is not None  # plan_all plans only priced GPUs
+        self.candidates.append(_Candidate(index, config, result, shape, b, ends, price.usd_per_hour, failed=0))
+        return True
+
+    # --- stage 4: simulation, cheapest first ------------------------------------------------------------------------
+    def simulate(self, *, keep: int, max_probes: int) -> list[_Candidate]:
+        """Simulate the candidates cheapest first (:func:`planner.sizing.replicas.cheapest_replicas`) until ``keep``
+        are resolved or ``max_probes`` simulations are spent; returns the resolved ones."""
+        rate_needed = self.settings.deployment_rate
+        candidates = self.candidates
+
+        def evaluate(i: int, replicas: int) -> tuple[bool, float]:
+            c = candidates[i]
+            verdict = replica_verdict(
+                c.shape, c.bounds, self.coefficients, self.settings, c.ends, rate_needed / replicas
+            )
+            self.probes_run += verdict.simulations
+            c.probes.append((verdict.probe, verdict.met))
+            return verdict.met, verdict.excess
+
+        def step(done: int, i: int, replicas: int) -> None:
+            self.progress(0.3 + 0.6 * done / max_probes, f"Simulating {candidates[i].config.label} × {replicas}")
+
+        searchable = [c for c in candidates if c.bounds.rate_bound > 0]
+        for c in candidates:
+            if c.bounds.rate_bound <= 0:
+                c.given_up = f"its {c.bounds.binding} SLO leaves no request rate"
+        states, _ = cheapest_replicas(
+            [
+                (
+                    c.usd_per_gpu_hour * c.config.num_gpus,
+                    max(1, math.ceil(rate_needed / c.bounds.rate_bound - _EPS)),
+                    # the throughput bound holds for the simulator (all the work, at most B a step); an SLO's is an
+                    # estimate (a percentile taken at its mean), so the count it rules out is simulated once
+                    c.bounds.binding == "throughput",
+                )
+                for c in searchable
+            ],
+            lambda i, r: evaluate(candidates.index(searchable[i]), r),
+            keep=keep,
+            max_evaluations=max_probes,
+            max_replicas=MAX_REPLICAS,
+            on_step=lambda done, i, r: step(done, candidates.index(searchable[i]), r),
         )
+        for c, state in zip(searchable, states, strict=True):
+            c.failed, c.passed, c.resolved = state.failed, state.passed, state.resolved
+            c.given_up = state.given_up
+        return [c for c in searchable if c.resolved]
 
-    # --- stage 4: simulation, cheapest first ----------------------------------------------------------------------
-    probes_run = 0
-
-    def evaluate(i: int, replicas: int) -> tuple[bool, float]:
-        nonlocal probes_run
-        c = candidates[i]
-        verdict = replica_verdict(c.shape, c.bounds, coefficients, settings, c.ends, rate_needed / replicas)
-        probes_run += verdict.simulations
-        c.probes.append((verdict.probe, verdict.met))
-        return verdict.met, verdict.excess
-
-    def step(done: int, i: int, replicas: int) -> None:
-        progress(0.3 + 0.6 * done / max_probes, f"Simulating {candidates[i].config.label} × {replicas}")
-
-    searchable = [c for c in candidates if c.bounds.rate_bound > 0]
-    for c in candidates:
-        if c.bounds.rate_bound <= 0:
-            c.given_up = f"its {c.bounds.binding} SLO leaves no request rate"
-    states, _ = cheapest_replicas(
-        [
-            (
-                c.usd_per_gpu_hour * c.config.num_gpus,
-                max(1, math.ceil(rate_needed / c.bounds.rate_bound - _EPS)),
-                # the throughput bound holds for the simulator (all the work, at most B a step); an SLO's is an
-                # estimate (a percentile taken at its mean), so the count it rules out is simulated once
-                c.bounds.binding == "throughput",
+    # --- stage 5: at the chosen size --------------------------------------------------------------------------------
+    def predict_at_size(self, resolved: list[_Candidate]) -> None:
+        """Sort ``resolved`` cheapest first (in place) and simulate each once more at its actual share,
+        ``target_rate / replicas``: its row becomes a ``meets`` option with its replicas, capacity and cost."""
+        settings = self.settings
+        rate_needed = settings.deployment_rate
+        resolved.sort(key=lambda r: (r.cost(r.passed or 0), r.config.num_gpus * (r.passed or 0), r.index))
+        for i, c in enumerate(resolved):
+            self.progress(0.9 + 0.1 * i / max(1, len(resolved)), f"Predicting {c.config.label} at its size")
+            replicas = c.passed or 1
+            at_size = replica_probe(c.shape, c.bounds, self.coefficients, settings, settings.target_rate / replicas)
+            self.probes_run += 1
+            usd = c.cost(replicas)
+            failed_rates = [p.rate for p, met in c.probes if not met]
+            self.options[c.index] = replace(
+                self.options[c.index],
+                verdict="meets",
+                replicas=replicas,
+                replica_rate=rate_needed / replicas,
+                replica_rate_limit=min(failed_rates) if failed_rates else c.bounds.rate_bound,
+                at_size=at_size,
+                probes=tuple(c.probes),
+                usd_per_hour=usd,
+                usd_per_million_output_tokens=usd_per_million_output_tokens(
+                    usd, settings.target_rate, settings.output_len
+                ),
             )
-            for c in searchable
-        ],
-        lambda i, r: evaluate(candidates.index(searchable[i]), r),
-        keep=keep,
-        max_evaluations=max_probes,
-        max_replicas=MAX_REPLICAS,
-        on_step=lambda done, i, r: step(done, candidates.index(searchable[i]), r),
-    )
-    for c, state in zip(searchable, states, strict=True):
-        c.failed, c.passed, c.resolved = state.failed, state.passed, state.resolved
-        c.given_up = state.given_up
-    resolved = [c for c in searchable if c.resolved]
 
-    # --- stage 5: at the chosen size ------------------------------------------------------------------------------
-    resolved.sort(key=lambda r: (r.cost(r.passed or 0), r.config.num_gpus * (r.passed or 0), r.index))
-    for i, c in enumerate(resolved):
-        progress(0.9 + 0.1 * i / max(1, len(resolved)), f"Predicting {c.config.label} at its size")
-        replicas = c.passed or 1
-        at_size = replica_probe(c.shape, c.bounds, coefficients, settings, settings.target_rate / replicas)
-        probes_run += 1
-        usd = c.cost(replicas)
-        failed_rates = [p.rate for p, met in c.probes if not met]
-        options[c.index] = replace(
-            options[c.index],
-            verdict="meets",
-            replicas=replicas,
-            replica_rate=rate_needed / replicas,
-            replica_rate_limit=min(failed_rates) if failed_rates else c.bounds.rate_bound,
-            at_size=at_size,
-            probes=tuple(c.probes),
-            usd_per_hour=usd,
-            usd_per_million_output_tokens=usd_per_million_output_tokens(usd, settings.target_rate, settings.output_len),
-        )
-    best = resolved[0] if resolved else None
-    best_cost = best.cost(best.passed or 1) if best else None
-    for c in candidates:
-        if c.resolved:
-            continue
-        least = c.failed + 1
-        base = options[c.index]
-        extra = {"probes": tuple(c.probes), "least_replicas": least, "least_usd_per_hour": c.cost(least)}
-        if c.given_up:
-            options[c.index] = replace(base, verdict="misses_slo", reason=c.given_up, **extra)
-        elif best_cost is not None and c.cost(least) >= best_cost - _EPS:
-            why = f"at least {least} replica(s) × {c.config.num_gpus} GPU(s) = {_money(c.cost(least))}/h"
-            why += " (simulated)" if c.probes else " (by the step model's bound)"
-            options[c.index] = replace(
-                base, verdict="costs_more", reason=f"{why}: no cheaper than the options above", **extra
+    def explain_the_rest(self, resolved: Sequence[_Candidate], max_probes: int) -> None:
+        """Give every candidate not resolved its verdict and reason: it misses an SLO at any replica count, costs
+        at least as much as the cheapest resolved option, or was not simulated within ``max_probes``."""
+        best = resolved[0] if resolved else None
+        best_cost = best.cost(best.passed or 1) if best else None
+        for c in self.candidates:
+            if c.resolved:
+                continue
+            least = c.failed + 1
+            base = self.options[c.index]
+            extra = {"probes": tuple(c.probes), "least_replicas": least, "least_usd_per_hour": c.cost(least)}
+            if c.given_up:
+                self.options[c.index] = replace(base, verdict="misses_slo", reason=c.given_up, **extra)
+            elif best_cost is not None and c.cost(least) >= best_cost - _EPS:
+                why = f"at least {least} replica(s) × {c.config.num_gpus} GPU(s) = {_money(c.cost(least))}/h"
+                why += " (simulated)" if c.probes else " (by the step model's bound)"
+                self.options[c.index] = replace(
+                    base, verdict="costs_more", reason=f"{why}: no cheaper than the options above", **extra
+                )
+            else:
+                self.options[c.index] = replace(
+                    base,
+                    verdict="not_searched",
+                    reason=f"not simulated within {max_probes} simulations; it could cost as little as "
+                    f"{_money(c.cost(least))}/h",
+                    **extra,
+                )
+        if any(o.verdict == "not_searched" for o in self.options.values()):
+            self.notes.append(
+                f"the search stopped after {max_probes} simulations; some configurations were not simulated (raise "
+                "max_probes to search them)"
             )
-        else:
-            options[c.index] = replace(
-                base,
-                verdict="not_searched",
-                reason=f"not simulated within {max_probes} simulations; it could cost as little as "
-                f"{_money(c.cost(least))}/h",
-                **extra,
-            )
-    if any(o.verdict == "not_searched" for o in options.values()):
-        notes.append(
-            f"the search stopped after {max_probes} simulations; some configurations were not simulated (raise "
-            "max_probes to search them)"
-        )
-    ranked = _rank([options[c.index] for c in resolved])
-    others = sorted(
-        (o for i, o in options.items() if o.verdict != "meets"),
-        key=lambda o: (
-            VERDICTS.index(o.verdict),
-            o.least_usd_per_hour if o.least_usd_per_hour is not None else math.inf,
-            o.config.num_gpus,
-        ),
-    )
-    closest = None if ranked else _closest(options.values(), settings)
-    answer = _answer(ranked, closest, settings, len(options))
-    progress(1.0, "Done")
-    return SizingResult(
-        settings=settings,
-        options=(*ranked, *others),
-        answer=answer,
-        closest=closest,
-        calibration=source,
-        coefficients=coefficients,
-        notes=tuple(dict.fromkeys(notes)),
-        probes_run=probes_run,
-        elapsed_s=time.perf_counter() - started,
-    )
 
 
 def _rank(options: list[SizingOption]) -> list[SizingOption]:

@@ -17,14 +17,14 @@ import plotly.graph_objects as go
 from planner import display
 from planner.capacity.charts import key_figures_table, memory_breakdown_figure, scenario_label
 from planner.capacity.explain import Explanation, explain, layout_rows, version_changes, version_range_text
+from planner.capacity.launch import Launch, launch
 from planner.capacity.plan import plan
+from planner.capacity.presets import scenario_from_advice
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.capacity.verdict import verdict
 from planner.catalog.hub import ResolvedModel
-from planner.catalog.launch import Launch, launch
 from planner.catalog.model_spec import ModelSpec
-from planner.catalog.presets import scenario_from_advice
 from planner.errors import InvalidParameterError, PlannerError
 from planner.predict.api import Outlook, outlook
 from planner.views.model import ModelDetails, model_details

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from planner import display
+from planner.capacity.launch import UPLOADED_PREFIX
 from planner.catalog.hub import ResolvedModel, describe
-from planner.catalog.launch import UPLOADED_PREFIX
 from planner.errors import MalformedTextError
 from planner.parsing import json_value
 

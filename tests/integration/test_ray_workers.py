@@ -19,7 +19,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -r requirements-ray.txt)")
 
-from planner.loadtest.ray_workers import NAMESPACE  # noqa: E402
+from planner.loadtest.ray_workers import NAMESPACE, send_on_ray  # noqa: E402
 from planner.loadtest.runner import LoadResult, run_load  # noqa: E402
 from planner.loadtest.settings import LoadSettings  # noqa: E402
 from planner.serving.endpoints import Endpoint  # noqa: E402
@@ -61,7 +61,7 @@ def _key(body: dict) -> str:
 
 
 def _run(server: TimedServer, settings: LoadSettings, **kwargs) -> LoadResult:
-    return asyncio.run(run_load(Endpoint("t", "vllm", server.url), settings, **kwargs))
+    return asyncio.run(run_load(Endpoint("t", "vllm", server.url), settings, remote=send_on_ray, **kwargs))
 
 
 SEEDED = LoadSettings(
@@ -175,7 +175,9 @@ def test_a_stop_ends_every_worker(local_ray, slow_server):
         def on_record(record: RequestRecord) -> None:
             stop[0].set()
 
-        return await run_load(Endpoint("t", "vllm", slow_server.url), SLOW, on_record=on_record, stop=stop[0])
+        return await run_load(
+            Endpoint("t", "vllm", slow_server.url), SLOW, on_record=on_record, stop=stop[0], remote=send_on_ray
+        )
 
     result = asyncio.run(go())
     assert result.stopped == "cancelled" and result.worker_errors == ()  # both workers returned their shares

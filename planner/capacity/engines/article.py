@@ -23,12 +23,12 @@ import re
 from dataclasses import dataclass, replace
 
 from planner.capacity.engines.common import resolve_gpu
-from planner.capacity.params import count_params
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.hub import resolve_model
 from planner.catalog.model_spec import ModelSpec
 from planner.catalog.models import get_model
+from planner.catalog.params import count_params
 from planner.errors import InvalidParameterError, UnknownModelError
 from planner.units import GIB
 

@@ -47,7 +47,7 @@ from planner.capacity.kv_cache import (
     kv_heads_per_rank,
     page_bytes_per_layer,
 )
-from planner.capacity.kv_layout import build_kv_layout, kv_bytes_per_token_model
+from planner.capacity.kv_layout import KvLayout, build_kv_layout, kv_bytes_per_token_model
 from planner.capacity.result import Formula, MemoryTerms, Plan
 from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
 from planner.capacity.speculative import DraftMemory, draft_memory, runs_on_v1_runner
@@ -409,6 +409,12 @@ def _all_reduce_text(car: CustomAllReduce, tp: int) -> str | None:
 def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None = None) -> Plan:
     """Plan ``scenario`` as vLLM would size it at start-up.
 
+    The steps, each a function of this module: the model, GPU, version profile and the limits vLLM resolves before
+    it sizes memory (:func:`_setup`); each pipeline stage's memory and KV pool (:func:`_stages`), the stage with the
+    fewest blocks limiting; ``--max-model-len auto`` fitted to that pool (:func:`_fit_auto`); the KV tokens and
+    concurrency as this version reports them (:func:`_capacity`); why vLLM would refuse to start, if it would
+    (:func:`_reason`); and the plan with its notes, KV layout and formulas.
+
     Args:
         scenario: the scenario (``engine`` is ignored; vLLM rules apply).
         spec: a model to use instead of looking ``scenario.model`` up in the catalog.
@@ -420,6 +426,127 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
 
     Raises:
         PlannerError subclasses for unknown models, GPUs or bad settings.
+    """
+    setup = _setup(scenario, spec, gpu)
+    spec, profile = setup.spec, setup.profile
+    stages = _stages(setup)
+    limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
+    pool = limiting.pool
+    max_len, by_memory, estimated, auto_note = _fit_auto(setup, pool)
+    tokens, concurrency, per_request_blocks = _capacity(profile, pool, setup.block, max_len)
+    reason = _refusal(spec, setup.tp, max_len)
+    refused = reason is not None
+    if not refused:  # the memory checks do not apply to a configuration vLLM rejects before loading
+        reason = _reason(setup, limiting, pool, max_len, estimated, per_request_blocks)
+    terms = MemoryTerms(
+        total_bytes=setup.total,
+        budget_bytes=setup.budget,
+        weights_bytes=limiting.weights,
+        activation_bytes=limiting.activation.peak,
+        non_torch_bytes=limiting.non_torch.total_bytes,
+        cuda_graph_bytes=limiting.cuda_graph,
+        kv_cache_bytes=max(0.0, limiting.available),
+        unused_bytes=max(0.0, setup.total - setup.budget),
+    )
+    notes = [*setup.notes, *([auto_note] if auto_note else [])]
+    notes += _notes(profile, setup.runner, scenario, spec, setup.gpu, setup.topology, setup.tp)
+    notes += _speculative_notes(scenario, spec, setup.draft, setup.runner, runner_for(profile, spec))
+    target = scenario.target_context
+    formulas = _formulas(
+        profile,
+        setup.runner,
+        setup.total,
+        scenario,
+        limiting,
+        setup.page,
+        pool,
+        tokens,
+        concurrency,
+        max_len,
+        setup.mnbt,
+        spec,
+        graphs=setup.graphs if setup.subtract_graphs else 0,
+        draft=setup.draft,
+    )
+    tp, pp = setup.tp, setup.pp
+    return Plan(
+        scenario=setup.resolved,
+        engine_label=f"vLLM {setup.version} ({profile.arch.upper()} accounting of {profile.name}+)",
+        model_id=spec.model_id,
+        gpu_name=setup.gpu.name,
+        num_gpus=tp * pp,
+        per_gpu=terms,
+        weights_total_bytes=sum(s.weights for s in stages) * tp,
+        kv_cache_total_bytes=sum(max(0.0, st.available) for st in stages) * tp,
+        kv_bytes_per_token=pool.bytes_per_token,
+        kv_bytes_per_token_model=kv_bytes_per_token_model(spec, pool.bytes_per_token, tp=tp, pp=pp),
+        block_size=setup.block,
+        model_max_position_embeddings=spec.max_position_embeddings,
+        kv_needed_for_max_len_bytes=float(per_request_blocks * (setup.page * pool.group_size + setup.draft_page)),
+        max_num_seqs=setup.max_num_seqs,
+        max_num_batched_tokens=setup.mnbt,
+        num_gpu_blocks=pool.num_blocks,
+        kv_cache_tokens=tokens,
+        max_model_len=max_len,
+        max_concurrency=concurrency,
+        max_concurrency_at_target=pool.concurrency_at(target) if target else None,
+        estimated_max_model_len=estimated,
+        fits=reason is None,
+        reason=reason,
+        formulas=formulas,
+        notes=tuple(notes),
+        pool=pool,
+        refused=refused,
+        kv_layout=_layout(setup, pool, limiting, max_len, by_memory),
+        model_runner=setup.runner,
+        topology=setup.topology,
+    )
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What vLLM resolves before it sizes memory: the model, GPU and dtypes, the version's profile and model runner,
+    the parallelism and its placement, the scheduler limits and block size, and the per-GPU memory terms that do not
+    depend on the pipeline stage (bytes).
+
+    ``max_len`` is the scenario's ``max_model_len``, or the model's limit under ``auto`` (memory is sized there, then
+    the length is fitted: :func:`_fit_auto`); ``resolved`` keeps ``auto`` and names the version.
+    """
+
+    spec: ModelSpec
+    gpu: GPU
+    dtype: str
+    quantization: str
+    profile: VLLMProfile
+    runner: str
+    tp: int
+    pp: int
+    auto: bool
+    max_len: int
+    max_num_seqs: int
+    mnbt: int
+    block: int
+    version: str
+    resolved: Scenario
+    topology: Topology
+    total: float
+    budget: float
+    act_bytes: float
+    page: int
+    draft: DraftMemory | None
+    draft_page: int
+    non_torch: NonTorch
+    graphs: int
+    subtract_graphs: bool
+    notes: tuple[str, ...]
+
+
+def _setup(scenario: Scenario, spec: ModelSpec | None, gpu: GPU | None) -> _Setup:
+    """Resolve ``scenario`` into :class:`_Setup` (vLLM's defaults for every limit left unset).
+
+    Raises:
+        PlannerError subclasses for unknown models, GPUs or bad settings; InvalidParameterError for a pipeline
+        deeper than the model's layers.
     """
     r = resolve(scenario, spec, gpu)
     spec, gpu = r.spec, r.gpu
@@ -451,10 +578,7 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         )
     placement = place(tp, pp, gpu)
     car = custom_all_reduce(tp, gpu, spans_nodes=placement.tp_spans_nodes)
-    topology = replace(placement, all_reduce=_all_reduce_text(car, tp))
     kv_bytes = kv_dtype_bytes(scenario.kv_cache_dtype, r.dtype)
-    act_bytes = DTYPE_BYTES[r.dtype]
-    budget = total * scenario.gpu_memory_utilization
     page = page_bytes_per_layer(spec, tp=tp, block_size=block, dtype_bytes=kv_bytes)
     draft = _draft(scenario, spec, r.dtype, r.quantization, kv_bytes, tp, block)
     draft_page = draft.kv_page_bytes if draft else 0
@@ -471,169 +595,157 @@ def plan_vllm(scenario: Scenario, spec: ModelSpec | None = None, gpu: GPU | None
         nvls_extra=profile.nvls_extra,
     )
     piecewise, full = cuda_graph_sizes(max_num_seqs, mnbt)
-    graphs = len(piecewise) + len(full)
-    subtract_graphs = profile.cuda_graph_subtracted and not scenario.enforce_eager and runner != "v2"
+    return _Setup(
+        spec=spec,
+        gpu=gpu,
+        dtype=r.dtype,
+        quantization=r.quantization,
+        profile=profile,
+        runner=runner,
+        tp=tp,
+        pp=pp,
+        auto=auto,
+        max_len=max_len,
+        max_num_seqs=max_num_seqs,
+        mnbt=mnbt,
+        block=block,
+        version=version,
+        resolved=resolved,
+        topology=replace(placement, all_reduce=_all_reduce_text(car, tp)),
+        total=total,
+        budget=total * scenario.gpu_memory_utilization,
+        act_bytes=DTYPE_BYTES[r.dtype],
+        page=page,
+        draft=draft,
+        draft_page=draft_page,
+        non_torch=nt,
+        graphs=len(piecewise) + len(full),
+        subtract_graphs=profile.cuda_graph_subtracted and not scenario.enforce_eager and runner != "v2",
+        notes=tuple(notes),
+    )
+
+
+def _stages(setup: _Setup) -> list[_Stage]:
+    """Each pipeline stage's memory on one of its GPUs: weights (the drafter's beside the last stage, where tokens
+    are sampled), the profile run's activation peak, non-torch memory, the CUDA-graph estimate where this version
+    subtracts it, what is left for the KV cache, and the block pool that leaves."""
+    spec, profile = setup.spec, setup.profile
+    pp = setup.pp
     stages = []
     for stage, layer_range in enumerate(pp_layer_ranges(spec.num_layers, pp)):
         weights = weights_bytes_per_rank(
-            spec, method=r.quantization, dtype=r.dtype, tp=tp, pp=pp, stage=stage
+            spec, method=setup.quantization, dtype=setup.dtype, tp=setup.tp, pp=pp, stage=stage
         ).total_bytes
-        if draft is not None and stage == pp - 1:
-            weights += draft.weights_bytes  # the drafter is loaded beside the last stage, where tokens are sampled
+        if setup.draft is not None and stage == pp - 1:  # the drafter is loaded beside the last stage (sampling)
+            weights += setup.draft.weights_bytes
         activation = _activation(
             spec,
             profile,
-            runner,
-            tokens=mnbt,
-            max_num_seqs=max_num_seqs,
-            tp=tp,
-            act_bytes=act_bytes,
-            fp8_activations=_fp8_activations(spec, r.quantization),
+            setup.runner,
+            tokens=setup.mnbt,
+            max_num_seqs=setup.max_num_seqs,
+            tp=setup.tp,
+            act_bytes=setup.act_bytes,
+            fp8_activations=_fp8_activations(spec, setup.quantization),
             last_stage=stage == pp - 1,
         )
         n_layers = layer_range[1] - layer_range[0]
         graph = 0.0
-        if subtract_graphs and profile.cuda_graph_constant is not None:
-            graph = fitted(profile.cuda_graph_constant) * n_layers * graphs
-        available = budget - weights - activation.peak - nt.total_bytes - graph
+        if setup.subtract_graphs and profile.cuda_graph_constant is not None:
+            graph = fitted(profile.cuda_graph_constant) * n_layers * setup.graphs
+        available = setup.budget - weights - activation.peak - setup.non_torch.total_bytes - graph
         groups = kv_groups(spec, layer_range, hybrid=profile.hybrid_kv)
         pool = build_pool(
             groups,
             available_bytes=available,
-            page_bytes=page,
-            block_size=block,
-            max_num_batched_tokens=mnbt,
-            extra_page_bytes=draft_page,
+            page_bytes=setup.page,
+            block_size=setup.block,
+            max_num_batched_tokens=setup.mnbt,
+            extra_page_bytes=setup.draft_page,
         )
-        stages.append(_Stage(stage, weights, activation, nt, graph, available, pool, layer_range))
-    limiting = min(stages, key=lambda s: (s.pool.num_blocks, s.available))
-    pool = limiting.pool
-    by_memory = _estimate_max_len(pool, profile, max_len) if pool.num_blocks else 0
-    estimated = min(by_memory, spec.max_position_embeddings)
-    if auto and estimated > 0:
-        max_len = estimated
-        if estimated < spec.max_position_embeddings:
-            how = (
-                f"the longest one request can have in the KV cache, below the model's {spec.max_position_embeddings:,}"
-            )
-        else:
-            how = "the model's full context fits"
-        notes.append(
-            f"--max-model-len auto resolved to {max_len:,} tokens: {how} (vLLM v0.12+ _auto_fit_max_model_len)"
-        )
+        stages.append(_Stage(stage, weights, activation, setup.non_torch, graph, available, pool, layer_range))
+    return stages
 
+
+def _fit_auto(setup: _Setup, pool: KVPool) -> tuple[int, int, int, str | None]:
+    """``(max_len, longest by memory, estimated max_model_len, note)``: the longest one request can have in
+    ``pool`` (by memory, and capped at the model's limit); under ``--max-model-len auto`` that length becomes
+    ``max_len`` (when one fits), with a note saying so (vLLM v0.12+ ``_auto_fit_max_model_len``)."""
+    spec = setup.spec
+    by_memory = _estimate_max_len(pool, setup.profile, setup.max_len) if pool.num_blocks else 0
+    estimated = min(by_memory, spec.max_position_embeddings)
+    if not (setup.auto and estimated > 0):
+        return setup.max_len, by_memory, estimated, None
+    if estimated < spec.max_position_embeddings:
+        how = f"the longest one request can have in the KV cache, below the model's {spec.max_position_embeddings:,}"
+    else:
+        how = "the model's full context fits"
+    note = f"--max-model-len auto resolved to {estimated:,} tokens: {how} (vLLM v0.12+ _auto_fit_max_model_len)"
+    return estimated, by_memory, estimated, note
+
+
+def _capacity(profile: VLLMProfile, pool: KVPool, block: int, max_len: int) -> tuple[int, float, int]:
+    """``(KV tokens, max concurrency, blocks per request)`` at ``max_len`` as this version reports them: V0 counts
+    blocks × block size and divides by the length; V1 asks the pool (per KV-cache group), and the versions that
+    print tokens as concurrency × length do so."""
     if profile.arch == "v0":
         tokens = pool.num_blocks * block
-        concurrency = tokens / max_len
-        per_request_blocks = ceil_div(max_len, block)
-    else:
-        concurrency = pool.concurrency_at(max_len)
-        tokens = int(concurrency * max_len) if profile.tokens_from_concurrency else pool.tokens
-        per_request_blocks = pool.blocks_per_request(max_len)
+        return tokens, tokens / max_len, ceil_div(max_len, block)
+    concurrency = pool.concurrency_at(max_len)
+    tokens = int(concurrency * max_len) if profile.tokens_from_concurrency else pool.tokens
+    return tokens, concurrency, pool.blocks_per_request(max_len)
 
-    reason = _refusal(spec, tp, max_len)
-    refused = reason is not None
-    if refused:
-        pass  # the memory checks below do not apply to a configuration vLLM rejects before loading
-    elif limiting.weights > budget:
-        reason = (
+
+def _reason(
+    setup: _Setup, limiting: _Stage, pool: KVPool, max_len: int, estimated: int, per_request_blocks: int
+) -> str | None:
+    """Why vLLM would not start with this memory (the first that applies: weights over the budget, nothing left for
+    the KV cache, ``auto`` finding no length, one full-length request not fitting); None when it starts."""
+    budget = setup.budget
+    if limiting.weights > budget:
+        return (
             f"the weights alone ({display.gib(limiting.weights)} per GPU) exceed the "
             f"{display.gib(budget)} budget (total × gpu_memory_utilization)"
         )
-    elif limiting.available <= 0:
-        reason = (
+    if limiting.available <= 0:
+        return (
             f"no memory is left for the KV cache: weights, activation and overheads take "
             f"{display.gib(budget - limiting.available)} of the {display.gib(budget)} budget"
         )
-    elif auto and estimated == 0:
-        reason = (
+    if setup.auto and estimated == 0:
+        return (
             f"--max-model-len auto finds no length that fits: the {display.gib(limiting.available)} of KV cache "
             "holds less than one token of every KV-cache group"
         )
-    elif pool.num_blocks < per_request_blocks:
-        need = per_request_blocks * (page * pool.group_size + draft_page)
-        reason = (
+    if pool.num_blocks < per_request_blocks:
+        need = per_request_blocks * (setup.page * pool.group_size + setup.draft_page)
+        return (
             f"one request of max_model_len {max_len:,} tokens needs {display.gib(need)} of KV cache, more than "
             f"the {display.gib(limiting.available)} available; the longest that fits is about {estimated:,} tokens"
         )
+    return None
 
-    terms = MemoryTerms(
-        total_bytes=total,
-        budget_bytes=budget,
-        weights_bytes=limiting.weights,
-        activation_bytes=limiting.activation.peak,
-        non_torch_bytes=limiting.non_torch.total_bytes,
-        cuda_graph_bytes=limiting.cuda_graph,
-        kv_cache_bytes=max(0.0, limiting.available),
-        unused_bytes=max(0.0, total - budget),
-    )
-    notes += _notes(profile, runner, scenario, spec, gpu, topology, tp)
-    notes += _speculative_notes(scenario, spec, draft, runner, runner_for(profile, spec))
-    target = scenario.target_context
+
+def _layout(setup: _Setup, pool: KVPool, limiting: _Stage, max_len: int, by_memory: int) -> KvLayout:
+    """The plan's KV layout in the engine's terms (:func:`planner.capacity.kv_layout.build_kv_layout`), with the rule
+    by which this version turns blocks into the "GPU KV cache size" tokens."""
+    profile = setup.profile
     if profile.arch == "v0":
         tokens_rule = "v0_blocks"
     else:
         tokens_rule = "concurrency_times_len" if profile.tokens_from_concurrency else "blocks_over_groups"
-    layout = build_kv_layout(
-        spec,
+    return build_kv_layout(
+        setup.spec,
         pool,
         layer_range=limiting.layer_range,
-        engine_version=version,
+        engine_version=setup.version,
         engine_arch=profile.arch,
         hybrid_kv_cache_manager=profile.hybrid_kv,
         kv_tokens_rule=tokens_rule,
-        tp=tp,
-        pp=pp,
+        tp=setup.tp,
+        pp=setup.pp,
         max_model_len=max_len,
         longest_by_memory_tokens=by_memory,
-    )
-    formulas = _formulas(
-        profile,
-        runner,
-        total,
-        scenario,
-        limiting,
-        page,
-        pool,
-        tokens,
-        concurrency,
-        max_len,
-        mnbt,
-        spec,
-        graphs=graphs if subtract_graphs else 0,
-        draft=draft,
-    )
-    return Plan(
-        scenario=resolved,
-        engine_label=f"vLLM {resolved.engine_version} ({profile.arch.upper()} accounting of {profile.name}+)",
-        model_id=spec.model_id,
-        gpu_name=gpu.name,
-        num_gpus=tp * pp,
-        per_gpu=terms,
-        weights_total_bytes=sum(s.weights for s in stages) * tp,
-        kv_cache_total_bytes=sum(max(0.0, st.available) for st in stages) * tp,
-        kv_bytes_per_token=pool.bytes_per_token,
-        kv_bytes_per_token_model=kv_bytes_per_token_model(spec, pool.bytes_per_token, tp=tp, pp=pp),
-        block_size=block,
-        model_max_position_embeddings=spec.max_position_embeddings,
-        kv_needed_for_max_len_bytes=float(per_request_blocks * (page * pool.group_size + draft_page)),
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=mnbt,
-        num_gpu_blocks=pool.num_blocks,
-        kv_cache_tokens=tokens,
-        max_model_len=max_len,
-        max_concurrency=concurrency,
-        max_concurrency_at_target=pool.concurrency_at(target) if target else None,
-        estimated_max_model_len=estimated,
-        fits=reason is None,
-        reason=reason,
-        formulas=formulas,
-        notes=tuple(notes),
-        pool=pool,
-        refused=refused,
-        kv_layout=layout,
-        model_runner=runner,
-        topology=topology,
     )
 
 

@@ -22,13 +22,13 @@ from typing import Any, ClassVar
 
 import httpx2
 
-from planner.errors import MalformedTextError
+from planner.errors import IdleTimeoutError, MalformedTextError
 from planner.parsing import json_value
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import WireRequest
 from planner.serving.streaming import SSEDecoder, StreamRecorder, one_line
 
-__all__ = ["Backend", "IdleTimeoutError", "body_message", "items_within", "transport_failure", "watch_for_done"]
+__all__ = ["Backend", "body_message", "items_within", "transport_failure", "watch_for_done"]
 
 
 class Backend(ABC):
@@ -69,10 +69,6 @@ class Backend(ABC):
         Raises:
             asyncio.CancelledError: the task was cancelled (the caller records it).
         """
-
-
-class IdleTimeoutError(Exception):
-    """No stream item arrived within the idle limit (SSE comments and keep-alives do not count)."""
 
 
 async def items_within(stream: Any, idle_s: float) -> AsyncIterator[Any]:

@@ -23,9 +23,9 @@ import httpx2
 from huggingface_hub import AsyncInferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, TextGenerationError
 
+from planner.errors import IdleTimeoutError
 from planner.serving.backends.base import (
     Backend,
-    IdleTimeoutError,
     body_message,
     items_within,
     transport_failure,

@@ -24,9 +24,9 @@ import openai
 from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from planner.errors import IdleTimeoutError
 from planner.serving.backends.base import (
     Backend,
-    IdleTimeoutError,
     body_message,
     items_within,
     transport_failure,

@@ -23,8 +23,8 @@ from planner.capacity.charts import (
     scenario_label,
 )
 from planner.capacity.plan import plan
+from planner.capacity.presets import article_scenarios
 from planner.capacity.scenario import Scenario
-from planner.catalog.presets import article_scenarios
 from planner.errors import InvalidParameterError
 from planner.units import GIB
 

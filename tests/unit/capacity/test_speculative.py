@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.capacity.launch import launch_command
 from planner.capacity.plan import plan
 from planner.capacity.scenario import Scenario
 from planner.capacity.speculative import (
@@ -16,7 +17,6 @@ from planner.capacity.speculative import (
     from_tgi_speculate,
     parse_speculative_config,
 )
-from planner.catalog.launch import launch_command
 from planner.catalog.model_spec import parse_config
 from planner.catalog.models import get_model
 from planner.errors import InvalidParameterError

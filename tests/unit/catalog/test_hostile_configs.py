@@ -22,10 +22,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.capacity.params import count_params
 from planner.capacity.plan import plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.hub import model_from_config
+from planner.catalog.params import count_params
 from tests.hostile import floats_any, hostile_settings, hostile_text, json_documents, json_values, outcome
 
 #: Generated configs.

@@ -13,16 +13,16 @@ import pytest
 
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.scenario import Scenario
-from planner.catalog.hub import (
+from planner.catalog.hub import model_from_config, resolve_model
+from planner.cli.main import main
+from planner.errors import (
     GatedModelError,
     HubUnavailableError,
+    InvalidParameterError,
     ModelNotFoundError,
     NotTextGenerationError,
-    model_from_config,
-    resolve_model,
+    UnsupportedModelError,
 )
-from planner.cli.main import main
-from planner.errors import InvalidParameterError, UnsupportedModelError
 from planner.units import GIB
 from tests.hub import checkpoints
 

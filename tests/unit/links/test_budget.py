@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from planner.capacity.presets import presets
 from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
-from planner.catalog.presets import presets
 from planner.errors import InvalidParameterError
 from planner.links.budget import DEFAULT_CUSTOM_GPU_MEMORY_GIB, MAX_PARAMS, MAX_SCENARIOS, DecodedState, decode, encode
 

@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pytest
 
+from planner.errors import InvalidParameterError
 from planner.loadtest.runner import (
     Workload,
     arrival_times,
@@ -273,3 +274,10 @@ def test_a_constant_excess_too_large_for_a_chat_template_is_reported():
     # failed requests report no usage and say nothing about input lengths (their failure is reported instead)
     failed = [RequestRecord("t", ok=False, error="x", error_kind="connect")] * 2
     assert check_inputs(workload, failed, [0, 1], endpoint="t").warning is None
+
+
+def test_ray_workers_without_a_remote_sender_are_refused_before_any_request():
+    # the runner does not import the Ray module (it builds on the runner): the caller passes send_on_ray in
+    settings = LoadSettings(num_prompts=4, num_workers=2)
+    with pytest.raises(InvalidParameterError, match=r"num_workers=2 .*remote sender"):
+        asyncio.run(run_load(Endpoint("t", "vllm", "http://127.0.0.1:9"), settings))

@@ -6,13 +6,16 @@ import math
 
 import pytest
 
+from planner.errors import InvalidParameterError
 from planner.metrics.latency import (
     chunk_tokens,
     compute_metrics,
     output_tokens_method,
     output_tokens_warning,
     percentile,
+    percentiles,
     summarize,
+    tpot_s,
 )
 from planner.serving.streaming import RequestRecord, TokenChunk
 
@@ -143,3 +146,24 @@ def test_summary_matches_numpy_linear_percentiles():
     assert s.std == pytest.approx(math.sqrt(10))
     assert summarize([]) is None and summarize([None]) is None
     assert percentile([5.0], 99) == 5.0
+
+
+def test_percentiles_any_order_linear_interpolation():
+    # sorted: 1, 2, 3, 4, 10; p25 rank 1 -> 2; p90 rank 3.6 -> 4 + 0.6 * 6 = 7.6; p100 -> 10
+    assert percentiles([10.0, 3.0, 1.0, 4.0, 2.0], (25, 90, 100)) == pytest.approx((2.0, 7.6, 10.0), abs=1e-12)
+    assert percentile([2.0, 1.0], 50) == pytest.approx(1.5, abs=1e-12)
+    with pytest.raises(InvalidParameterError, match="empty sample"):
+        percentiles([], (50,))
+
+
+@pytest.mark.parametrize(
+    ("ttft", "e2e", "tokens", "expected"),
+    [
+        (0.2, 1.2, 11, 0.1),  # 1.0 s over the 10 tokens after the first
+        (0.5, 0.5, 1, None),  # one token: no gap after the first
+        (0.5, 0.5, 0, None),
+    ],
+)
+def test_tpot_leaves_the_first_token_out(ttft, e2e, tokens, expected):
+    got = tpot_s(ttft, e2e, tokens)
+    assert got == (None if expected is None else pytest.approx(expected, abs=1e-12))

@@ -1,4 +1,5 @@
-"""Percentile SLOs: parsing both spellings, one-line errors, checks against hand-computed percentiles."""
+"""SLOs: parsing every spelling (percentile and per-request), one-line errors, checks against hand-computed
+percentiles."""
 
 from __future__ import annotations
 
@@ -67,3 +68,38 @@ def test_no_sample_never_meets() -> None:
     m = metrics_from_samples(ttft_s=[0.1], e2e_s=[0.2], output_tokens=[1], input_tokens=[1], itl_s=[], duration_s=1.0)
     (c,) = check(m, (Slo("tpot", "p99", 1.0),))
     assert c.value_s is None and math.isinf(c.ratio) and not c.ok
+
+
+@pytest.mark.parametrize(
+    ("text", "metric", "limit_ms"),
+    [("ttft:500", "ttft", 500.0), ("tpot:0.3", "tpot", 0.3), ("E2EL:2000", "e2el", 2000.0)],
+)
+def test_per_request_slos_read_vllms_goodput_pairs(text: str, metric: str, limit_ms: float) -> None:
+    slo = parse_slo(text, per_request=True)
+    assert (slo.metric, slo.stat, slo.per_request, slo.key) == (metric, None, True, metric)
+    assert slo.limit_ms == limit_ms  # exactly as typed (0.3, not 0.30000000000000004)
+    assert slo.text == f"{metric}:{limit_ms:g}" and parse_slo(slo.text, per_request=True) == slo
+
+
+@pytest.mark.parametrize("text", ["ttft=5", "itl:5", "ttft:0", "ttft_p99_ms:100", "ttft", "ttft:3600001"])
+def test_per_request_slos_take_only_the_goodput_spelling(text: str) -> None:
+    # vLLM's --goodput: ttft, tpot or e2el, a colon, milliseconds (0 < ms <= an hour)
+    with pytest.raises(InvalidParameterError) as err:
+        parse_slo(text, per_request=True)
+    assert err.value.value == text and "ttft:500" in err.value.accepted
+
+
+def test_one_grammar_keeps_the_two_forms_apart() -> None:
+    # ttft:500 is a per-request limit, not a percentile one; a percentile SLO is not a goodput pair
+    with pytest.raises(InvalidParameterError):
+        parse_slos(["ttft:500"])
+    assert parse_slos(["ttft:500 tpot:50"], per_request=True) == (Slo("ttft", None, 0.5), Slo("tpot", None, 0.05))
+    assert format_slos(parse_slos(["tpot:50,ttft:500"], per_request=True)) == "tpot:50,ttft:500"
+    with pytest.raises(InvalidParameterError, match="given twice"):
+        parse_slos(["ttft:500,ttft:600"], per_request=True)
+    with pytest.raises(InvalidParameterError, match="statistic of the run"):
+        Slo("ttft", None, 0.5).value_s(
+            metrics_from_samples(
+                ttft_s=[0.1], e2e_s=[0.2], output_tokens=[2], input_tokens=[1], itl_s=[0.1], duration_s=1.0
+            )
+        )

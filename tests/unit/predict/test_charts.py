@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from planner.capacity.charts import COLORS
 from planner.errors import InvalidParameterError
 from planner.loadtest.charts import KV_FULL_TEXT
 from planner.loadtest.results import SavedRun
 from planner.metrics.benchmark import BenchmarkMetrics, Distribution
+from planner.palette import SERIES_COLORS as COLORS
 from planner.predict.band import PredictionBand
 from planner.predict.charts import (
     OVERLAY_HEADLINE,

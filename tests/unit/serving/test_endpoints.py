@@ -6,11 +6,9 @@ import json
 
 import pytest
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import EndpointConfigError, InvalidParameterError, MissingAPIKeyError, PlannerError
 from planner.serving.endpoints import (
     Endpoint,
-    EndpointConfigError,
-    MissingAPIKeyError,
     api_key,
     load_endpoints,
     parse_endpoint_flag,

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.serving.endpoints import KINDS, EndpointConfigError, load_endpoints, parse_endpoint_flag
+from planner.errors import EndpointConfigError
+from planner.serving.endpoints import KINDS, load_endpoints, parse_endpoint_flag
 from tests.hostile import COUNTS, assert_one_line, hostile_settings, hostile_text, json_values, mostly
 
 #: Generated files and flags.

@@ -18,12 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from planner.errors import InvalidParameterError, PlannerError
+from planner.errors import InvalidParameterError, MetricsParseError, PlannerError
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import (
     KVComparison,
     MeasuredKV,
-    MetricsParseError,
     ServerSample,
     compare_kv,
     fetch_measured_kv,

@@ -460,8 +460,8 @@ def test_default_limits_by_entry_point(
 
 
 def test_entry_point_llm_sizes_the_profile_run_and_pins_the_launch() -> None:
+    from planner.capacity.launch import launch
     from planner.capacity.plan import plan
-    from planner.catalog.launch import launch
 
     result = plan(Scenario(model="Qwen/Qwen3-8B", gpu=H100, max_model_len=8192, entry_point="llm"), advise=False)
     assert (result.max_num_seqs, result.max_num_batched_tokens) == (1024, 16384)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.capacity.params import count_params
 from planner.catalog.models import get_model
+from planner.catalog.params import count_params
 
 # (model id, published total in billions, printed precision in billions, source)
 PUBLISHED_TOTALS = [

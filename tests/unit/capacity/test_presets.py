@@ -1,4 +1,4 @@
-"""Tests of planner.catalog.presets: the article's four scenarios reproduced exactly, and its recipes.
+"""Tests of planner.capacity.presets: the article's four scenarios reproduced exactly, and its recipes.
 
 Golden values: the article's published results for scenario 1 (RTX 4090 24 GB, Llama 3.1 8B, int4
 weights, fp16 KV, 8,192 tokens: 131,072 B/token, 153,802 tokens, 18 requests) and scenario 4 (H100
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from planner.capacity.plan import plan
+from planner.capacity.presets import ARTICLE_CASES, article_scenarios, presets, recipes, scenario_from_advice
 from planner.capacity.scenario import Scenario, validate
-from planner.catalog.presets import ARTICLE_CASES, article_scenarios, presets, recipes, scenario_from_advice
 from planner.errors import InvalidParameterError
 from planner.links.budget import MAX_SCENARIOS
 

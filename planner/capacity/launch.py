@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from planner.capacity.engines.tgi import TGI_KV_CACHE_DTYPE, TGI_QUANTIZE
 from planner.capacity.engines.vllm import accepts_max_model_len_auto
+from planner.capacity.plan import plan as replan
 from planner.capacity.result import Plan
 from planner.catalog.models import get_model
 from planner.errors import PlannerError
@@ -190,8 +191,6 @@ def launch(plan: Plan) -> Launch:
         warning = f"{what}: {plan.reason}"
     if not plan.advice:
         return Launch(command, warning)
-    from planner.capacity.plan import plan as replan  # the planner imports this module's catalog peers
-
     advice = plan.advice[0]
     try:
         fixed = replan(advice.scenario, advise=False)

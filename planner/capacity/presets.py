@@ -17,7 +17,7 @@ Each article scenario exists twice: under the ``article`` engine (the rule of th
 compared side by side.
 
 Example:
-    >>> from planner.catalog.presets import article_scenarios
+    >>> from planner.capacity.presets import article_scenarios
     >>> article_scenarios("article")[0].gpu
     'rtx-4090'
 """

@@ -1,4 +1,4 @@
-"""Tests of planner.catalog.launch: ``vllm serve`` and TGI ``docker run`` commands for planned scenarios.
+"""Tests of planner.capacity.launch: ``vllm serve`` and TGI ``docker run`` commands for planned scenarios.
 
 Flag spellings are checked against the engines' own CLIs:
 
@@ -21,10 +21,10 @@ import shlex
 
 import pytest
 
+from planner.capacity.launch import launch_command, tgi_command, vllm_command
 from planner.capacity.plan import plan
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
-from planner.catalog.launch import launch_command, tgi_command, vllm_command
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
@@ -254,8 +254,8 @@ def test_uploaded_config_gets_a_placeholder_path() -> None:
 
 
 def test_a_command_that_will_not_start_says_so_and_comes_with_one_that_fits():
+    from planner.capacity.launch import launch
     from planner.capacity.plan import plan
-    from planner.catalog.launch import launch
 
     # Llama-3.1-70B in bf16 on one H100: ~131 GiB of weights against a 71.27 GiB budget (0.9 x 79.19 GiB)
     result = plan(Scenario(model="meta-llama/Llama-3.1-70B-Instruct", gpu="h100"))
@@ -269,9 +269,9 @@ def test_a_command_that_will_not_start_says_so_and_comes_with_one_that_fits():
 
 def test_vllm_command_keeps_auto_where_vllm_takes_it() -> None:
     # --max-model-len auto/-1: vLLM v0.12+ (PR #29431) resolves it itself; v0.11 takes numbers only
+    from planner.capacity.launch import vllm_command
     from planner.capacity.plan import plan
     from planner.capacity.scenario import MAX_MODEL_LEN_AUTO, Scenario
-    from planner.catalog.launch import vllm_command
 
     new = plan(Scenario(gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO, engine_version="0.12.0"))
     old = plan(Scenario(gpu="rtx-4090", max_model_len=MAX_MODEL_LEN_AUTO, engine_version="0.11.2"))
