@@ -610,12 +610,13 @@ class _Engine:
     def run(self) -> None:
         self.run_until(math.inf)
 
-    def run_until(self, limit_s: float) -> None:
+    def run_until(self, limit_s: float, stop_at_finish: bool = False) -> None:
         """Step until every request is done, or until the next step would start at or after ``limit_s`` (an event
         clock shared with other engines: a step under way at ``limit_s`` is finished, a decode stretch is cut there
-        as at an arrival)."""
+        as at an arrival); with ``stop_at_finish``, also after the first step in which a request finished."""
         self.horizon_s = limit_s
-        while self.done < self.n:
+        done = self.done
+        while self.done < self.n and not (stop_at_finish and self.done > done):
             busy = self.running or self.waiting
             # A busy engine scheduled this step when the last one started (asynchronous scheduling).
             self._admit_arrived(self.last_start if busy and self.shape.async_scheduling else self.now)
@@ -680,6 +681,30 @@ def _static(engine: _Engine) -> None:
             engine.finish_step[j] = first_step + last
             engine.generated[j] = engine.out_len[j]
     engine.done = engine.n
+
+
+def _parts(
+    shape: StepShape, coefficients: StepCoefficients | np.ndarray, request_overhead_s: float | None = None
+) -> tuple[StepShape, np.ndarray, _Frontend, float]:
+    """The shape (with a calibrated MoE routing), the coefficient vector, the API server's figures and the all-reduce
+    latency an engine runs with: a raw vector has no frontend time beyond ``request_overhead_s``.
+
+    Raises:
+        InvalidParameterError: a raw vector of the wrong length.
+    """
+    if isinstance(coefficients, StepCoefficients):
+        if shape.num_experts and coefficients.moe_routing_exponent != shape.moe_routing_exponent:
+            shape = replace(shape, moe_routing_exponent=coefficients.moe_routing_exponent)  # a calibrated routing
+        return (
+            shape,
+            coefficients.vector(),
+            _Frontend.of(coefficients, request_overhead_s),
+            coefficients.allreduce_latency_s,
+        )
+    coef = np.asarray(coefficients, dtype=float)
+    if coef.shape != (len(TERMS),):
+        raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
+    return shape, coef, _Frontend(in_s=request_overhead_s or 0.0), DEFAULT_COEFFICIENTS.allreduce_latency_s
 
 
 def _check_request(engine: _Engine, prompt_tokens: int, output_tokens: int) -> None:
@@ -787,26 +812,17 @@ class ReplicaEngine:
     def __init__(
         self,
         shape: StepShape,
-        coefficients: StepCoefficients = DEFAULT_COEFFICIENTS,
+        coefficients: StepCoefficients | np.ndarray = DEFAULT_COEFFICIENTS,
         hooks: EngineHooks | None = None,
     ) -> None:
+        shape, coef, frontend, ar_latency = _parts(shape, coefficients)
         self.shape = shape
-        self._engine = _Engine(
-            shape, coefficients.vector(), _Frontend.of(coefficients), coefficients.allreduce_latency_s, [], [], 0
-        )
+        self._engine = _Engine(shape, coef, frontend, ar_latency, [], [], 0)
         self._engine.hooks = hooks
-        self._floor_s = float(
-            critical_path(
-                step_features(
-                    shape,
-                    n_decode=np.ones(1),
-                    decode_ctx=np.ones((1, len(shape.groups))),
-                    allreduce_latency_s=coefficients.allreduce_latency_s,
-                ),
-                self._engine.coef,
-            )[0]
-            @ self._engine.coef
+        one = step_features(
+            shape, n_decode=np.ones(1), decode_ctx=np.ones((1, len(shape.groups))), allreduce_latency_s=ar_latency
         )
+        self._floor_s = float(critical_path(one, coef)[0] @ coef)
 
     def submit(self, prompt_tokens: int, output_tokens: int, sent_s: float) -> int:
         """A request sent at ``sent_s`` seconds; returns its index.
@@ -817,9 +833,10 @@ class ReplicaEngine:
         _check_request(self._engine, prompt_tokens, output_tokens)
         return self._engine.submit(prompt_tokens, output_tokens, sent_s)
 
-    def run_until(self, limit_s: float) -> None:
-        """Step until the next step would start at or after ``limit_s`` seconds (or nothing is left)."""
-        self._engine.run_until(limit_s)
+    def run_until(self, limit_s: float, *, stop_at_finish: bool = False) -> None:
+        """Step until the next step would start at or after ``limit_s`` seconds (or nothing is left); with
+        ``stop_at_finish``, also after the first step in which a request finished (its client may send another)."""
+        self._engine.run_until(limit_s, stop_at_finish)
 
     @property
     def now_s(self) -> float:
@@ -838,6 +855,11 @@ class ReplicaEngine:
     def kv_usage(self) -> float:
         """Fraction of the KV blocks in use, in [0, 1]."""
         return 1.0 - self._engine.free / self.shape.num_gpu_blocks
+
+    @property
+    def response_overhead_s(self) -> float:
+        """Seconds from the step that made a token to its client."""
+        return self._engine.frontend.out_s
 
     @property
     def step_floor_s(self) -> float:
@@ -933,18 +955,7 @@ def simulate(
         raise InvalidParameterError("mode", mode, " or ".join(MODES))
     if speculative is not None and mode != "continuous":
         raise InvalidParameterError("speculative", speculative.method, "continuous mode (static has no drafter)")
-    if isinstance(coefficients, StepCoefficients):
-        if shape.num_experts and coefficients.moe_routing_exponent != shape.moe_routing_exponent:
-            shape = replace(shape, moe_routing_exponent=coefficients.moe_routing_exponent)  # a calibrated routing
-        coef = coefficients.vector()
-        frontend = _Frontend.of(coefficients, request_overhead_s)
-        ar_latency = coefficients.allreduce_latency_s
-    else:
-        coef = np.asarray(coefficients, dtype=float)
-        if coef.shape != (len(TERMS),):
-            raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
-        frontend = _Frontend(in_s=request_overhead_s or 0.0)
-        ar_latency = DEFAULT_COEFFICIENTS.allreduce_latency_s
+    shape, coef, frontend, ar_latency = _parts(shape, coefficients, request_overhead_s)
     if lengths is not None:
         if len(lengths) != settings.num_prompts or any(a < 1 or b < 1 for a, b in lengths):
             raise InvalidParameterError("lengths", len(lengths), f"{settings.num_prompts} pairs of token counts ≥ 1")
