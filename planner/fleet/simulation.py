@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from planner.errors import InvalidParameterError
+from planner.fleet.client import Client
 from planner.fleet.clock import EventLoop
 from planner.fleet.prefix_cache import BlockHasher
 from planner.fleet.replica import Replica
 from planner.fleet.routers import ROUTERS, choose
-from planner.fleet.workload import FleetRequest, threads
+from planner.fleet.workload import FleetRequest
 from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
 from planner.predict.shape import StepShape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
@@ -147,61 +147,6 @@ class FleetRun:
         }
 
 
-class _Client:
-    """``vllm bench serve``'s client over the fleet's requests (module docstring): release times, a cap on
-    requests (conversations) in flight, a conversation's turns one after another."""
-
-    def __init__(
-        self,
-        requests: Sequence[FleetRequest],
-        loop: EventLoop,
-        send: Any,
-        *,
-        max_concurrency: int | None,
-        think_time_s: float,
-    ) -> None:
-        self.requests = requests
-        self.loop = loop
-        self.send = send
-        self.think_time_s = think_time_s
-        self.queue = deque(threads(requests))
-        self.thread_of: dict[int, list[int]] = {}
-        for group in self.queue:
-            for i in group:
-                self.thread_of[i] = group
-        self.slots = max_concurrency or len(self.queue) or 1
-        self.open_turns = 0  # conversations in flight with turns still to send
-
-    def start(self) -> None:
-        while self.queue and self.slots:
-            self._begin(0.0)
-
-    def _begin(self, free_s: float) -> None:
-        group = self.queue.popleft()
-        self.slots -= 1
-        self.open_turns += len(group) > 1
-        first = self.requests[group[0]]
-        self.loop.at(max(first.arrival_s or 0.0, free_s), lambda t, i=group[0]: self.send(i, t))
-
-    def reactive(self) -> bool:
-        """A finish can make a send now (a freed slot has a request waiting, or a conversation goes on)."""
-        return bool(self.queue) or self.open_turns > 0
-
-    def finished(self, i: int, at_client_s: float) -> None:
-        """Request ``i``'s last token reached the client at ``at_client_s``."""
-        group = self.thread_of[i]
-        place = group.index(i)
-        if place + 1 < len(group):
-            if place + 2 == len(group):
-                self.open_turns -= 1
-            nxt = group[place + 1]
-            self.loop.at(at_client_s + self.think_time_s, lambda t, n=nxt: self.send(n, t))
-            return
-        self.slots += 1
-        if self.queue:
-            self._begin(at_client_s)
-
-
 def _check(replicas: int, router: str, router_refresh_s: float) -> None:
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= MAX_REPLICAS:
         raise InvalidParameterError("replicas", replicas, f"an integer from 1 to {MAX_REPLICAS:,}")
@@ -298,7 +243,7 @@ def simulate_fleet(
         view["kv"] = [r.engine.kv_usage for r in fleet]
         view["next_s"] = tick + router_refresh_s
 
-    client = _Client(requests, loop, send, max_concurrency=max_concurrency, think_time_s=think_time_s)
+    client = Client(requests, loop, send, max_concurrency=max_concurrency, think_time_s=think_time_s)
     client.start()
     loop.run()
     return _result(router, router_refresh_s, fleet, placed, requests, slo_ms, time.process_time() - started)
