@@ -49,7 +49,7 @@ def test_kubernetes_objects_validate_and_run_the_launch_command(llama_tp2, tmp_p
     # the plan's own launch command, then where it listens
     assert ["vllm", "serve", *container["args"]] == [
         *shlex.split(vllm_command(llama_tp2)),
-        *"--host 0.0.0.0 --port 8000".split(),
+        *["--host", "0.0.0.0", "--port", "8000"],
     ]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": 2}  # TP 2
     assert {

@@ -64,5 +64,5 @@ def test_rates_per_role_are_positive_and_decode_is_bounded_by_tpot(both) -> None
     config = next(o for o in both.options if o.mode == "aggregated" and o.shape is not None)
     s = both.settings
     assert prefill_rate(config, s, both.coefficients) > 0
-    strict = SizingSettings(**BASE, slos=both.settings.slos[:1] + (type(s.slos[1])("tpot", "p99", 0.001),))
+    strict = SizingSettings(**BASE, slos=(*both.settings.slos[:1], type(s.slos[1])("tpot", "p99", 0.001)))
     assert decode_rate(config, strict, both.coefficients) <= decode_rate(config, s, both.coefficients)
