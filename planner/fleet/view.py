@@ -4,12 +4,15 @@ policy on the same fleet, and say what a reader must know.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.model_spec import ModelSpec
+from planner.deploy.files import TARGETS, deployment_files
+from planner.deploy.manifests import Pool
 from planner.fleet.settings import FleetSettings
 from planner.fleet.simulation import FleetRun, simulate_fleet
 from planner.fleet.workload import fleet_requests
@@ -33,6 +36,8 @@ class FleetView:
         runs: one per policy, in ``fleet.routers``' order.
         calibration: where the step model's coefficients come from, in words.
         notes: what a reader of the figures must know.
+        files: per deployment target (:data:`planner.deploy.files.TARGETS`), the files that run this fleet (the
+            production-stack router set to the policy with the lowest p99 TTFT here).
     """
 
     plan: Plan
@@ -42,6 +47,17 @@ class FleetView:
     runs: tuple[FleetRun, ...]
     calibration: str = DEFAULT_SOURCE
     notes: tuple[str, ...] = ()
+    files: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
+
+    @property
+    def best(self) -> FleetRun | None:
+        """The policy with the lowest p99 TTFT (ties: the higher prefix-cache hit rate)."""
+
+        def key(run: FleetRun) -> tuple[float, float]:
+            p99 = run.metrics.ttft.p99_s if run.metrics.ttft else None
+            return (math.inf if p99 is None else p99, -(run.prefix_cache_hit_rate or 0.0))
+
+        return min(self.runs, key=key, default=None)
 
     def to_json(self) -> dict[str, Any]:
         """``{"model", "gpu", "tensor_parallel_size", "replicas", "num_requests", "policies": [...], "notes"}``, each
@@ -118,4 +134,7 @@ def fleet_view(
             f"kv_aware and prefix_aware see the replicas as they were at the last refresh (every "
             f"{fleet.router_refresh_s:g} s)"
         )
-    return FleetView(plan, shape, workload, fleet, runs, source, tuple(notes))
+    view = FleetView(plan, shape, workload, fleet, runs, source, tuple(notes))
+    router = view.best.router if view.best is not None else "round_robin"
+    files = {t: deployment_files(Pool(plan, fleet.replicas), t, router=router) for t in TARGETS}
+    return FleetView(plan, shape, workload, fleet, runs, source, tuple(notes), files)
