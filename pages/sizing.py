@@ -187,6 +187,8 @@ with answer_box:
             column.metric(label, value, help=help_text)
         st.selectbox("Launch command of", list(shown.rows), key=W["row"], format_func=shown.rows.get)
         st.code(shown.command, language="bash", wrap_lines=True)
+        for column, (label, name, text) in zip(st.columns(4), shown.files, strict=False):
+            column.download_button(label, text, name, "application/yaml", key=f"size.file.{label}")
         st.caption(shown.serves)
     st.caption(shown.counts)
     for note in shown.notes:

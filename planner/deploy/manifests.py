@@ -1,6 +1,6 @@
 """What a platform engineer applies for a plan: Kubernetes manifests, the vLLM production-stack Helm values, llm-d's
 values, each as plain data (dicts) built from the plan's own ``vllm serve`` command
-(:func:`planner.catalog.launch.vllm_command`), so the files and the launch command never disagree.
+(:func:`planner.capacity.launch.vllm_command`), so the files and the launch command never disagree.
 
 * :func:`kubernetes_manifests`: a ``Deployment`` of ``replicas`` pods running ``vllm serve`` (the plan's flags, on
   port 8000), each requesting its GPUs (``nvidia.com/gpu``, ``amd.com/gpu`` or ``habana.ai/gaudi`` by vendor: TP × PP
@@ -25,9 +25,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from planner.capacity.launch import vllm_command
 from planner.capacity.result import Plan
 from planner.catalog.gpus import get_gpu
-from planner.catalog.launch import vllm_command
 from planner.errors import InvalidParameterError, PlannerError
 
 __all__ = [

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from planner.capacity.launch import vllm_command
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
+from planner.deploy.files import deployment_files
+from planner.deploy.manifests import Pool
+from planner.errors import InvalidParameterError
 from planner.metrics.slo import SloCheck
 from planner.predict.api import DEFAULT_SOURCE
 from planner.predict.shape import StepShape
@@ -219,6 +222,28 @@ class SizingOption:
             f"{p.replicas}P × {p.config.num_gpus} GPU(s) at ${p.price.usd_per_hour or 0:,.2f} + {d.replicas}D × "
             f"{d.config.num_gpus} at ${d.price.usd_per_hour or 0:,.2f}"
         )
+
+    @property
+    def summary(self) -> str:
+        """The option in a few words: ``2 × H100 80GB SXM5 · TP 1 · …`` or ``1P2D: prefill … / decode …``."""
+        if self.prefill is not None:
+            return f"{self.layout}: {self.label}"
+        return f"{self.replicas} × {self.config.label}"
+
+    def deployment_files(self, target: str) -> dict[str, str]:
+        """File name → YAML of what runs this option (:func:`planner.deploy.files.deployment_files`): its replicas,
+        or its prefill and decode pools.
+
+        Raises:
+            InvalidParameterError: an option that is not resolved, an unknown target, production-stack values for
+                prefill/decode pools.
+        """
+        if self.prefill is not None and self.decode is not None and self.prefill.plan and self.decode.plan:
+            decode = Pool(self.decode.plan, self.decode.replicas)
+            return deployment_files(decode, target, prefill=Pool(self.prefill.plan, self.prefill.replicas))
+        if self.plan is None or self.replicas is None:
+            raise InvalidParameterError("option", self.config.label, "an option that meets the SLOs")
+        return deployment_files(Pool(self.plan, self.replicas), target)
 
     @property
     def meets_slo(self) -> bool:

@@ -11,9 +11,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from planner.capacity.launch import vllm_command
 from planner.capacity.plan import plan
 from planner.capacity.scenario import Scenario
-from planner.catalog.launch import vllm_command
 from planner.deploy.files import TARGETS, deployment_files, write_files
 from planner.deploy.manifests import NIXL_CONNECTOR, Pool
 from planner.errors import InvalidParameterError
