@@ -136,7 +136,7 @@ st.session_state[_SEEN_KEY] = params
 
 with answer:
     scenario = scenarios[0]
-    st.caption(f"Each replica: scenario 1, {scenario_label(0, scenario)} (edit it on the VRAM Budget page).")
+    st.caption(f"Each replica: {scenario_label(0, scenario)} (scenario 1: edit it on the VRAM Budget page).")
     if problem:
         st.error(f"Cannot simulate: {problem}.")
         st.stop()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from planner.capacity.launch import vllm_command
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
-from planner.deploy.files import deployment_files
+from planner.deploy.files import TARGETS, deployment_files
 from planner.deploy.manifests import Pool
 from planner.errors import InvalidParameterError
 from planner.metrics.slo import SloCheck
@@ -229,6 +229,12 @@ class SizingOption:
         if self.prefill is not None:
             return f"{self.layout}: {self.label}"
         return f"{self.replicas} × {self.config.label}"
+
+    @property
+    def deployment_targets(self) -> tuple[str, ...]:
+        """The targets :meth:`deployment_files` writes for this option (production-stack's values describe no
+        prefill/decode pools here)."""
+        return TARGETS if self.prefill is None else tuple(t for t in TARGETS if t != "production-stack")
 
     def deployment_files(self, target: str) -> dict[str, str]:
         """File name → YAML of what runs this option (:func:`planner.deploy.files.deployment_files`): its replicas,
