@@ -147,13 +147,7 @@ with answer:
         st.error(f"Cannot simulate this fleet: {exc}")
         st.stop()
     best = result.best
-    if best is not None:
-        hit = best.prefix_cache_hit_rate
-        st.success(
-            f"{best.router} gives the lowest p99 TTFT on {fleet.replicas} replicas: "
-            f"{(best.metrics.ttft.p99_s if best.metrics.ttft else 0) * 1e3:,.0f} ms, prefix-cache hit rate "
-            f"{'n/a' if hit is None else f'{hit:.1%}'}, load imbalance {best.load_imbalance:.2f}."
-        )
+    st.success(result.answer)
     st.dataframe(policies_table(result.runs), hide_index=True, width="stretch", key="fleet.table")
     cols = st.columns(3)
     cols[0].plotly_chart(ttft_figure(result.runs), key="fleet.ttft")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner import display
 from planner.fleet.simulation import FleetRun
 
 __all__ = ["POLICY_COLOURS", "hit_rate_figure", "load_figure", "policies_table", "ttft_figure"]
@@ -28,28 +29,23 @@ POLICY_COLOURS: dict[str, str] = {
 }
 
 
-def _ms(value_s: float | None, fmt: str = ",.0f") -> str:
-    return "n/a" if value_s is None else format(value_s * 1e3, fmt)
-
-
 def policies_table(runs: Sequence[FleetRun]) -> pd.DataFrame:
     """One row per policy: p50/p99 TTFT and p50 TPOT (ms), output tokens/s, prefix-cache hit rate, load imbalance
     (most requests on one replica / mean), requests per replica, preemptions."""
     rows = []
     for run in runs:
         m = run.metrics
-        hit = run.prefix_cache_hit_rate
         rows.append(
             {
                 "router": run.router,
-                "TTFT p50 (ms)": _ms(m.ttft.median_s if m.ttft else None),
-                "TTFT p99 (ms)": _ms(m.ttft.p99_s if m.ttft else None),
-                "TPOT p50 (ms)": _ms(m.tpot.median_s if m.tpot else None, ",.1f"),
-                "output tok/s": f"{m.output_throughput:,.0f}",
-                "prefix-cache hit rate": "n/a" if hit is None else f"{hit:.1%}",
-                "load imbalance": f"{run.load_imbalance:.2f}",
+                "TTFT p50 (ms)": display.ms(m.ttft.median_s if m.ttft else None, 0, unit=False),
+                "TTFT p99 (ms)": display.ms(m.ttft.p99_s if m.ttft else None, 0, unit=False),
+                "TPOT p50 (ms)": display.ms(m.tpot.median_s if m.tpot else None, 1, unit=False),
+                "output tok/s": display.number(m.output_throughput, 0),
+                "prefix-cache hit rate": display.percent(run.prefix_cache_hit_rate),
+                "load imbalance": display.number(run.load_imbalance, 2),
                 "requests per replica": " · ".join(str(n) for n in run.replica_requests),
-                "preemptions": f"{sum(r.preemptions for r in run.replicas):,}",
+                "preemptions": display.count(sum(r.preemptions for r in run.replicas)),
             }
         )
     return pd.DataFrame(rows)
@@ -95,7 +91,7 @@ def hit_rate_figure(runs: Sequence[FleetRun]) -> go.Figure:
             x=names,
             y=[run.prefix_cache_hit_rate or 0.0 for run in runs],
             marker_color=[POLICY_COLOURS.get(n, "#888") for n in names],
-            text=[("n/a" if run.prefix_cache_hit_rate is None else f"{run.prefix_cache_hit_rate:.1%}") for run in runs],
+            text=[display.percent(run.prefix_cache_hit_rate) for run in runs],
             textposition="outside",
             name="fleet",
             showlegend=False,

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner import display
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
 from planner.catalog.model_spec import ModelSpec
@@ -58,6 +59,19 @@ class FleetView:
             return (math.inf if p99 is None else p99, -(run.prefix_cache_hit_rate or 0.0))
 
         return min(self.runs, key=key, default=None)
+
+    @property
+    def answer(self) -> str:
+        """The headline: the policy with the lowest p99 TTFT, with its hit rate and load imbalance."""
+        best = self.best
+        if best is None:
+            return "No routing policy was simulated."
+        p99 = best.metrics.ttft.p99_s if best.metrics.ttft else None
+        return (
+            f"{best.router} gives the lowest p99 TTFT on {self.fleet.replicas} replicas: {display.ms(p99, 0)}, "
+            f"prefix-cache hit rate {display.percent(best.prefix_cache_hit_rate)}, load imbalance "
+            f"{display.number(best.load_imbalance, 2)}."
+        )
 
     def to_json(self) -> dict[str, Any]:
         """``{"model", "gpu", "tensor_parallel_size", "replicas", "num_requests", "policies": [...], "notes"}``, each
