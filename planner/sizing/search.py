@@ -297,7 +297,7 @@ def size(
             o.config.num_gpus,
         ),
     )
-    closest = None if ranked else _closest(search.options.values(), settings)
+    closest = None if ranked or not aggregated else _closest(search.options.values(), settings)
     answer = _answer(ranked, closest, settings, len(search.options))
     search.progress(1.0, "Done")
     return SizingResult(
@@ -620,6 +620,8 @@ def _answer(
             f"{_money(o.usd_per_hour)}/h, {_money(o.usd_per_million_output_tokens)} per million output tokens; "
             f"{capacity}."
         )
+    if closest is None and settings.disaggregation == "on":
+        return f"No prefill/decode layout meets the SLOs for {load}: see each one's reason below."
     if closest is None:
         return (
             f"No configuration of the {considered} considered fits and can be predicted for {load}: see each one's "

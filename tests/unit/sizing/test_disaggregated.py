@@ -58,6 +58,7 @@ def test_a_slow_link_misses_the_ttft_slo_at_any_size() -> None:
     result = size(SizingSettings(**BASE, disaggregation="on", kv_transfer_gb_per_s=0.1))
     assert result.best is None
     assert any("KV transfer alone takes" in (o.reason or "") for o in result.options)
+    assert result.answer.startswith("No prefill/decode layout meets the SLOs")
 
 
 def test_rates_per_role_are_positive_and_decode_is_bounded_by_tpot(both) -> None:
