@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import _state as state
 from pages._numbers import field_boxes
+from planner import fields
 from planner.capacity.charts import scenario_label
 from planner.capacity.scenario import Scenario
 from planner.errors import PlannerError
@@ -55,7 +56,7 @@ if new_link or W["replicas"] not in st.session_state:
     else:
         view = st.session_state.get(VIEW_KEY) or fleet_links.DecodedFleet()
     for name in fleet_links.KEYS:
-        if name in fleet_links.FLEET_KEYS:
+        if name in fleet_links.FLEET.keys:
             st.session_state[W[name]] = list(view.fleet.routers) if name == "routers" else getattr(view.fleet, name)
         else:
             st.session_state[W[name]] = getattr(view.workload, name)
@@ -66,28 +67,20 @@ fleet_box = field_boxes(fleet_links.parse_field, DEFAULT, W)
 
 with st.expander("Fleet", expanded=True):
     c = st.columns([1, 4, 1])
-    replicas = fleet_box(c[0], "replicas", "replicas", help="Replicas of the deployment behind the router.")
-    c[1].multiselect(
-        "routing policies",
-        ROUTERS,
-        key=W["routers"],
-        help="round_robin: in turn · least_loaded: fewest requests in flight · kv_aware: lowest KV-cache usage · "
-        "prefix_aware: longest prefix in the replica's cache (then fewest in flight).",
-    )
-    refresh = fleet_box(
-        c[2],
-        "router_refresh_s",
-        "router view refresh (s)",
-        help="How stale the router's view of KV usage and caches is: refreshed every this many seconds (0: current).",
-    )
+    replicas = fleet_box(c[0], "replicas")
+    routers = fields.widget(FleetSettings, "routers")
+    c[1].multiselect(routers.label, ROUTERS, key=W["routers"], help=routers.help)
+    refresh = fleet_box(c[2], "router_refresh_s")
 
 with st.expander("Workload", expanded=True):
     c = st.columns([2, 1, 1, 1, 1, 1])
+    datasets = fields.widget(LoadSettings, "dataset_name")
     dataset = c[0].radio(
         "prompts",
         fleet_links.DATASETS,
         key=W["dataset_name"],
         horizontal=True,
+        format_func=datasets.show,
         help="random: prompts of their own · prefix_repetition: shared prefixes (vLLM's dataset) · multi_turn: "
         "conversations, each turn sending the whole conversation so far.",
     )

@@ -27,51 +27,41 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "run"]
 
-#: The workload's field names → this command's flag destinations, where they differ (an error names the flag).
-_FLAGS = {
-    "prefix_len": "prefix_repetition_prefix_len",
-    "suffix_len": "prefix_repetition_suffix_len",
-    "num_prefixes": "prefix_repetition_num_prefixes",
-    "think_time_s": "think_time",
-    "trace_chunk_hash_size": "timed_trace_chunk_hash_size",
-    "goodput_ms": "goodput",
-    "max_concurrency": "concurrency",
-}
+
+#: The workload's dataset flags, as ``bench`` declares them (:class:`~planner.loadtest.settings.LoadSettings`).
+_DATASET_FIELDS = (
+    "dataset_name",
+    "prefix_len",
+    "suffix_len",
+    "num_prefixes",
+    "num_turns",
+    "think_time_s",
+    "time_scale",
+    "trace_chunk_hash_size",
+    "ray_address",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``fleet`` subcommand to ``sub``."""
-    from planner.fleet.settings import add_arguments
-    from planner.fleet.workload import DATASETS
+    from planner import fields
+    from planner.fleet.settings import FleetSettings
+    from planner.loadtest.settings import LoadSettings
 
     p = sub.add_parser(
         "fleet",
         help="N replicas behind a router: each routing policy simulated on one workload (prefix-cache hits, load)",
         description="Simulate --replicas replicas of a planned vLLM deployment behind each --router policy "
         "(round_robin, least_loaded, kv_aware, prefix_aware), on one event clock, each replica with its own prefix "
-        "cache; the workload is the load test's (shared prefixes, conversations, traces).",
+        "cache; the workload is the load test's (shared prefixes, conversations, traces). --ray-address runs each "
+        "policy's simulation as a Ray task on that cluster ('local': a Ray started here).",
     )
     add_scenario_arguments(p)
     add_workload_arguments(p)
     g = p.add_argument_group("workload datasets (vllm bench serve flags)")
-    g.add_argument("--dataset-name", choices=DATASETS, default="random", help="(default: random)")
+    fields.add_arguments(g, LoadSettings, _DATASET_FIELDS)
     g.add_argument("--dataset-path", type=file_path, metavar="FILE", help="a timed_trace (JSONL) or burstgpt (CSV)")
-    g.add_argument("--prefix-repetition-prefix-len", type=int, default=256, help="shared prefix tokens (default: 256)")
-    g.add_argument("--prefix-repetition-suffix-len", type=int, default=256, help="own suffix tokens (default: 256)")
-    g.add_argument("--prefix-repetition-num-prefixes", type=int, default=10, help="distinct prefixes (default: 10)")
-    g.add_argument("--num-turns", type=int, default=4, help="multi_turn: turns per conversation (default: 4)")
-    g.add_argument("--think-time", type=float, default=0.0, help="multi_turn: seconds from an answer to the next turn")
-    g.add_argument(
-        "--time-scale", type=float, default=1.0, help="traces: arrival = timestamp x this, seconds (default: 1)"
-    )
-    g.add_argument("--timed-trace-chunk-hash-size", type=int, default=16, help="tokens per hash_ids block (default 16)")
-    add_arguments(p)
-    p.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="run each policy's simulation as a Ray task on this cluster (ray://HOST:10001; 'local': a Ray started "
-        "here); needs pip install -r requirements-ray.txt",
-    )
+    fields.add_arguments(p.add_argument_group("fleet"), FleetSettings)
     p.add_argument("--json", action="store_true", help="print one JSON object with a row per policy")
 
 
@@ -81,36 +71,23 @@ def _workload(args: argparse.Namespace) -> LoadSettings:
     from planner.loadtest.datasets import read_trace
     from planner.loadtest.settings import TRACE_DATASETS
 
+    if args.dataset_name is None:
+        args = argparse.Namespace(**{**vars(args), "dataset_name": "random"})
     base = workload_from_args(args)
     rows: tuple = ()
-    if args.dataset_name in TRACE_DATASETS:
+    if base.dataset_name in TRACE_DATASETS:
         if not args.dataset_path:
-            raise InvalidParameterError("dataset_path", None, f"a {args.dataset_name} file (--dataset-path FILE)")
+            raise InvalidParameterError("dataset_path", None, f"a {base.dataset_name} file (--dataset-path FILE)")
         try:
             with open(args.dataset_path, "rb") as handle:
                 rows = read_trace(
-                    handle,
-                    args.dataset_name,
-                    limit=args.num_prompts,
-                    chunk_hash_size=args.timed_trace_chunk_hash_size,
+                    handle, base.dataset_name, limit=base.num_prompts, chunk_hash_size=base.trace_chunk_hash_size
                 )
         except OSError as exc:
             raise InvalidParameterError(
-                "dataset_path", args.dataset_path, f"a readable {args.dataset_name} file ({exc.strerror})"
+                "dataset_path", args.dataset_path, f"a readable {base.dataset_name} file ({exc.strerror})"
             ) from exc
-    return replace(
-        base,
-        dataset_name=args.dataset_name,
-        prefix_len=args.prefix_repetition_prefix_len,
-        suffix_len=args.prefix_repetition_suffix_len,
-        num_prefixes=args.prefix_repetition_num_prefixes,
-        num_turns=args.num_turns,
-        think_time_s=args.think_time,
-        time_scale=args.time_scale,
-        trace_chunk_hash_size=args.timed_trace_chunk_hash_size,
-        trace_rows=rows,
-        num_prompts=min(base.num_prompts, len(rows)) if rows else base.num_prompts,
-    )
+    return replace(base, trace_rows=rows, num_prompts=min(base.num_prompts, len(rows)) if rows else base.num_prompts)
 
 
 def _ms(value: float | None) -> str:
@@ -140,21 +117,21 @@ def _text(v: FleetView) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``fleet``; returns the exit code (0, or 2 for bad input or a deployment that does not fit)."""
-    from planner.fleet.settings import from_arguments
+    from planner import fields
+    from planner.fleet.settings import FleetSettings
     from planner.fleet.view import fleet_view
 
     try:
         scenario = scenario_from_args(args)
+        workload = _workload(args)
+        try:
+            fleet = fields.from_args(FleetSettings, args)
+        except InvalidParameterError as exc:  # a field's name -> its flag
+            raise InvalidParameterError(fields.flag_of(FleetSettings, exc.name), exc.value, exc.accepted) from exc
         view = fleet_view(
-            scenario,
-            _workload(args),
-            from_arguments(args),
-            profile=read_profile(args.calibration),
-            ray_address=args.ray_address,
+            scenario, workload, fleet, profile=read_profile(args.calibration), ray_address=workload.ray_address
         )
     except PlannerError as exc:
-        if isinstance(exc, InvalidParameterError) and exc.name in _FLAGS:
-            exc = InvalidParameterError(_FLAGS[exc.name], exc.value, exc.accepted)
         return usage_error(args.command, exc, flags=args)
     print(json.dumps(view.to_json(), indent=2) if args.json else _text(view))
     return 0

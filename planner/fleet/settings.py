@@ -1,26 +1,28 @@
 """The settings of a fleet simulation: how many replicas, which routing policies, how stale the router's view is; and
 the workload the Fleet page opens with.
 
-Each setting is declared once, in its field's metadata (:class:`FleetSettings`): its bounds or choices, its CLI flag,
-its link key and its help; validation, ``python -m planner fleet``'s flags (:func:`add_arguments`) and the link codec
-(:mod:`planner.links.fleet`) derive from it. The workload is the Load Test's
-(:class:`~planner.loadtest.settings.LoadSettings`), its fields under the Load Test's flags and keys.
+Each field of :class:`FleetSettings` is declared once (:mod:`planner.fields`): its range, link key, ``fleet`` flag,
+help and widget label; validation, ``python -m planner fleet``'s flags, the link codec (:mod:`planner.links.fleet`)
+and the page's widgets derive from it. The workload is the Load Test's
+(:class:`~planner.loadtest.settings.LoadSettings`), its fields under the Load Test's own declarations.
 
 Example:
     >>> FleetSettings(replicas=4, routers=("round_robin", "prefix_aware")).routers
     ('round_robin', 'prefix_aware')
+    >>> parse_routers("prefix_aware, round_robin")
+    ('prefix_aware', 'round_robin')
 """
 
 from __future__ import annotations
 
-import argparse
-import math
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import dataclass
 
-from planner.errors import InvalidParameterError
+from planner.errors import BadValue
+from planner.fields import Number, Text, setting, validate
 from planner.fleet.routers import ROUTERS
 from planner.fleet.simulation import MAX_REPLICAS
 from planner.loadtest.settings import LoadSettings
+from planner.values import split_list
 
 __all__ = [
     "DEFAULT",
@@ -28,14 +30,24 @@ __all__ = [
     "MAX_REFRESH_S",
     "WORKLOAD_FIELDS",
     "FleetSettings",
-    "add_arguments",
-    "flag_dest",
-    "from_arguments",
-    "setting_fields",
+    "parse_routers",
 ]
 
 #: Longest refresh period of the router's view, seconds.
 MAX_REFRESH_S = 3600.0
+_ROUTERS_ACCEPTED = "one or more of " + ", ".join(ROUTERS) + ", comma separated"
+
+
+def parse_routers(text: str) -> tuple[str, ...]:
+    """Routing policies, comma or space separated (at least one, duplicates dropped, in the order given).
+
+    Raises:
+        BadValue: an empty list or a word that is not one of :data:`~planner.fleet.routers.ROUTERS`.
+    """
+    parts = [p.lower() for p in split_list(text)]
+    if not parts or any(p not in ROUTERS for p in parts):
+        raise BadValue(_ROUTERS_ACCEPTED)
+    return tuple(dict.fromkeys(parts))
 
 
 @dataclass(frozen=True)
@@ -52,48 +64,48 @@ class FleetSettings:
         InvalidParameterError: a value outside what is accepted, naming it.
     """
 
-    replicas: int = field(
-        default=4,
-        metadata={"low": 1, "high": MAX_REPLICAS, "flag": "--replicas", "help": "replicas behind the router"},
+    replicas: int = setting(
+        4,
+        Number(
+            low=1,
+            high=MAX_REPLICAS,
+            integer=True,
+            flags=("--replicas",),
+            label="replicas",
+            help="replicas of the deployment behind the router",
+        ),
     )
-    routers: tuple[str, ...] = field(
-        default=ROUTERS,
-        metadata={
-            "choices": ROUTERS,
-            "flag": "--router",
-            "key": "router",
-            "help": "routing policy to simulate (repeat the flag for several; default: all four)",
-        },
+    routers: tuple[str, ...] = setting(
+        ROUTERS,
+        Text(
+            key="router",
+            read=parse_routers,
+            write=",".join,
+            valid=lambda chosen: bool(chosen) and all(r in ROUTERS for r in chosen),
+            accepted=_ROUTERS_ACCEPTED,
+            flags=("--router",),
+            nargs="append",
+            metavar="POLICY",
+            label="routing policies",
+            help="routing policy to simulate, repeat the flag for several: round_robin (in turn), least_loaded "
+            "(fewest in flight), kv_aware (lowest KV-cache usage), prefix_aware (longest cached prefix, then fewest "
+            "in flight); default: all four",
+        ),
     )
-    router_refresh_s: float = field(
-        default=0.0,
-        metadata={
-            "low": 0.0,
-            "high": MAX_REFRESH_S,
-            "flag": "--router-refresh-s",
-            "help": "seconds between refreshes of the router's view of KV usage and prefix caches (0: always current)",
-        },
+    router_refresh_s: float = setting(
+        0.0,
+        Number(
+            low=0.0,
+            high=MAX_REFRESH_S,
+            flags=("--router-refresh-s",),
+            label="router view refresh (s)",
+            help="seconds between refreshes of the router's view of KV usage and prefix caches (0: always current)",
+        ),
     )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "routers", tuple(dict.fromkeys(self.routers)))
-        for f in setting_fields():
-            value = getattr(self, f.name)
-            if "choices" in f.metadata:
-                if not value or any(v not in f.metadata["choices"] for v in value):
-                    raise InvalidParameterError(f.name, value, "one or more of " + ", ".join(f.metadata["choices"]))
-                continue
-            low, high = f.metadata["low"], f.metadata["high"]
-            integer = isinstance(f.default, int)
-            ok = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
-            if not (ok and math.isfinite(value) and low <= value <= high):
-                kind = "an integer" if integer else "a number"
-                raise InvalidParameterError(f.name, value, f"{kind} in [{low:g}, {high:g}]")
-
-
-def setting_fields() -> tuple[Field, ...]:
-    """The fields of :class:`FleetSettings`, each with its metadata."""
-    return fields(FleetSettings)
+        validate(self)
 
 
 #: The settings of the Fleet page opened without a link.
@@ -125,39 +137,3 @@ DEFAULT_WORKLOAD = LoadSettings(
     duration_s=None,
     ignore_eos=True,
 )
-
-
-def flag_dest(name: str) -> str:
-    """The argparse destination of the field ``name``'s flag (``routers`` → ``router``, from ``--router``)."""
-    f = next(f for f in setting_fields() if f.name == name)
-    return f.metadata["flag"].removeprefix("--").replace("-", "_")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of :class:`FleetSettings`, from its fields' metadata."""
-    group = parser.add_argument_group("fleet")
-    for f in setting_fields():
-        meta, dest = f.metadata, flag_dest(f.name)
-        if "choices" in meta:
-            group.add_argument(meta["flag"], dest=dest, action="append", choices=meta["choices"], help=meta["help"])
-        else:
-            kind = int if isinstance(f.default, int) else float
-            group.add_argument(
-                meta["flag"], dest=dest, type=kind, default=f.default, help=f"{meta['help']} (default: {f.default:g})"
-            )
-
-
-def from_arguments(args: argparse.Namespace) -> FleetSettings:
-    """The settings :func:`add_arguments`' flags hold (a choice list left out is the default's).
-
-    Raises:
-        InvalidParameterError: a value outside what is accepted, named by its flag's destination (``router``).
-    """
-    values = {}
-    for f in setting_fields():
-        value = getattr(args, flag_dest(f.name))
-        values[f.name] = f.default if value is None else tuple(value) if "choices" in f.metadata else value
-    try:
-        return FleetSettings(**values)
-    except InvalidParameterError as exc:
-        raise InvalidParameterError(flag_dest(exc.name), exc.value, exc.accepted) from None

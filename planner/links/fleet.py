@@ -1,18 +1,13 @@
-"""One explicit codec between the Fleet page's settings and a URL query string.
+"""The Fleet page's link: the scenarios, the workload and the fleet, each read by its own codec.
 
-The Fleet page's link holds three things: the scenarios (:mod:`planner.links.budget`'s keys; the first is the
-replicas' deployment), the workload, and the fleet. The workload is a :class:`~planner.loadtest.settings.LoadSettings`,
-its fields (:data:`planner.fleet.settings.WORKLOAD_FIELDS`) under the Load Test's keys and rules
-(:data:`planner.links.loadtest.KEYS`, :func:`planner.links.loadtest.parse_field`): ``dataset_name`` (here ``random``,
-``prefix_repetition`` or ``multi_turn``), ``num_prompts``, ``max_concurrency``, ``request_rate``, ``input_len``,
-``output_len``, ``num_turns``, ``think_time_s``, ``prefix_len``, ``suffix_len``, ``num_prefixes``, ``seed``. The fleet
-is a :class:`~planner.fleet.settings.FleetSettings`, each field under the key its metadata declares: ``replicas``
-(1–1024), ``router`` (policies, comma separated: ``router=round_robin,prefix_aware``), ``router_refresh_s``
-(0–3600).
-
-Only values that differ from the page's defaults (:data:`planner.fleet.settings.DEFAULT_WORKLOAD`,
-:data:`planner.fleet.settings.DEFAULT`) are written. :func:`decode` never raises (the rules of
-:mod:`planner.links.rules`); the scenario codec reads the same query with ``foreign`` = :data:`KEYS`.
+The scenarios are :mod:`planner.links.budget`'s keys (the first is the replicas' deployment). The workload is a
+:class:`~planner.loadtest.settings.LoadSettings`, its fields :data:`planner.fleet.settings.WORKLOAD_FIELDS` under the
+Load Test's keys (``dataset_name``, ``num_prompts``, ``max_concurrency``, ``request_rate``, ``input_len``,
+``output_len``, ``num_turns``, ``think_time_s``, ``prefix_len``, ``suffix_len``, ``num_prefixes``, ``seed``); the fleet
+is a :class:`~planner.fleet.settings.FleetSettings`: ``replicas`` (1–1024), ``router`` (policies, comma separated:
+``router=round_robin,prefix_aware``), ``router_refresh_s`` (0–3600). Both codecs are
+:class:`~planner.links.codec.SettingsCodec` s of the fields' declarations; only values that differ from the page's
+defaults are written; :func:`decode` never raises.
 
 Example:
     >>> from planner.fleet.settings import DEFAULT, DEFAULT_WORKLOAD
@@ -25,23 +20,21 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from planner import fields
 from planner.capacity.scenario import Scenario
-from planner.errors import InvalidParameterError
-from planner.fleet.settings import DEFAULT, DEFAULT_WORKLOAD, WORKLOAD_FIELDS, FleetSettings, setting_fields
+from planner.fleet.settings import DEFAULT, DEFAULT_WORKLOAD, WORKLOAD_FIELDS, FleetSettings
 from planner.links import budget
-from planner.links.loadtest import KEYS as LOAD_KEYS
-from planner.links.loadtest import parse_field as parse_load_field
-from planner.links.rules import BadValue, decode_query, encode_settings, parse_choice, parse_number, show
+from planner.links.codec import SettingsCodec
 from planner.loadtest.settings import LoadSettings
 
 __all__ = [
     "DATASETS",
-    "FLEET_KEYS",
+    "FLEET",
     "KEYS",
+    "WORKLOAD",
     "DecodedFleet",
     "DecodedLink",
     "decode",
@@ -51,13 +44,15 @@ __all__ = [
     "parse_field",
 ]
 
-#: Fleet field → query key (its metadata's ``key``, else its name).
-FLEET_KEYS: dict[str, str] = {f.name: f.metadata.get("key", f.name) for f in setting_fields()}
-#: Every field of this codec → its query key: the workload's (the Load Test's keys) and the fleet's.
-KEYS: dict[str, str] = {name: LOAD_KEYS[name] for name in WORKLOAD_FIELDS} | FLEET_KEYS
-#: The workloads the page simulates (of the Load Test's datasets: those of token counts, without a file).
+#: The workloads the page simulates: the fleet's datasets that need no file
+#: (:data:`planner.fleet.workload.DATASETS`).
 DATASETS: tuple[str, ...] = ("random", "prefix_repetition", "multi_turn")
-_MAX_PARAMS = 64
+#: The workload's codec (the Load Test's declarations, the page's fields and defaults).
+WORKLOAD: SettingsCodec[LoadSettings] = SettingsCodec(DEFAULT_WORKLOAD, only=WORKLOAD_FIELDS, max_params=64)
+#: The fleet's codec.
+FLEET: SettingsCodec[FleetSettings] = SettingsCodec(DEFAULT, max_params=64)
+#: Every field of the link → its query key.
+KEYS: dict[str, str] = WORKLOAD.keys | FLEET.keys
 
 
 @dataclass(frozen=True)
@@ -85,51 +80,34 @@ class DecodedLink:
 
 
 def parse_field(name: str, text: str) -> object:
-    """One setting of :data:`KEYS` from its text (the page's number boxes read typed text with it too).
+    """One field of :data:`KEYS` from its text (the page's number boxes read typed text with it too).
 
     Raises:
         BadValue: the text is not acceptable; ``accepted`` says what is.
     """
-    if name == "dataset_name":
-        return parse_choice(text.strip(), DATASETS)
-    if name not in FLEET_KEYS:
-        return parse_load_field(name, text)
-    f = next(f for f in setting_fields() if f.name == name)
-    if "choices" in f.metadata:
-        parts = [p.strip().lower() for p in re.split(r"[,\s]+", text.strip()) if p.strip()]
-        accepted = "one or more of " + ", ".join(f.metadata["choices"]) + ", comma separated"
-        if not parts or any(p not in f.metadata["choices"] for p in parts):
-            raise BadValue(accepted)
-        return tuple(dict.fromkeys(parts))
-    return parse_number(text, f.metadata["low"], f.metadata["high"], integer=isinstance(f.default, int))
+    return FLEET.parse_field(name, text) if name in FLEET.keys else WORKLOAD.parse_field(name, text)
 
 
 def decode(query: Mapping[str, str | Sequence[str]]) -> DecodedFleet:
     """The workload and the fleet from query parameters; never raises. Keys not in :data:`KEYS` are left to the
-    scenario codec."""
-    own = {key: value for key, value in list(query.items())[:_MAX_PARAMS] if key in KEYS.values()}
-    field_of = {key: name for name, key in KEYS.items()}
-    values, found = decode_query(own, field_of, parse_field, max_params=_MAX_PARAMS)
-    warnings = list(found)
-    workload, fleet = DEFAULT_WORKLOAD, DEFAULT
-    for name, value in values.items():  # one field at a time, so one that does not go with the rest is named
-        try:
-            if name in FLEET_KEYS:
-                fleet = replace(fleet, **{name: value})
-            else:
-                workload = replace(workload, **{name: value})
-        except InvalidParameterError as exc:
-            warnings.append(f"{KEYS[name]}={show(value)} is not valid: expected {exc.accepted}; the default is used")
-    return DecodedFleet(workload, fleet, tuple(warnings))
+    scenario codec. A dataset the page cannot simulate (one of prompt text or a file) warns and keeps the default."""
+    workload = WORKLOAD.decode(query)
+    fleet = FLEET.decode(query)
+    warnings = list(workload.warnings + fleet.warnings)
+    settings = workload.settings
+    if settings.dataset_name not in DATASETS:
+        warnings.append(
+            f"dataset_name={settings.dataset_name!r} is not valid: expected one of {', '.join(DATASETS)}; the default "
+            "is used"
+        )
+        settings = fields.replace(settings, dataset_name=DEFAULT_WORKLOAD.dataset_name)
+    return DecodedFleet(settings, fleet.settings, tuple(warnings))
 
 
 def encode(workload: LoadSettings, fleet: FleetSettings) -> dict[str, str]:
     """Query parameters of the workload's :data:`~planner.fleet.settings.WORKLOAD_FIELDS` and the fleet: only what
     differs from the page's defaults."""
-    kept = replace(DEFAULT_WORKLOAD, **{name: getattr(workload, name) for name in WORKLOAD_FIELDS})
-    out = encode_settings(kept, DEFAULT_WORKLOAD, LOAD_KEYS, {})
-    special = {name: ",".join for name, f in ((f.name, f) for f in setting_fields()) if "choices" in f.metadata}
-    return out | encode_settings(fleet, DEFAULT, FLEET_KEYS, special)
+    return WORKLOAD.encode(workload) | FLEET.encode(fleet)
 
 
 def decode_link(query: Mapping[str, str | Sequence[str]]) -> DecodedLink:
