@@ -609,14 +609,15 @@ def _answer(
             if p99_ttft is not None and p99_tpot is not None
             else ""
         )
-        who = f"{o.replicas} × {o.config.label}"
+        gpus = f"{o.num_gpus} GPU{'s' * (o.num_gpus != 1)}"
+        who = f"{o.replicas} × {o.config.label} ({gpus})"
         capacity = f"each replica meets the SLOs up to at least {o.replica_rate or 0:.3g} req/s{figures}"
         if o.prefill is not None:  # a prefill/decode layout: the pools together
-            who = f"{o.layout}, {o.label},"
+            who = f"{o.layout} ({o.label}; {gpus})"
             figures = figures.replace(f"at {settings.target_rate / o.replicas:.3g} req/s each", "at the target")
             capacity = f"the pools meet the SLOs at {settings.deployment_rate:.3g} req/s{figures}"
         return (
-            f"{who} ({o.num_gpus} GPU{'s' * (o.num_gpus != 1)}) serves {load}: "
+            f"{who} serves {load}: "
             f"{_money(o.usd_per_hour)}/h, {_money(o.usd_per_million_output_tokens)} per million output tokens; "
             f"{capacity}."
         )
