@@ -17,6 +17,7 @@ st.navigation(
         st.Page("pages/concurrency.py", title="Concurrency vs Context", icon=":material/show_chart:"),
         st.Page("pages/performance.py", title="Performance", icon=":material/trending_up:"),
         st.Page("pages/sizing.py", title="Sizing", icon=":material/attach_money:"),
+        st.Page("pages/fleet.py", title="Fleet", icon=":material/hub:"),
         st.Page("pages/compare.py", title="Live Compare", icon=":material/compare_arrows:"),
         st.Page("pages/loadtest.py", title="Load Test", icon=":material/speed:"),
     ]

@@ -101,6 +101,7 @@ with st.expander("Target load and SLOs", expanded=True):
     slo_text = draw(c[0], "slos", placeholder="ttft_p99_ms=1000, tpot_p99_ms=50")
     draw(c[1], "headroom")
     draw(c[2], "slo_estimate")
+    draw(c[2], "disaggregation")
 
 with st.expander("GPUs and prices"):
     c = st.columns([4, 1, 1])
@@ -142,6 +143,9 @@ with st.expander("Weights, KV cache and engine"):
     draw.choose(c[1], "kv_cache_dtypes", KV_CACHE_DTYPES)
     draw(c[2], "max_model_len", placeholder="fitted to the workload")
     draw(c[3], "gpu_memory_utilization")
+    c = st.columns(4)  # prefill/decode layouts: the KV transfer between the pools
+    draw(c[0], "kv_transfer_gb_per_s", placeholder="from the GPUs' interconnect")
+    draw(c[1], "kv_transfer_latency_ms", placeholder="1")
 
 profile = state.profile_upload("size.profile")
 built = view.build_settings({k: v for k, v in draw.values.items() if k != "slos"}, slo_text, node)
@@ -187,6 +191,8 @@ with answer_box:
             column.metric(label, value, help=help_text)
         st.selectbox("Launch command of", list(shown.rows), key=W["row"], format_func=shown.rows.get)
         st.code(shown.command, language="bash", wrap_lines=True)
+        for column, (label, name, text) in zip(st.columns(4), shown.files, strict=False):
+            column.download_button(label, text, name, "application/yaml", key=f"size.file.{label}")
         st.caption(shown.serves)
     st.caption(shown.counts)
     for note in shown.notes:

@@ -7,7 +7,9 @@
 ``python -m planner predict --model ... --gpu ... --input-len N --output-len N (--max-concurrency C |
 --request-rate R) [--sweep N] [--calibration FILE] [--json]`` and
 ``python -m planner calibrate RUN.json [RUN.json ...] --out PROFILE.json --model ... --gpu ...`` and
-``python -m planner size --model ... --target-rate R --slo ttft_p99_ms=... [--gpus id,id] [--price id=USD] [--json]``.
+``python -m planner size --model ... --target-rate R --slo ttft_p99_ms=... [--gpus id,id] [--price id=USD] [--json]``,
+``python -m planner fleet --model ... --gpu ... --replicas N --router P [--router P ...] [--json]`` and
+``python -m planner deploy --model ... --gpu ... --replicas N --target kubernetes --out DIR``.
 
 Flags are spelled as ``vllm serve`` spells them. A bad flag or value exits with code 2 and one line
 naming it and what is accepted.
@@ -22,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from planner.cli import bench, calibrate, catalog, compare, demo, model, predict, size
+from planner.cli import bench, calibrate, catalog, compare, demo, deploy, fleet, model, predict, size
 from planner.cli import plan as plan_command
 from planner.cli.messages import error
 from planner.errors import PlannerError
@@ -41,6 +43,8 @@ _COMMANDS = {
     "predict": predict.run,
     "calibrate": calibrate.run,
     "size": size.run,
+    "fleet": fleet.run,
+    "deploy": deploy.run,
 }
 
 
@@ -66,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every subcommand with its flags (errors are one line, exit code 2)."""
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate, size):
+    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate, size, fleet, deploy):
         module.add_parser(sub)
     return parser
 

@@ -128,7 +128,7 @@ def workload_from_args(args: argparse.Namespace) -> LoadSettings:
             ignore_eos=True,
             goodput_ms=parse_goodput(goodput),
             duration_s=None,
-            sweep_max=args.sweep_max if args.sweep_max is not None else 1,
+            sweep_max=getattr(args, "sweep_max", None) or 1,  # fleet reads these flags without --sweep
         )
     except BadValue as exc:
         raise InvalidParameterError("--goodput", goodput, exc.accepted) from exc

@@ -73,6 +73,7 @@ def _text(result: object) -> str:
     columns = [
         "rank",
         "verdict",
+        "layout",
         "GPU",
         "TP",
         "weights",
@@ -101,7 +102,10 @@ def _text(result: object) -> str:
         + f"; {result.probes_run} simulations in {result.elapsed_s:.2f} s; coefficients: {result.calibration}"  # type: ignore[attr-defined]
     )
     best = result.best  # type: ignore[attr-defined]
-    if best is not None:
+    if best is not None and best.prefill is not None:
+        lines += ["", f"launch {best.layout} (prefill and decode instances behind a P/D-aware router):"]
+        lines.append(best.launch_command)
+    elif best is not None:
         lines += ["", f"launch {best.replicas} replica(s) of:", best.launch_command]
     return "\n".join(lines)
 

@@ -56,7 +56,7 @@ from planner.catalog.params import count_params
 from planner.errors import InvalidParameterError
 from planner.units import GB
 
-__all__ = ["AttentionGroup", "StepShape", "link_bytes_per_s", "peak_flops", "step_shape"]
+__all__ = ["AttentionGroup", "StepShape", "host_link_bytes_per_s", "link_bytes_per_s", "peak_flops", "step_shape"]
 
 #: (pattern in the catalog's ``interconnect`` text, bytes/s per direction), first match wins.
 _LINKS: tuple[tuple[str, float], ...] = (
@@ -195,6 +195,16 @@ def link_bytes_per_s(gpu: GPU) -> float:
         m = re.search(pattern, text)
         if m:
             return float(m.group(1)) * GB if value == 0.0 else value
+    return DEFAULT_LINK_BYTES_PER_S
+
+
+def host_link_bytes_per_s(gpu: GPU) -> float:
+    """Per-direction bandwidth of the GPU's PCIe link to its host (and its NICs), bytes/s: the PCIe rows of the table
+    in the module docstring; PCIe Gen4 x16 when the catalog names none."""
+    text = gpu.interconnect or ""
+    for pattern, value in _LINKS:
+        if pattern.startswith("PCIe") and re.search(pattern, text):
+            return value
     return DEFAULT_LINK_BYTES_PER_S
 
 

@@ -58,6 +58,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -76,7 +77,7 @@ from planner.predict.step_time import (
     step_row,
 )
 
-__all__ = ["MODES", "OnlineScheduler", "SimulatedRun", "simulate"]
+__all__ = ["MODES", "EngineHooks", "OnlineScheduler", "ReplicaEngine", "SimulatedRun", "simulate"]
 
 #: Batching modes.
 MODES: tuple[str, ...] = ("continuous", "static")
@@ -131,6 +132,21 @@ class SimulatedRun:
     def kv_saturated(self) -> bool:
         """The KV cache filled up during the run (requests were preempted or the pool was ≥ 99% in use)."""
         return self.preemptions > 0 or self.peak_kv_blocks >= 0.99 * self.num_gpu_blocks
+
+
+class EngineHooks(Protocol):
+    """What an engine tells a prefix cache kept outside it (the fleet's per-replica cache, :mod:`planner.fleet`),
+    by request index: ``cached_tokens`` is asked when the request is next to be admitted (its tokens the cache holds
+    now: they start computed, as vLLM's ``num_computed_tokens``; the engine keeps at least one token to compute);
+    ``admitted``, ``preempted`` and ``finished`` say what became of it."""
+
+    def cached_tokens(self, j: int) -> int: ...
+
+    def admitted(self, j: int) -> None: ...
+
+    def preempted(self, j: int) -> None: ...
+
+    def finished(self, j: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -245,14 +261,19 @@ class _Engine:
         self.done = 0
         #: speculative decoding: (k, drafter shape or None, host seconds per draft forward); None without
         self.spec: tuple[int, StepShape | None, float] | None = None
+        #: a prefix cache outside the engine (:class:`EngineHooks`, the fleet's per-replica cache); None without
+        self.hooks: EngineHooks | None = None
+        #: a decode stretch ends by this time as it would at an arrival (:meth:`run_until`'s shared event clock)
+        self.horizon_s = math.inf
         for _ in range(min(self.cap, n)):
             self._send(self.due[self.next_send])
 
-    def add(self, prompt_tokens: int, output_tokens: int) -> int:
-        """A request that reaches the engine now (online use); returns its index."""
+    def _append(self, prompt_tokens: int, output_tokens: int, due_s: float) -> int:
+        """Grow the per-request state by one request due at ``due_s``; returns its index."""
         for values, value in (
-            (self.due, self.now),
-            (self.sent, self.now),
+            (self.due, due_s),
+            (self.sent, due_s),
+            (self.arrival, math.nan),
             (self.first, math.nan),
             (self.finish, math.nan),
             (self.first_step, 0),
@@ -269,9 +290,22 @@ class _Engine:
         self.prompt[j], self.out_len[j] = prompt_tokens, output_tokens
         self.computed[j] = self.cached[j] = self.generated[j] = self.held[j] = 0
         self.n += 1
+        return j
+
+    def add(self, prompt_tokens: int, output_tokens: int) -> int:
+        """A request that reaches the engine now (online use); returns its index."""
+        j = self._append(prompt_tokens, output_tokens, self.now)
         self.next_send = self.n
-        self.waiting.append(self.n - 1)
-        return self.n - 1
+        self.waiting.append(j)
+        return j
+
+    def submit(self, prompt_tokens: int, output_tokens: int, sent_s: float) -> int:
+        """A request a client outside the engine sent at ``sent_s`` (the fleet's router): it reaches the engine
+        through the API server as :func:`simulate`'s requests do; returns its index."""
+        j = self._append(prompt_tokens, output_tokens, sent_s)
+        self.next_send = j
+        self._send(sent_s)
+        return j
 
     def drop(self, j: int) -> None:
         """Forget request ``j`` (its client went away): its blocks are freed (online use)."""
@@ -309,6 +343,8 @@ class _Engine:
         self.free += int(self.held[j])
         self.held[j] = 0
         self.done += 1
+        if self.hooks is not None:
+            self.hooks.finished(j)
         if self.next_send < self.n:
             self._send(self.now + self.frontend.out_s)  # the client has read the last token
 
@@ -327,12 +363,16 @@ class _Engine:
         self.computed[j] = 0
         self.preemptions += 1
         self.waiting.appendleft(j)
+        if self.hooks is not None:
+            self.hooks.preempted(j)
 
     def _admissible(self, budget: int) -> bool:
         """The head of the waiting queue can start now with ``budget`` tokens left."""
         if not self.waiting or len(self.running) >= self.max_seqs or budget <= 0:
             return False
         j = self.waiting[0]
+        if self.computed[j] == 0 and self.hooks is not None:  # the cache as it is now (vLLM looks it up at admission)
+            self.cached[j] = min(self.hooks.cached_tokens(j), int(self.prompt[j] + self.generated[j]) - 1)
         if self.computed[j] == 0 and self.cached[j] > 0:  # a hit: its cached blocks are held, not computed
             self.computed[j] = self.cached[j]
         computed = int(self.computed[j])
@@ -399,6 +439,8 @@ class _Engine:
                 self.running.append(j)
                 self.free -= need
                 held[j] += need
+                if self.hooks is not None:
+                    self.hooks.admitted(j)
                 admitted.append(j)
                 admitted_new.append(n)
                 budget -= n
@@ -512,9 +554,10 @@ class _Engine:
         if self.spec is not None:
             extra = self._draft_s(np.full(k, float(n)), float(comp.sum()) + n * steps[:k].astype(float))
         can_admit = n < self.max_seqs
-        if self.pending and can_admit:
+        arrival = self.arrival[self.pending[0]] if self.pending and can_admit else math.inf
+        arrival = min(arrival, self.horizon_s)  # another engine's event may send this one a request by then
+        if arrival < math.inf:
             ends = self.now + np.cumsum(features @ self.coef + extra)
-            arrival = self.arrival[self.pending[0]]
             cut = int(np.searchsorted(ends, arrival - 1e-12))
             # An arrival during a step joins the step after the next one (asynchronous scheduling: the next one was
             # scheduled when this one started) or the next one; one that came before this stretch joins its
@@ -565,16 +608,29 @@ class _Engine:
         return total
 
     def run(self) -> None:
-        while self.done < self.n:
+        self.run_until(math.inf)
+
+    def run_until(self, limit_s: float, stop_at_finish: bool = False) -> None:
+        """Step until every request is done, or until the next step would start at or after ``limit_s`` (an event
+        clock shared with other engines: a step under way at ``limit_s`` is finished, a decode stretch is cut there
+        as at an arrival); with ``stop_at_finish``, also after the first step in which a request finished."""
+        self.horizon_s = limit_s
+        done = self.done
+        while self.done < self.n and not (stop_at_finish and self.done > done):
             busy = self.running or self.waiting
             # A busy engine scheduled this step when the last one started (asynchronous scheduling).
             self._admit_arrived(self.last_start if busy and self.shape.async_scheduling else self.now)
             if not self.running and not self.waiting:
+                if not self.pending or self.arrival[self.pending[0]] >= limit_s:
+                    break
                 self.now = max(self.now, self.arrival[self.pending[0]])
                 self._admit_arrived(self.now)
                 continue
+            if self.now >= limit_s:
+                break
             if not self.decode_stretch():
                 self.general_step()
+        self.horizon_s = math.inf
 
 
 def _static(engine: _Engine) -> None:
@@ -625,6 +681,41 @@ def _static(engine: _Engine) -> None:
             engine.finish_step[j] = first_step + last
             engine.generated[j] = engine.out_len[j]
     engine.done = engine.n
+
+
+def _parts(
+    shape: StepShape, coefficients: StepCoefficients | np.ndarray, request_overhead_s: float | None = None
+) -> tuple[StepShape, np.ndarray, _Frontend, float]:
+    """The shape (with a calibrated MoE routing), the coefficient vector, the API server's figures and the all-reduce
+    latency an engine runs with: a raw vector has no frontend time beyond ``request_overhead_s``.
+
+    Raises:
+        InvalidParameterError: a raw vector of the wrong length.
+    """
+    if isinstance(coefficients, StepCoefficients):
+        if shape.num_experts and coefficients.moe_routing_exponent != shape.moe_routing_exponent:
+            shape = replace(shape, moe_routing_exponent=coefficients.moe_routing_exponent)  # a calibrated routing
+        return (
+            shape,
+            coefficients.vector(),
+            _Frontend.of(coefficients, request_overhead_s),
+            coefficients.allreduce_latency_s,
+        )
+    coef = np.asarray(coefficients, dtype=float)
+    if coef.shape != (len(TERMS),):
+        raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
+    return shape, coef, _Frontend(in_s=request_overhead_s or 0.0), DEFAULT_COEFFICIENTS.allreduce_latency_s
+
+
+def _check_request(engine: _Engine, prompt_tokens: int, output_tokens: int) -> None:
+    """Refuse a request an engine cannot take (:meth:`OnlineScheduler.add`, :meth:`ReplicaEngine.submit`)."""
+    total = prompt_tokens + output_tokens
+    if prompt_tokens < 1 or output_tokens < 1:
+        raise InvalidParameterError("tokens", (prompt_tokens, output_tokens), "at least 1 prompt and 1 output token")
+    if total > engine.shape.max_model_len:
+        raise InvalidParameterError("tokens", total, f"at most max_model_len ({engine.shape.max_model_len:,})")
+    if engine.blocks.of(total) > engine.shape.num_gpu_blocks:
+        raise InvalidParameterError("tokens", total, "a request the KV cache can hold")
 
 
 class OnlineScheduler:
@@ -686,15 +777,7 @@ class OnlineScheduler:
         Raises:
             InvalidParameterError: it is longer than ``max_model_len`` or than the whole KV cache holds.
         """
-        total = prompt_tokens + output_tokens
-        if prompt_tokens < 1 or output_tokens < 1:
-            raise InvalidParameterError(
-                "tokens", (prompt_tokens, output_tokens), "at least 1 prompt and 1 output token"
-            )
-        if total > self.shape.max_model_len:
-            raise InvalidParameterError("tokens", total, f"at most max_model_len ({self.shape.max_model_len:,})")
-        if self._engine.blocks.of(total) > self.shape.num_gpu_blocks:
-            raise InvalidParameterError("tokens", total, "a request the KV cache can hold")
+        _check_request(self._engine, prompt_tokens, output_tokens)
         return self._engine.add(prompt_tokens, output_tokens)
 
     def drop(self, rid: int) -> None:
@@ -710,6 +793,126 @@ class OnlineScheduler:
         self._engine.features.clear()  # nothing reads a live engine's history: keep its memory flat
         self._engine.step_end.clear()
         return self._engine.now - before, list(self._engine.emitted)
+
+
+class ReplicaEngine:
+    """One replica of a fleet on an event clock it shares with others (:mod:`planner.fleet`): requests are submitted
+    by a client outside it (a router) at their send times, and :meth:`run_until` steps it up to a given time, with the
+    scheduler, API server and step model of :func:`simulate`; a prefix cache outside the engine hears of each request
+    through ``hooks`` (:class:`EngineHooks`).
+
+    Example::
+
+        engine = ReplicaEngine(shape)
+        rid = engine.submit(512, 128, sent_s=0.0)
+        engine.run_until(math.inf)
+        engine.ttft_s()[rid]   # its TTFT, seconds
+    """
+
+    def __init__(
+        self,
+        shape: StepShape,
+        coefficients: StepCoefficients | np.ndarray = DEFAULT_COEFFICIENTS,
+        hooks: EngineHooks | None = None,
+    ) -> None:
+        shape, coef, frontend, ar_latency = _parts(shape, coefficients)
+        self.shape = shape
+        self._engine = _Engine(shape, coef, frontend, ar_latency, [], [], 0)
+        self._engine.hooks = hooks
+        one = step_features(
+            shape, n_decode=np.ones(1), decode_ctx=np.ones((1, len(shape.groups))), allreduce_latency_s=ar_latency
+        )
+        self._floor_s = float(critical_path(one, coef)[0] @ coef)
+
+    def submit(self, prompt_tokens: int, output_tokens: int, sent_s: float) -> int:
+        """A request sent at ``sent_s`` seconds; returns its index.
+
+        Raises:
+            InvalidParameterError: it is longer than ``max_model_len`` or than the whole KV cache holds.
+        """
+        _check_request(self._engine, prompt_tokens, output_tokens)
+        return self._engine.submit(prompt_tokens, output_tokens, sent_s)
+
+    def run_until(self, limit_s: float, *, stop_at_finish: bool = False) -> None:
+        """Step until the next step would start at or after ``limit_s`` seconds (or nothing is left); with
+        ``stop_at_finish``, also after the first step in which a request finished (its client may send another)."""
+        self._engine.run_until(limit_s, stop_at_finish)
+
+    @property
+    def now_s(self) -> float:
+        """When its last step ended, seconds."""
+        return self._engine.now
+
+    @property
+    def next_start_s(self) -> float:
+        """When its next step starts: now when busy, else the next request's arrival; inf with nothing to do."""
+        e = self._engine
+        if e.running or e.waiting:
+            return e.now
+        return max(e.now, e.arrival[e.pending[0]]) if e.pending else math.inf
+
+    @property
+    def kv_usage(self) -> float:
+        """Fraction of the KV blocks in use, in [0, 1]."""
+        return 1.0 - self._engine.free / self.shape.num_gpu_blocks
+
+    @property
+    def response_overhead_s(self) -> float:
+        """Seconds from the step that made a token to its client."""
+        return self._engine.frontend.out_s
+
+    @property
+    def step_floor_s(self) -> float:
+        """The shortest step it can take (one sequence decoding at a context of one token), seconds."""
+        return self._floor_s
+
+    def earliest_finish_s(self) -> float:
+        """A time no request of it finishes before: its next step's start plus the fewest steps any unfinished
+        request still needs, each at least :attr:`step_floor_s`; inf with nothing unfinished."""
+        e = self._engine
+        live = [*e.running, *e.waiting, *e.pending]
+        if not live:
+            return math.inf
+        idx = np.fromiter(live, dtype=np.int64, count=len(live))
+        steps = int((e.out_len[idx] - e.generated[idx]).min())
+        return self.next_start_s + max(1, steps) * self._floor_s
+
+    def tokens(self, j: int) -> tuple[int, int]:
+        """``(prompt tokens, tokens generated so far)`` of request ``j``."""
+        return int(self._engine.prompt[j]), int(self._engine.generated[j])
+
+    def finish_s(self, j: int) -> float:
+        """When request ``j``'s last token reached its client, seconds (nan while it runs)."""
+        return self._engine.finish[j] + self._engine.frontend.out_s
+
+    def first_token_s(self, j: int) -> float:
+        """When request ``j``'s first token reached its client, seconds (nan before)."""
+        return self._engine.first[j] + self._engine.frontend.out_s
+
+    def ttft_s(self) -> np.ndarray:
+        """Per request: its TTFT, seconds (from its send time)."""
+        e = self._engine
+        return np.array(e.first[: e.n]) + e.frontend.out_s - np.array(e.sent[: e.n])
+
+    def e2e_s(self) -> np.ndarray:
+        """Per request: its end-to-end latency, seconds."""
+        e = self._engine
+        return np.array(e.finish[: e.n]) + e.frontend.out_s - np.array(e.sent[: e.n])
+
+    def itl_s(self) -> np.ndarray:
+        """Every inter-token gap of its requests, pooled, seconds."""
+        e = self._engine
+        return _itl(np.array(e.step_end), np.array(e.first_step[: e.n]), np.array(e.finish_step[: e.n]))[0]
+
+    @property
+    def preemptions(self) -> int:
+        """Preemptions so far."""
+        return self._engine.preemptions
+
+    @property
+    def peak_kv_blocks(self) -> int:
+        """Most KV blocks in use at once."""
+        return int(self._engine.peak)
 
 
 def simulate(
@@ -752,18 +955,7 @@ def simulate(
         raise InvalidParameterError("mode", mode, " or ".join(MODES))
     if speculative is not None and mode != "continuous":
         raise InvalidParameterError("speculative", speculative.method, "continuous mode (static has no drafter)")
-    if isinstance(coefficients, StepCoefficients):
-        if shape.num_experts and coefficients.moe_routing_exponent != shape.moe_routing_exponent:
-            shape = replace(shape, moe_routing_exponent=coefficients.moe_routing_exponent)  # a calibrated routing
-        coef = coefficients.vector()
-        frontend = _Frontend.of(coefficients, request_overhead_s)
-        ar_latency = coefficients.allreduce_latency_s
-    else:
-        coef = np.asarray(coefficients, dtype=float)
-        if coef.shape != (len(TERMS),):
-            raise InvalidParameterError("coefficients", coef.shape, f"a vector of {len(TERMS)} terms")
-        frontend = _Frontend(in_s=request_overhead_s or 0.0)
-        ar_latency = DEFAULT_COEFFICIENTS.allreduce_latency_s
+    shape, coef, frontend, ar_latency = _parts(shape, coefficients, request_overhead_s)
     if lengths is not None:
         if len(lengths) != settings.num_prompts or any(a < 1 or b < 1 for a, b in lengths):
             raise InvalidParameterError("lengths", len(lengths), f"{settings.num_prompts} pairs of token counts ≥ 1")
@@ -794,6 +986,15 @@ def simulate(
     return _result(engine, settings, mode)
 
 
+def _itl(ends: np.ndarray, first_step: np.ndarray, finish_step: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Every inter-token gap of the requests (pooled), and each one's range of steps after its first token."""
+    # A preempted request's steps between its first and last token include the ones it sat out: its gaps are those
+    # steps' durations (same total, more samples), a simplification.
+    gaps = np.diff(ends, prepend=ends[0] if ends.size else 0.0)
+    ranges = [(a + 1, b + 1) for a, b in zip(first_step.tolist(), finish_step.tolist(), strict=True) if b > a]
+    return (np.concatenate([gaps[a:b] for a, b in ranges]) if ranges else np.zeros(0)), ranges
+
+
 def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     ends = np.array(engine.step_end)
     feats = np.vstack(engine.features) if engine.features else np.zeros((0, len(TERMS)))
@@ -806,11 +1007,7 @@ def _result(engine: _Engine, settings: LoadSettings, mode: str) -> SimulatedRun:
     finish_step = np.array(engine.finish_step)
     out_len = engine.out_len[: engine.n].copy()
     prompt = engine.prompt[: engine.n].copy()
-    # A preempted request's steps between its first and last token include the ones it sat out: its gaps are those
-    # steps' durations (same total, more samples), a simplification.
-    gaps = np.diff(ends, prepend=ends[0] if ends.size else 0.0)
-    ranges = [(a + 1, b + 1) for a, b in zip(first_step.tolist(), finish_step.tolist(), strict=True) if b > a]
-    itl = np.concatenate([gaps[a:b] for a, b in ranges]) if ranges else np.zeros(0)
+    itl, ranges = _itl(ends, first_step, finish_step)
     median_itl_features = np.zeros(len(TERMS))
     if itl.size:
         where = np.concatenate([np.arange(a, b) for a, b in ranges])

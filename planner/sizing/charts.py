@@ -44,6 +44,14 @@ def _checked(o: SizingOption) -> str:
     return ", ".join(f"{c.slo.key}={display.ms(c.value_s, unit=False)}" for c in checks if c.value_s is not None)
 
 
+def _gpus(o: SizingOption, least: int | None) -> str:
+    """GPUs in all, ``≥ N`` for an option known only by its bound."""
+    if o.prefill is not None and o.decode is not None:
+        total = o.prefill.num_gpus + o.decode.num_gpus
+        return f"≥ {total:,}" if o.replicas is None else f"{total:,}"
+    return f"≥ {least * o.config.num_gpus:,}" if least else display.count(o.num_gpus)
+
+
 def _capacity(o: SizingOption) -> str:
     if o.replica_rate is None:
         return display.NA
@@ -55,6 +63,7 @@ def _capacity(o: SizingOption) -> str:
 OPTIONS_HEADLINE: tuple[str, ...] = (
     "rank",
     "verdict",
+    "layout",
     "GPU",
     "TP",
     "weights",
@@ -79,17 +88,23 @@ def options_table(result: SizingResult, *, limit: int | None = None) -> pd.DataF
     for o in result.options[:limit]:
         c = o.config
         least = None if o.least_replicas is None or o.replicas is not None else o.least_replicas
+        gpu, tp = c.gpu_name, str(c.tensor_parallel_size)
+        if o.prefill is not None:  # a prefill/decode layout: prefill's / decode's
+            same = o.prefill.config.gpu_name == c.gpu_name
+            gpu = c.gpu_name if same else f"{o.prefill.config.gpu_name} / {c.gpu_name}"
+            tp = f"{o.prefill.config.tensor_parallel_size} / {c.tensor_parallel_size}"
         rows.append(
             {
                 "rank": "" if o.rank is None else str(o.rank),
                 "verdict": VERDICT_TEXT[o.verdict],
-                "GPU": c.gpu_name,
-                "TP": c.tensor_parallel_size,
+                "layout": o.layout,
+                "GPU": gpu,
+                "TP": tp,
                 "PP": c.pipeline_parallel_size,
                 "weights": c.weights,
                 "KV cache": c.kv_cache_dtype,
                 "replicas": f"≥ {least:,}" if least else display.count(o.replicas),
-                "GPUs": f"≥ {least * c.num_gpus:,}" if least else display.count(o.num_gpus),
+                "GPUs": _gpus(o, least),
                 "$/hour": f"≥ {o.least_usd_per_hour:,.2f}"
                 if least and o.least_usd_per_hour is not None
                 else display.number(o.usd_per_hour, 2),
@@ -112,25 +127,30 @@ def headline(option: SizingOption, target_rate: float) -> list[tuple[str, str, s
     """``(label, value, help)`` tiles of the answer: replicas, GPUs, cost per hour and per million tokens, p99 TTFT
     and TPOT at the chosen size."""
     replicas = option.replicas or 1
-    return [
+    first = [
         ("replicas", f"{replicas:,}", f"of {option.config.label}, behind a load balancer"),
         ("GPUs in all", display.count(option.num_gpus), f"{option.config.num_gpus} per replica"),
-        ("$/hour", display.number(option.usd_per_hour, 2), f"at ${option.price.usd_per_hour:,.2f} per GPU-hour"),
+    ]
+    if option.prefill is not None and option.decode is not None:  # a prefill/decode layout
+        p, d = option.prefill, option.decode
+        first = [
+            ("prefill + decode", option.layout, f"prefill: {p.config.label}; decode: {d.config.label}"),
+            ("GPUs in all", display.count(option.num_gpus), f"{p.num_gpus} prefill, {d.num_gpus} decode"),
+        ]
+    where = f"predicted at {target_rate / replicas:.3g} req/s per replica"
+    price = f"at ${option.price.usd_per_hour:,.2f} per GPU-hour"
+    if option.prefill is not None:
+        where, price = f"predicted at {target_rate:.3g} req/s", option.fleet_text
+    return [
+        *first,
+        ("$/hour", display.number(option.usd_per_hour, 2), price),
         (
             "$/M output tokens",
             display.number(option.usd_per_million_output_tokens, 3),
             "at the target rate: cost per hour over output tokens per hour",
         ),
-        (
-            "p99 TTFT (ms)",
-            display.number(option.at_size_ms("ttft", "p99"), 0),
-            f"predicted at {target_rate / replicas:.3g} req/s per replica",
-        ),
-        (
-            "p99 TPOT (ms)",
-            display.number(option.at_size_ms("tpot", "p99"), 1),
-            f"predicted at {target_rate / replicas:.3g} req/s per replica",
-        ),
+        ("p99 TTFT (ms)", display.number(option.at_size_ms("ttft", "p99"), 0), where),
+        ("p99 TPOT (ms)", display.number(option.at_size_ms("tpot", "p99"), 1), where),
     ]
 
 

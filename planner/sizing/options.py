@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from planner.capacity.launch import vllm_command
 from planner.capacity.result import Plan
 from planner.capacity.scenario import Scenario
+from planner.deploy.files import TARGETS, deployment_files
+from planner.deploy.manifests import Pool
+from planner.errors import InvalidParameterError
 from planner.metrics.slo import SloCheck
 from planner.predict.api import DEFAULT_SOURCE
 from planner.predict.shape import StepShape
@@ -20,7 +23,7 @@ from planner.sizing.prices import GpuPrice
 from planner.sizing.probe import Probe
 from planner.sizing.settings import SizingSettings
 
-__all__ = ["VERDICTS", "Configuration", "SizingOption", "SizingResult"]
+__all__ = ["MODES", "VERDICTS", "Configuration", "PoolSize", "SizingOption", "SizingResult"]
 
 #: What became of a configuration, best first (the table's order after the ranked options).
 VERDICTS: tuple[str, ...] = (
@@ -32,6 +35,11 @@ VERDICTS: tuple[str, ...] = (
     "not_predicted",
     "does_not_fit",
 )
+
+
+#: How an option serves: one kind of replica doing prefill and decode (``aggregated``), or a prefill pool and a decode
+#: pool joined by a KV transfer (``disaggregated``, :mod:`planner.sizing.disaggregated`).
+MODES: tuple[str, ...] = ("aggregated", "disaggregated")
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,45 @@ class Configuration:
 
 
 @dataclass(frozen=True)
+class PoolSize:
+    """One pool of a prefill/decode option: its configuration, instances, price and plan.
+
+    Attributes:
+        config: the configuration of one instance.
+        replicas: instances.
+        price: its GPU's price.
+        plan: one instance's capacity plan.
+    """
+
+    config: Configuration
+    replicas: int
+    price: GpuPrice
+    plan: Plan | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the pool."""
+        return self.replicas * self.config.num_gpus
+
+    @property
+    def usd_per_hour(self) -> float:
+        """The pool's cost per hour (0 without a price)."""
+        return self.num_gpus * (self.price.usd_per_hour or 0.0)
+
+    def to_json(self) -> dict[str, object]:
+        """``{"gpu", "tensor_parallel_size", "replicas"}`` (and the configuration's other keys)."""
+        c = self.config
+        return {
+            "gpu": c.gpu_id,
+            "tensor_parallel_size": c.tensor_parallel_size,
+            "pipeline_parallel_size": c.pipeline_parallel_size,
+            "replicas": self.replicas,
+            "gpus_per_replica": c.num_gpus,
+            "usd_per_gpu_hour": self.price.usd_per_hour,
+        }
+
+
+@dataclass(frozen=True)
 class SizingOption:
     """What the search found for one configuration.
 
@@ -120,6 +167,10 @@ class SizingOption:
         least_replicas: the fewest replicas it could need by the bound (or by the replicas simulated to miss).
         rank: 1 = the cheapest that meets the SLOs; None for the others.
         usd_per_hour / usd_per_million_output_tokens: cost of the resolved option at the target load.
+        mode: ``aggregated`` or ``disaggregated`` (:data:`MODES`).
+        prefill / decode: the pools of a disaggregated option (``config`` is the decode pool's; ``replicas`` all
+            instances); None for an aggregated one.
+        kv_transfer_s: a disaggregated option's mean KV transfer, seconds.
     """
 
     config: Configuration
@@ -140,6 +191,65 @@ class SizingOption:
     rank: int | None = None
     usd_per_hour: float | None = None
     usd_per_million_output_tokens: float | None = None
+    mode: str = "aggregated"
+    prefill: PoolSize | None = None
+    decode: PoolSize | None = None
+    kv_transfer_s: float | None = None
+
+    @property
+    def layout(self) -> str:
+        """``aggregated``, or ``xPyD``: x prefill and y decode instances."""
+        if self.prefill is None or self.decode is None:
+            return "aggregated"
+        return f"{self.prefill.replicas}P{self.decode.replicas}D"
+
+    @property
+    def label(self) -> str:
+        """The configuration, with both pools' for a disaggregated option (``prefill H100 · TP 1 … / decode L40S
+        …``)."""
+        if self.prefill is None or self.decode is None:
+            return self.config.label
+        return f"prefill {self.prefill.config.label} / decode {self.decode.config.label}"
+
+    @property
+    def fleet_text(self) -> str:
+        """What the option runs and at what price: ``2 × 1 GPU(s) at $2.99``, or for prefill/decode ``2P × 1 GPU(s)
+        at $2.99 + 3D × 1 at $0.80``."""
+        if self.prefill is None or self.decode is None:
+            return f"{self.replicas} × {self.config.num_gpus} GPU(s) at ${self.price.usd_per_hour or 0:,.2f}"
+        p, d = self.prefill, self.decode
+        return (
+            f"{p.replicas}P × {p.config.num_gpus} GPU(s) at ${p.price.usd_per_hour or 0:,.2f} + {d.replicas}D × "
+            f"{d.config.num_gpus} at ${d.price.usd_per_hour or 0:,.2f}"
+        )
+
+    @property
+    def summary(self) -> str:
+        """The option in a few words: ``2 × H100 80GB SXM5 · TP 1 · …`` or ``1P2D: prefill … / decode …``."""
+        if self.prefill is not None:
+            return f"{self.layout}: {self.label}"
+        return f"{self.replicas} × {self.config.label}"
+
+    @property
+    def deployment_targets(self) -> tuple[str, ...]:
+        """The targets :meth:`deployment_files` writes for this option (production-stack's values describe no
+        prefill/decode pools here)."""
+        return TARGETS if self.prefill is None else tuple(t for t in TARGETS if t != "production-stack")
+
+    def deployment_files(self, target: str) -> dict[str, str]:
+        """File name → YAML of what runs this option (:func:`planner.deploy.files.deployment_files`): its replicas,
+        or its prefill and decode pools.
+
+        Raises:
+            InvalidParameterError: an option that is not resolved, an unknown target, production-stack values for
+                prefill/decode pools.
+        """
+        if self.prefill is not None and self.decode is not None and self.prefill.plan and self.decode.plan:
+            decode = Pool(self.decode.plan, self.decode.replicas)
+            return deployment_files(decode, target, prefill=Pool(self.prefill.plan, self.prefill.replicas))
+        if self.plan is None or self.replicas is None:
+            raise InvalidParameterError("option", self.config.label, "an option that meets the SLOs")
+        return deployment_files(Pool(self.plan, self.replicas), target)
 
     @property
     def meets_slo(self) -> bool:
@@ -148,12 +258,24 @@ class SizingOption:
 
     @property
     def num_gpus(self) -> int | None:
-        """GPUs in total: replicas × GPUs per replica; None when not resolved."""
+        """GPUs in total: replicas × GPUs per replica (both pools' for a disaggregated option); None when not
+        resolved."""
+        if self.prefill is not None and self.decode is not None:
+            return self.prefill.num_gpus + self.decode.num_gpus
         return None if self.replicas is None else self.replicas * self.config.num_gpus
 
     @property
     def launch_command(self) -> str | None:
-        """The ``vllm serve`` command of one replica; None without a plan."""
+        """The ``vllm serve`` command of one replica (of each pool, with vLLM's NIXL KV connector, for a
+        disaggregated option); None without a plan."""
+        if self.prefill is not None and self.decode is not None:
+            if self.prefill.plan is None or self.decode.plan is None:
+                return None
+            kv = ' --kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\''
+            return (
+                f"# prefill ({self.prefill.replicas} instance(s))\n{vllm_command(self.prefill.plan)}{kv}\n"
+                f"# decode ({self.decode.replicas} instance(s))\n{vllm_command(self.decode.plan)}{kv}"
+            )
         return None if self.plan is None else vllm_command(self.plan)
 
     def at_size_ms(self, metric: str, stat: str) -> float | None:
@@ -178,8 +300,16 @@ class SizingOption:
         lists the checks that decided its replicas: per SLO its limit, the predicted value, the band's ratio and the
         value checked (their product), in ms."""
         c = self.config
+        pools: dict[str, object] = {}
+        if self.prefill is not None and self.decode is not None:
+            pools = {
+                "prefill": self.prefill.to_json(),
+                "decode": self.decode.to_json(),
+                "kv_transfer_ms": None if self.kv_transfer_s is None else self.kv_transfer_s * 1e3,
+            }
         return {
             "rank": self.rank,
+            "mode": self.mode,
             "gpu": c.gpu_id,
             "model": c.model,
             "tensor_parallel_size": c.tensor_parallel_size,
@@ -205,6 +335,7 @@ class SizingOption:
             "reason": self.reason,
             "least_usd_per_hour": self.least_usd_per_hour,
             "launch_command": self.launch_command if self.verdict == "meets" else None,
+            **pools,
         }
 
     def _check_json(self, check: SloCheck) -> dict[str, object]:

@@ -103,6 +103,7 @@ def pareto_points(
     out = [
         point
         for o in result.options
+        if o.prefill is None  # a prefill/decode layout is no replica of one configuration: not a point here
         for p, met in o.probes + ((verdict(o, o.at_size.rate),) if o.at_size is not None else ())
         if (point := _point(o, p, met, s.output_len)) is not None
     ]

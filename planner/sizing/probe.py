@@ -40,6 +40,7 @@ from planner.metrics.benchmark import BenchmarkMetrics, metrics_from_samples
 from planner.predict.shape import StepShape
 from planner.predict.simulator import simulate
 from planner.predict.step_time import StepCoefficients
+from planner.sizing.bounds import Bounds
 
 __all__ = [
     "CACHE_SIZE",
@@ -51,6 +52,7 @@ __all__ = [
     "probe",
     "probe_load",
     "probe_requests",
+    "spans",
 ]
 
 #: Fewest measured requests of a probe: its p99 interpolates between its slowest two of 100.
@@ -63,6 +65,17 @@ QUEUE_GROWTH_FRACTION = 0.03
 QUEUE_GROWTH_MIN = 3
 #: Probes kept in the process's cache.
 CACHE_SIZE = 4096
+#: Warm-up and measured spans of a probe, in end-to-end latencies at its rate.
+_WARMUP_E2E = 1.0
+_MEASURE_E2E = 1.0
+
+
+def spans(b: Bounds, rate: float, output_len: int) -> tuple[float, float]:
+    """Warm-up and measured spans (seconds) of a probe at ``rate``: multiples of its end-to-end latency estimated
+    from the fluid model (mean step ``s / (1 − λ·w)``, :mod:`planner.sizing.bounds`)."""
+    busy = min(0.95, rate * b.work_per_request_s)
+    e2el = b.ttft_s + max(0, output_len - 1) * b.fixed_step_s / (1.0 - busy)
+    return round(_WARMUP_E2E * e2el, 3), round(_MEASURE_E2E * e2el, 3)
 
 
 def probe_requests(rate: float, warmup_s: float, measure_s: float) -> tuple[int, int]:

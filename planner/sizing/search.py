@@ -60,10 +60,11 @@ from planner.predict.calibration import CalibrationProfile
 from planner.predict.shape import StepShape, step_shape
 from planner.predict.step_time import DEFAULT_COEFFICIENTS, StepCoefficients
 from planner.sizing.bounds import Bounds, bounds
+from planner.sizing.disaggregated import disaggregated_options
 from planner.sizing.estimate import SloEnds, ends_for
 from planner.sizing.options import VERDICTS, Configuration, SizingOption, SizingResult
 from planner.sizing.prices import GpuPrice, price_of, usd_per_million_output_tokens
-from planner.sizing.probe import Probe, probe, probe_load
+from planner.sizing.probe import Probe, probe, probe_load, spans
 from planner.sizing.replicas import cheapest_replicas
 from planner.sizing.settings import SizingSettings
 
@@ -85,9 +86,6 @@ KEEP = 3
 MAX_PROBES = 40
 #: Most replicas the search considers for one configuration.
 MAX_REPLICAS = 4096
-#: Warm-up and measured spans of a probe, in end-to-end latencies at its rate (:mod:`planner.sizing.probe`).
-_WARMUP_E2E = 1.0
-_MEASURE_E2E = 1.0
 _EPS = 1e-9
 
 
@@ -140,14 +138,6 @@ class _Candidate:
 
     def cost(self, replicas: int) -> float:
         return replicas * self.config.num_gpus * self.usd_per_gpu_hour
-
-
-def spans(b: Bounds, rate: float, output_len: int) -> tuple[float, float]:
-    """Warm-up and measured spans (seconds) of a probe at ``rate``: multiples of its end-to-end latency estimated
-    from the fluid model (mean step ``s / (1 − λ·w)``, :mod:`planner.sizing.bounds`)."""
-    busy = min(0.95, rate * b.work_per_request_s)
-    e2el = b.ttft_s + max(0, output_len - 1) * b.fixed_step_s / (1.0 - busy)
-    return round(_WARMUP_E2E * e2el, 3), round(_MEASURE_E2E * e2el, 3)
 
 
 def replica_probe(
@@ -285,16 +275,29 @@ def size(
     resolved = search.simulate(keep=keep, max_probes=max_probes)  # stage 4
     search.predict_at_size(resolved)  # stage 5
     search.explain_the_rest(resolved, max_probes)
-    ranked = _rank([search.options[c.index] for c in resolved])
+    # prefill/decode layouts of the same configurations, ranked with the aggregated options by cost
+    aggregated = settings.disaggregation != "on"
+    layouts = []
+    if settings.disaggregation != "off":
+        best = resolved[0] if resolved and aggregated else None
+        layouts = disaggregated_options(
+            settings,
+            [search.options[c.index] for c in search.candidates],
+            coefficients,
+            best_usd_per_hour=best.cost(best.passed or 1) if best is not None else None,
+            on_progress=lambda f, text: search.progress(0.9 + 0.1 * f, text),
+        )
+    meeting = [search.options[c.index] for c in resolved] * aggregated + [o for o in layouts if o.meets_slo]
+    ranked = _rank(sorted(meeting, key=lambda o: (o.usd_per_hour, o.num_gpus)))
     others = sorted(
-        (o for o in search.options.values() if o.verdict != "meets"),
+        [o for o in (*search.options.values(), *layouts) if not o.meets_slo and (aggregated or o.prefill is not None)],
         key=lambda o: (
             VERDICTS.index(o.verdict),
             o.least_usd_per_hour if o.least_usd_per_hour is not None else math.inf,
             o.config.num_gpus,
         ),
     )
-    closest = None if ranked else _closest(search.options.values(), settings)
+    closest = None if ranked or not aggregated else _closest(search.options.values(), settings)
     answer = _answer(ranked, closest, settings, len(search.options))
     search.progress(1.0, "Done")
     return SizingResult(
@@ -565,6 +568,8 @@ def _rank(options: list[SizingOption]) -> list[SizingOption]:
             f"{_money(o.price.usd_per_hour or 0)} against {first.replicas} × {first.config.num_gpus} at "
             f"{_money(first.price.usd_per_hour or 0)}"
         )
+        if o.prefill is not None or first.prefill is not None:  # a prefill/decode layout: both pools
+            why = f"{_money(extra)}/h more than #1: {o.fleet_text} against {first.fleet_text}"
         if extra <= _EPS:
             why = f"costs the same as #1 with {o.num_gpus} GPUs against {first.num_gpus}"
         out.append(replace(o, rank=i, reason=why))
@@ -604,11 +609,20 @@ def _answer(
             if p99_ttft is not None and p99_tpot is not None
             else ""
         )
+        gpus = f"{o.num_gpus} GPU{'s' * (o.num_gpus != 1)}"
+        who = f"{o.replicas} × {o.config.label} ({gpus})"
+        capacity = f"each replica meets the SLOs up to at least {o.replica_rate or 0:.3g} req/s{figures}"
+        if o.prefill is not None:  # a prefill/decode layout: the pools together
+            who = f"{o.layout} ({o.label}; {gpus})"
+            figures = figures.replace(f"at {settings.target_rate / o.replicas:.3g} req/s each", "at the target")
+            capacity = f"the pools meet the SLOs at {settings.deployment_rate:.3g} req/s{figures}"
         return (
-            f"{o.replicas} × {o.config.label} ({o.num_gpus} GPU{'s' * (o.num_gpus != 1)}) serves {load}: "
-            f"{_money(o.usd_per_hour)}/h, {_money(o.usd_per_million_output_tokens)} per million output tokens; each "
-            f"replica meets the SLOs up to at least {o.replica_rate:.3g} req/s{figures}."
+            f"{who} serves {load}: "
+            f"{_money(o.usd_per_hour)}/h, {_money(o.usd_per_million_output_tokens)} per million output tokens; "
+            f"{capacity}."
         )
+    if closest is None and settings.disaggregation == "on":
+        return f"No prefill/decode layout meets the SLOs for {load}: see each one's reason below."
     if closest is None:
         return (
             f"No configuration of the {considered} considered fits and can be predicted for {load}: see each one's "

@@ -35,6 +35,7 @@ from planner.values import format_value, parse_list, parse_number, split_list
 __all__ = [
     "DEFAULT",
     "DEFAULT_NODE_GPUS",
+    "DISAGGREGATION",
     "MAX_NODE_GPUS",
     "MAX_PRICE_USD_PER_HOUR",
     "QUANTIZATIONS",
@@ -57,6 +58,9 @@ DEFAULT_NODE_GPUS = 8
 MAX_NODE_GPUS = 64
 #: Highest price a user may type, USD per GPU-hour.
 MAX_PRICE_USD_PER_HOUR = 1000.0
+#: Prefill/decode disaggregation: ``off`` (aggregated replicas only), ``on`` (prefill and decode pools only),
+#: ``both`` (ranked together), :mod:`planner.sizing.disaggregated`.
+DISAGGREGATION: tuple[str, ...] = ("off", "on", "both")
 _GPU_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 #: Most GPUs one list names.
 _MAX_GPUS_LISTED = 64
@@ -175,6 +179,11 @@ class SizingSettings:
         kv_cache_dtypes: KV-cache dtypes to consider (vLLM's ``--kv-cache-dtype`` values).
         max_model_len: the deployments' ``--max-model-len``; None = :func:`default_max_model_len` of the workload.
         gpu_memory_utilization: vLLM's ``--gpu-memory-utilization`` of every deployment.
+        disaggregation: also (``both``) or only (``on``) prefill/decode pools (xPyD, possibly of different GPUs) joined
+            by a KV transfer, ranked with the aggregated replicas by cost (:data:`DISAGGREGATION`).
+        kv_transfer_gb_per_s / kv_transfer_latency_ms: the KV transfer's bandwidth per GPU pair (GB/s) and fixed
+            latency (ms) between the pools; None = from the GPU catalog's interconnect and the default latency
+            (:func:`planner.fleet.disaggregation.kv_transfer`).
 
     Each field's range, link key, flag, help and widget label are in its metadata (:mod:`planner.fields`).
 
@@ -338,6 +347,37 @@ class SizingSettings:
     )
     gpu_memory_utilization: float = setting(
         0.9, Number(low=0.01, high=1.0, flags=("--gpu-memory-utilization",), help="vLLM's --gpu-memory-utilization")
+    )
+    disaggregation: str = setting(
+        "off",
+        Choice(
+            choices=DISAGGREGATION,
+            radio=True,
+            flags=("--disaggregation",),
+            label="Prefill/decode disaggregation",
+            help="off: aggregated replicas only; on: prefill and decode pools (xPyD, GPUs may differ) joined by a KV "
+            "transfer, only; both: ranked together by cost",
+        ),
+    )
+    kv_transfer_gb_per_s: float | None = setting(
+        None,
+        Number(
+            low=0.01,
+            high=100_000.0,
+            optional=True,
+            flags=("--kv-transfer-gb-per-s",),
+            help="disaggregation: KV transfer bandwidth per GPU pair, GB/s; none: from the GPUs' interconnect",
+        ),
+    )
+    kv_transfer_latency_ms: float | None = setting(
+        None,
+        Number(
+            low=0.0,
+            high=10_000.0,
+            optional=True,
+            flags=("--kv-transfer-latency-ms",),
+            help="disaggregation: fixed time of one KV transfer, ms; none: 1 ms",
+        ),
     )
 
     def __post_init__(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner import fields
+from planner import display, fields
 from planner.catalog.gpus import GPU
 from planner.errors import PlannerError
 from planner.metrics.slo import format_slos, parse_slos
@@ -130,7 +130,8 @@ class Answer:
         tiles: ``(label, value, help)`` of the chosen row: replicas, GPUs, cost, p99 TTFT and TPOT.
         rows: the ranked rows a launch command can be shown for, and each row's label.
         command: the chosen row's launch command; None when nothing is ranked.
-        serves: what one replica of the chosen row is predicted to serve.
+        serves: what one replica of the chosen row is predicted to serve (a prefill/decode row: how its pools run).
+        files: the chosen row's deployment files, ``(button label, file name, text)`` per target it has files for.
         counts: the configurations by verdict, the simulations and the coefficients.
         notes: the search's notes.
     """
@@ -144,10 +145,18 @@ class Answer:
     serves: str | None
     counts: str
     notes: tuple[str, ...]
+    files: tuple[tuple[str, str, str], ...] = ()
 
 
 def _serves(chosen: SizingOption) -> str:
-    """What one replica of ``chosen`` is predicted to serve, and where it is predicted to miss."""
+    """What one replica of ``chosen`` is predicted to serve, and where it is predicted to miss; for a prefill/decode
+    layout, how its pools run."""
+    if chosen.prefill is not None:
+        return (
+            f"Run {chosen.layout} (prefill and decode instances, vLLM's NIXL connector) behind a P/D-aware router "
+            f"(llm-d, the production-stack router's disaggregated_prefill); the KV transfer takes "
+            f"{display.ms(chosen.kv_transfer_s)} a request."
+        )
     missed = [p.rate for p, met in chosen.probes if not met]
     if missed:
         tail = f" and to miss them at {_rate(min(missed))} req/s"
@@ -166,7 +175,7 @@ def answer(result: SizingResult, settings: SizingSettings, row: int) -> Answer:
     estimate = fields.widget(SizingSettings, "slo_estimate")
     checked_at = describe_estimate(settings.slo_estimate, switch=f'"{estimate.label}: {{}}" below')
     ranked = result.ranked
-    rows = {o.rank: f"#{o.rank}: {o.replicas} × {o.config.label}, ${o.usd_per_hour:,.2f}/h" for o in ranked}
+    rows = {o.rank: f"#{o.rank}: {o.summary}, ${o.usd_per_hour:,.2f}/h" for o in ranked}
     chosen = ranked[row - 1] if result.best is not None and 1 <= row <= len(ranked) else None
     counts = result.counts()
     count_text = (
@@ -184,6 +193,16 @@ def answer(result: SizingResult, settings: SizingSettings, row: int) -> Answer:
         serves=_serves(chosen) if chosen is not None else None,
         counts=count_text,
         notes=tuple(f"Note: {note}." for note in result.notes),
+        files=_files(chosen) if chosen is not None else (),
+    )
+
+
+def _files(chosen: SizingOption) -> tuple[tuple[str, str, str], ...]:
+    """The chosen row's deployment files (:meth:`planner.sizing.options.SizingOption.deployment_files`)."""
+    return tuple(
+        (f"{target}: {name}", f"{target}-{name}", text)
+        for target in chosen.deployment_targets
+        for name, text in chosen.deployment_files(target).items()
     )
 
 

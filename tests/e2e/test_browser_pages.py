@@ -15,6 +15,7 @@ ROUTES = [
     ("concurrency", "Concurrency vs Context", "concurrency"),
     ("performance", "Performance", "performance"),
     ("sizing", "Sizing", "sizing"),
+    ("fleet", "Fleet", "fleet"),
     ("compare", "Live Compare", "compare"),
     ("loadtest", "Load Test", "loadtest"),
 ]
@@ -67,6 +68,7 @@ def test_a_deep_link_as_first_visit_goes_through_the_router(app):
         "Concurrency vs Context",
         "Performance",
         "Sizing",
+        "Fleet",
         "Live Compare",
         "Load Test",
     ]

@@ -26,6 +26,7 @@ from planner.capacity.scenario import Scenario
 from planner.fields import Number
 from planner.links import budget as url_state
 from planner.links import compare as compare_state
+from planner.links import fleet as fleet_state
 from planner.links import loadtest as loadtest_state
 from planner.links import performance as perf_state
 from planner.links import sizing as sizing_state
@@ -218,6 +219,25 @@ def _performance_spec() -> PageSpec:
     )
 
 
+def _fleet_spec() -> PageSpec:
+    """The scenario keys, the workload's and the fleet's (:mod:`planner.links.fleet`) in one link."""
+    scenarios = _scenario_spec("pages/fleet.py")
+    own = tuple(fleet_state.KEYS.values())
+
+    def canonical(decoded: Any) -> Mapping[str, str]:
+        return fleet_state.encode_link(decoded.state.scenarios, decoded.fleet.workload, decoded.fleet.fleet)
+
+    return PageSpec(
+        "pages/fleet.py",
+        scenarios.keys + own,
+        scenarios.numeric | (frozenset(own) - {"dataset_name", "router"}),
+        fleet_state.decode_link,
+        canonical,
+        inf_ok=frozenset({"request_rate"}),
+        model_keys=scenarios.model_keys,
+    )
+
+
 def _sizing_spec() -> PageSpec:
     """The Sizing page's own keys (:mod:`planner.links.sizing`); its link carries no scenario."""
     lists = frozenset({"model", "slo", "gpus", "price", "quantization", "kv_cache_dtype"})
@@ -242,6 +262,7 @@ SPECS: dict[str, PageSpec] = {
     "loadtest": _loadtest_spec(),
     "performance": _performance_spec(),
     "sizing": _sizing_spec(),
+    "fleet": _fleet_spec(),
 }
 
 

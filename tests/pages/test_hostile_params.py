@@ -35,7 +35,7 @@ PAGE_EXAMPLES = 20
 #: Explicit page examples (the @example queries below), tried on every page before the generated ones.
 PAGE_EXPLICIT = 3
 #: The pages this file opens.
-PAGES = ("budget", "concurrency", "compare", "loadtest", "performance", "sizing")
+PAGES = ("budget", "concurrency", "compare", "loadtest", "performance", "sizing", "fleet")
 #: Hostile-parameter cases this file tries.
 CASES = (PAGE_EXAMPLES + PAGE_EXPLICIT) * len(PAGES)
 

@@ -122,3 +122,23 @@ def test_a_link_restores_the_point_estimate() -> None:
         "slo_estimate='optimistic' is not valid: expected one of pessimistic, point" in w.value for w in bad.warning
     )
     assert bad.radio(key="size.slo_estimate").value == "pessimistic"
+
+
+def test_disaggregated_layouts_join_the_ranking() -> None:
+    at = _app(**NARROW, disaggregation="both", kv_cache_dtype="auto")
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "layout" in d.value.columns)
+    layouts = set(table["layout"])
+    assert "aggregated" in layouts and any(v.endswith("D") for v in layouts)
+    assert at.query_params["disaggregation"] == "both"
+    files = {b.label for b in at.get("download_button")}
+    assert "kubernetes: vllm.yaml" in files and "llm-d: values.yaml" in files
+
+
+def test_a_disaggregated_row_is_launched_with_both_pools() -> None:
+    at = _app(**NARROW, disaggregation="on", kv_cache_dtype="auto")
+    assert not at.exception and not at.error
+    assert "prefill + decode" in _metrics(at)
+    command = at.code[0].value
+    assert "# prefill" in command and "# decode" in command and "NixlConnector" in command
+    assert any("P/D-aware router" in c.value for c in at.caption)

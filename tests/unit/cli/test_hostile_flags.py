@@ -55,6 +55,8 @@ EXAMPLES = {
     "compare": 200,
     "bench": 300,
     "demo-server": 100,
+    "fleet": 120,
+    "deploy": 120,
 }
 
 _SUB = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -103,7 +105,16 @@ _GPUS = ("h100-sxm-80gb", "l4", "H100 80GB", "rtx-4090", "a100-sxm4-80gb", "cust
 _FILES = ("run.json", "damaged.json", "prompts.jsonl", "trace.jsonl", "endpoints.toml", "nested.json", "binary.bin")
 _PATHS = st.one_of(st.sampled_from(_FILES), st.just("missing/nothing.json"), st.just("."))
 #: Workload sizes kept small when valid: the predictor simulates every request (10,000 prompts take seconds).
-_SMALL = {"num_prompts": 64, "input_len": 4096, "output_len": 256, "sweep": 16, "sweep_max": 16, "max_concurrency": 64}
+_SMALL = {
+    "num_prompts": 64,
+    "input_len": 4096,
+    "output_len": 256,
+    "sweep": 16,
+    "sweep_max": 16,
+    "max_concurrency": 64,
+    "replicas": 16,
+    "hpa_max_replicas": 64,
+}
 _HOSTILE_NUMBERS = st.one_of(
     st.sampled_from(NASTY_NUMBERS), st.integers(-(10**20), -1).map(str), st.sampled_from(["1e400", "-0.0", "nan"])
 )
@@ -173,7 +184,8 @@ def _valid(action: argparse.Action, command: str) -> st.SearchStrategy[str]:
     if dest in _NUMBERS:
         return _NUMBERS[dest]
     if action.type is int:
-        high = _SMALL.get(dest, 4096) if command in ("predict", "size", "calibrate") else _SMALL.get(dest, 100_000)
+        small = ("predict", "size", "calibrate", "fleet")
+        high = _SMALL.get(dest, 4096) if command in small else _SMALL.get(dest, 100_000)
         return st.integers(0, high).map(str)
     if action.type is float:
         return st.one_of(st.floats(0, 10).map(repr), st.sampled_from(("0.5", "1", "0.9", "inf")))
@@ -181,7 +193,7 @@ def _valid(action: argparse.Action, command: str) -> st.SearchStrategy[str]:
 
 
 def _hostile(action: argparse.Action, command: str) -> st.SearchStrategy[str]:
-    if action.type in (int, float) and command in ("predict", "size") and action.dest in _SMALL:
+    if action.type in (int, float) and command in ("predict", "size", "fleet") and action.dest in _SMALL:
         return _HOSTILE_NUMBERS  # no large valid sizes: the predictor would run for seconds (see the docstring)
     return st.one_of(
         hostile_text(),
@@ -208,6 +220,8 @@ _USUAL = {
     "compare": ("--endpoint",),
     "size": ("--gpus",),
     "demo-server": (),
+    "fleet": ("--model", "--gpu"),
+    "deploy": ("--model", "--gpu"),
 }
 
 

@@ -81,6 +81,9 @@ def test_every_offline_example_of_the_readme_runs(tmp_path, monkeypatch, capsys:
             failures.append(f"{command}\n  -> exit {code}: {err.strip()}")
     assert not failures, "\n".join(failures)
     assert skipped == set(NEEDS_A_SERVER)  # each skipped subcommand still has an example
-    # the examples run: 2 plan, 6 predict (4 with ...), 1 calibrate, 1 size
-    assert sorted(ran) == sorted(["plan"] * 2 + ["predict"] * 6 + ["calibrate"] + ["size"])
+    # the examples run: 2 plan, 6 predict (4 with ...), 1 calibrate, 2 size, 1 fleet, 2 deploy
+    assert sorted(ran) == sorted(
+        ["plan"] * 2 + ["predict"] * 6 + ["calibrate"] + ["size"] * 2 + ["fleet"] + ["deploy"] * 2
+    )
+    assert (tmp_path / "deploy-k8s" / "vllm.yaml").exists() and (tmp_path / "deploy-stack" / "values.yaml").exists()
     assert (tmp_path / "h200-profile.json").exists()  # calibrate's profile, which the next example predicts with

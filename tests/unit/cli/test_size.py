@@ -126,3 +126,17 @@ def test_bad_slo_estimate_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("python -m planner size: error: ")
     assert "--slo-estimate" in err and "'optimistic'" in err and "pessimistic" in err and "point" in err
+
+
+def test_disaggregation_flags(capsys) -> None:
+    from planner.cli.main import main
+
+    argv = ["size", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--target-rate", "20", "--gpus", "h100-sxm-80gb"]
+    argv += ["--quantization", "none", "--kv-cache-dtype", "auto", "--disaggregation", "on"]
+    assert main([*argv, "--kv-transfer-gb-per-s", "0.1", "--kv-transfer-latency-ms", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["mode"] for r in rows} == {"disaggregated"}
+    assert all(set(r["prefill"]) >= {"gpu", "tensor_parallel_size", "replicas"} for r in rows)
+    assert any("KV transfer alone takes" in (r["reason"] or "") for r in rows)
+    assert main([*argv, "--kv-transfer-latency-ms", "-5"]) == 2
+    assert "--kv-transfer-latency-ms" in capsys.readouterr().err

@@ -87,3 +87,16 @@ def test_slo_estimate_is_declared_once_in_its_field() -> None:
         "optimistic",
         "one of pessimistic, point",
     )
+
+
+def test_disaggregation_is_declared_once_in_its_field() -> None:
+    declared = find(SizingSettings, "disaggregation")
+    assert isinstance(declared.setting, Choice)
+    assert (declared.setting.choices, declared.default) == (("off", "on", "both"), "off")
+    assert flag_of(SizingSettings, "disaggregation") == "--disaggregation" and declared.key == "disaggregation"
+    with pytest.raises(InvalidParameterError) as err:
+        SizingSettings(disaggregation="maybe")
+    assert err.value.name == "disaggregation"
+    with pytest.raises(InvalidParameterError) as err:
+        SizingSettings(kv_transfer_gb_per_s=0.0)
+    assert err.value.name == "kv_transfer_gb_per_s"
