@@ -1,4 +1,4 @@
-"""The request functions against the timed server (planner/serving/demo_server.py): accuracy and every failure mode.
+"""The request functions against the timed server (planner/demo/): accuracy and every failure mode.
 
 Truth (set by the server): first token 150 ms after the request arrives, then 20 ms per token, tokens grouped
 1, 2, 1, 3, ... per chunk, 12 tokens. Medians over several requests make the test robust to scheduler noise.
@@ -13,11 +13,11 @@ import time
 
 import pytest
 
+from planner.demo.state import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 from planner.metrics.latency import compute_metrics
 from planner.serving.backends import stream_request
 from planner.serving.backends.hf_hub import tgi_client
 from planner.serving.backends.openai_sdk import openai_client
-from planner.serving.demo_server import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest, check_context

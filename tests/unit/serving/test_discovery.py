@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from planner.serving.demo_server import MAX_MODEL_LEN, MODEL_ID
+from planner.demo.state import MAX_MODEL_LEN, MODEL_ID
 from planner.serving.discovery import discover, discover_sync
 from planner.serving.endpoints import Endpoint
 
