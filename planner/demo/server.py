@@ -163,7 +163,8 @@ def serve(
 def main() -> None:
     """``python -m planner.demo``: the tests' defaults; prints ``PORT <n>`` once listening."""
     parser = argparse.ArgumentParser(
-        description="The demo server with the tests' defaults (prints PORT <n> once listening)."
+        prog="python -m planner.demo",
+        description="The demo server with the tests' defaults (prints PORT <n> once listening).",
     )
     add_arguments(parser, TEST_DEFAULTS)
     serve(parser.parse_args(), lambda port: f"PORT {port}")
