@@ -13,12 +13,11 @@ import pytest
 
 from planner.capacity.engines.vllm import plan_vllm
 from planner.capacity.scenario import Scenario
-from planner.catalog.hub import model_from_config, resolve_model
+from planner.catalog.hub import resolve_model
 from planner.cli.main import main
 from planner.errors import (
     GatedModelError,
     HubUnavailableError,
-    InvalidParameterError,
     ModelNotFoundError,
     NotTextGenerationError,
     UnsupportedModelError,
@@ -96,14 +95,6 @@ def test_resolved_once_works_offline(hub, monkeypatch) -> None:
     assert offline.params_by_dtype == online.params_by_dtype
 
 
-def test_uncached_offline_is_one_clear_line(monkeypatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(HubUnavailableError) as exc:
-        resolve_model("acme/never-seen")
-    message = str(exc.value)
-    assert "acme/never-seen" in message and "config.json" in message and "\n" not in message
-
-
 def test_gated_repo_without_token_says_how(hub) -> None:
     _serve(hub, "mirror/gated-llama", checkpoints.tiny_llama(), gated=True, token=TOKEN)
     with pytest.raises(GatedModelError, match=r"gated.*HF_TOKEN"):
@@ -176,12 +167,6 @@ def test_config_the_planner_cannot_interpret(hub) -> None:
         resolve_model("mirror/weird")
 
 
-@pytest.mark.parametrize("bad", ["no-slash", "a/b/c", "org/", "/name", "org/na me", "org/" + "x" * 200, "org/..x"])
-def test_malformed_ids(bad: str) -> None:
-    with pytest.raises(InvalidParameterError, match="repo id"):
-        resolve_model(bad)
-
-
 def test_hub_config_nested_too_deeply_is_one_line(hub) -> None:
     # a repo's config.json is text from outside too: json.loads raised RecursionError on it
     hub.add_model("odd/deep", files={"config.json": "[" * 5000 + "]" * 5000}, tensors={})
@@ -194,17 +179,6 @@ def test_catalog_comes_first(hub) -> None:
     resolved = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
     assert resolved.source == "catalog"
     assert not hub.requests
-
-
-def test_pasted_config() -> None:
-    config, _ = checkpoints.tiny_llama()
-    resolved = model_from_config(json.dumps(config), label="my-model")
-    assert resolved.source == "upload" and resolved.spec.num_layers == config["num_hidden_layers"]
-    with pytest.raises(UnsupportedModelError, match="not valid JSON"):
-        model_from_config("{not json")
-    # the new-user trial's paste: a RecursionError traceback on the VRAM Budget page
-    with pytest.raises(UnsupportedModelError, match=r"^my-model: nested too deeply to read; expected a config.json"):
-        model_from_config("[" * 5000 + "]" * 5000, label="my-model")
 
 
 def test_cli_plans_any_hub_model(hub, capsys) -> None:
@@ -222,43 +196,3 @@ def test_cli_model_errors_are_one_line(hub, capsys) -> None:
     assert main(["model", "acme/nothing-here"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "acme/nothing-here" in err
-
-
-@pytest.mark.parametrize(
-    ("text", "match"),
-    [
-        (
-            '{"architectures":["LlamaForCausalLM"],"hidden_size":NaN,"num_hidden_layers":32,'
-            '"num_attention_heads":32,"vocab_size":32000}',
-            "'hidden_size' is nan",
-        ),
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-        (
-            '{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":1000000000000,'
-            '"num_attention_heads":32,"vocab_size":32000}',
-            "up to 1,024",
-        ),
-        (
-            '{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_hidden_layers":32,'
-            '"num_attention_heads":32,"num_key_value_heads":7,"vocab_size":32000}',
-            "not a multiple",
-        ),
-        (
-            '{"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":4096,"num_hidden_layers":32,'
-            '"num_attention_heads":32,"vocab_size":32000,"num_local_experts":"eight"}',
-            "'num_local_experts' is 'eight'",
-        ),
-        (  # issue 24: not a list used to crash with a TypeError (found by tests/unit/catalog/test_hostile_configs.py)
-            '{"architectures":1.5,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":32000}',
-            "'architectures' is 1.5",
-        ),
-        ("{" + " " * (2 << 20) + "}", "larger than any config.json"),
-    ],
-    ids=["nan", "deep-nesting", "huge-layer-count", "kv-heads", "string-experts", "architectures-number", "huge-text"],
-)
-def test_hostile_pasted_configs_are_one_line_errors(text: str, match: str) -> None:
-    # A pasted config must never make the shared server compute without bound (a 10^12-layer config used to
-    # build a 10^12-entry layer list) or raise anything but the planner's own one-line error.
-    with pytest.raises(UnsupportedModelError, match=match) as exc:
-        model_from_config(text)
-    assert "\n" not in str(exc.value)

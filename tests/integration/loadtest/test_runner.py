@@ -4,78 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import statistics
 import time
 from datetime import datetime
 
 import pytest
 
-from planner.errors import InvalidParameterError
 from planner.loadtest.runner import (
     Workload,
     arrival_times,
     build_requests,
-    check_inputs,
     draw_lengths,
-    prepare_workload,
     run_load,
-    token_range,
 )
 from planner.loadtest.settings import LoadSettings
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
-from planner.loadtest.workload import InputCalibration
-from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
-from planner.serving.streaming import RequestRecord
-
-FAST = "load [ttft_ms=20] [itl_ms=5] [tokens=4]"
-STARTED = datetime(2026, 12, 1, 12, 0, 0)
 
 
 def _ep(url: str, kind: str = "vllm") -> Endpoint:
     return Endpoint(name="t", kind=kind, base_url=url)
 
 
-# --- schedule and lengths (pure) -------------------------------------------------------------------------------------
-def test_burst_sends_everything_at_zero():
-    assert arrival_times(LoadSettings(num_prompts=5)) == (0.0,) * 5
-
-
-@pytest.mark.parametrize(("burstiness", "cv"), [(1.0, 1.0), (4.0, 0.5), (0.25, 2.0)])
-def test_rate_schedule_spans_n_over_rate_with_gamma_gaps(burstiness, cv):
-    spec = LoadSettings(num_prompts=4000, request_rate=50.0, burstiness=burstiness, seed=7)
-    times = arrival_times(spec)
-    # rescaled so the last send is exactly N / rate = 4000 / 50 = 80 s, hence mean gap = 1/rate = 20 ms
-    assert times[-1] == pytest.approx(80.0)
-    gaps = [b - a for a, b in zip((0.0, *times), times, strict=False)]
-    assert statistics.fmean(gaps) == pytest.approx(0.02)
-    # gamma(shape k) has coefficient of variation 1/sqrt(k): 1 (Poisson), 0.5, 2
-    assert statistics.pstdev(gaps) / statistics.fmean(gaps) == pytest.approx(cv, rel=0.1)
-    assert arrival_times(spec) == times  # seeded
-
-
-def test_constant_spacing_with_infinite_burstiness():
-    assert arrival_times(LoadSettings(num_prompts=4, request_rate=2.0, burstiness=math.inf)) == pytest.approx(
-        (0.5, 1.0, 1.5, 2.0)
-    )
-
-
-def test_lengths_follow_vllm_range_ratio():
-    assert token_range(100, 0.25) == (75, 125)  # [floor(100*0.75), ceil(100*1.25)]
-    settings = LoadSettings(num_prompts=300, input_len=100, output_len=40, range_ratio=0.25)
-    draws = draw_lengths(settings, 300)
-    words = [n for n, _, _ in draws]
-    outs = [r.max_tokens for r in build_requests(settings, Workload(("p",) * 300))]
-    assert min(words) >= 75 and max(words) <= 125 and len(set(words)) > 20
-    assert min(outs) >= 30 and max(outs) <= 50  # [floor(40*0.75), ceil(40*1.25)]
-    assert outs == [n for _, n, _ in draws]  # one draw gives a request its input and output lengths
-    settings = LoadSettings(num_prompts=3, input_len=16, output_len=8, prompts=("a b", "c d e"))
-    info = EndpointInfo("t", "vllm", healthy=False)
-    workload = asyncio.run(prepare_workload(_ep("http://127.0.0.1:1"), info, settings))  # no server call for these
-    fixed = build_requests(settings, workload)
-    assert [(r.prompt, r.max_tokens) for r in fixed] == [("a b", 8), ("c d e", 8), ("a b", 8)]
-    assert workload.tokens == (None, None, None) and workload.calibration is None
+FAST = "load [ttft_ms=20] [itl_ms=5] [tokens=4]"
+STARTED = datetime(2026, 12, 1, 12, 0, 0)
 
 
 def test_ignore_eos_is_asked_for_and_tgi_runs_say_it_was_not_sent(closed_port_url):
@@ -257,27 +209,3 @@ def test_cancel_during_warmups_returns_at_once(timed_server):
     result, waited = asyncio.run(run())
     assert waited < 2
     assert (result.stopped, result.not_sent, result.records, result.warmup_records) == ("cancelled", 3, (), ())
-
-
-def test_a_constant_excess_too_large_for_a_chat_template_is_reported():
-    # (the trial's case) a tokenizer route that counts every prompt the same whatever its length sizes nothing:
-    # 2 prompts of 50 tokens asked, the route counted 14 each, the server's usage says 226 each
-    workload = Workload(("p", "q"), tokens=(14, 14), targets=(50, 50), calibration=InputCalibration("nearest", 2, 2))
-    records = [RequestRecord("t", ok=True, prompt_tokens=226), RequestRecord("t", ok=True, prompt_tokens=226)]
-    check = check_inputs(workload, records, [0, 1], endpoint="t")
-    # 226 - 50 = 176 > MAX_TEMPLATE_TOKENS: not taken for a chat template, so the gap is reported
-    assert (check.template_tokens, check.requested_tokens, check.measured_tokens) == (None, 100, 452)
-    assert check.warning == (
-        "t: asked for 100 input tokens (the chat template not included), the server counted 452 (+352.0%); the "
-        "server's tokenizer route could not size the prompts: it counted 28 tokens for 100 asked"
-    )
-    # failed requests report no usage and say nothing about input lengths (their failure is reported instead)
-    failed = [RequestRecord("t", ok=False, error="x", error_kind="connect")] * 2
-    assert check_inputs(workload, failed, [0, 1], endpoint="t").warning is None
-
-
-def test_ray_workers_without_a_remote_sender_are_refused_before_any_request():
-    # the runner does not import the Ray module (it builds on the runner): the caller passes send_on_ray in
-    settings = LoadSettings(num_prompts=4, num_workers=2)
-    with pytest.raises(InvalidParameterError, match=r"num_workers=2 .*remote sender"):
-        asyncio.run(run_load(Endpoint("t", "vllm", "http://127.0.0.1:9"), settings))

@@ -170,11 +170,3 @@ def test_on_event_streams_deltas(timed_server):
     assert "".join(u.text for u in updates) == rec.text
     assert updates[-1].kind == "end" and updates[-1].record == rec
     assert sum(u.n_tokens for u in updates[:-1]) == N
-
-
-@pytest.mark.parametrize("bad", [{"prompt": " "}, {"prompt": "x", "max_tokens": 0}, {"prompt": "x", "top_p": 0}])
-def test_chat_request_validation(bad):
-    from planner.errors import InvalidParameterError
-
-    with pytest.raises(InvalidParameterError):
-        ChatRequest(**bad)
