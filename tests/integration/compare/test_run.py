@@ -69,9 +69,8 @@ def test_compare_run_snapshot_streams_then_finishes(timed_server):
 def test_compare_run_cancel(timed_server):
     run = CompareRun([Endpoint("h", "vllm", timed_server.url)], ChatRequest("x [mode=hang]"), timeout_s=30).start()
     time.sleep(0.3)
-    start = time.perf_counter()
     run.cancel()
-    assert run.wait(10) and time.perf_counter() - start < 10  # at once, not the hanging request's 30 s timeout
+    assert run.wait(10)  # the hanging request's 30 s timeout was not waited for: its record says "cancelled"
     snap = run.snapshot()
     assert snap.cancelled and snap.result is not None and snap.result.cancelled
     assert [r.error_kind for r in snap.endpoints[0].records] == ["cancelled"]

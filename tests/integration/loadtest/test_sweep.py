@@ -70,29 +70,3 @@ def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
         # llama-cpp-python streams no usage, so the run's input tokens are those counts (its text-only count; the
         # gemma chat template adds 8 more to the server's usage.prompt_tokens, measured with a non-streamed call)
         assert [r.prompt_tokens for r in level.records] == [None, None] and level.input_tokens == (24, 24)
-
-
-def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatch):
-    """The demo server with ``--max-num-seqs 8`` (and a decode step that does not grow with the batch) serves at most
-    8 requests at once: throughput grows to concurrency 8 and is flat after it, while the 9th and later requests wait
-    for a slot (their TTFT includes a whole answer). A sweep to 64 stops at 16, one level past the saturation point,
-    and the refinement adds 11; 32 and 64 are never run."""
-    from tests.servers.timed_sse import TimedServer
-
-    settings = LoadSettings(
-        mode="sweep",
-        sweep=SweepSettings(sweep_max=64, sweep_refine=True),
-        prompts=("sat [ttft_ms=100] [itl_ms=20] [tokens=8]",),  # long enough that a busy client barely shows
-        dataset_name="custom",
-        output_len=8,
-    )
-    with TimedServer(max_num_seqs=8) as server:
-        outcomes, messages = _sweep(_ep(server.url), settings)
-    levels = [o.job.level for o in outcomes]
-    assert levels == [1, 2, 4, 8, 16, 11]
-    (stop,) = [m for m in messages if m[0] == "sweep_stopped"]
-    assert stop[2].startswith("concurrency 16:") and "median TTFT rose" in stop[2]
-    points = {o.job.level: SweepPoint.of(o.job.level, o.result) for o in outcomes}
-    # at 16, half the requests wait one answer (100 + 7 × 20 ms) for a slot; throughput no higher than at 8
-    assert points[16].output_throughput < 1.1 * points[8].output_throughput
-    assert points[8].output_throughput > 1.6 * points[4].output_throughput

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -42,9 +41,7 @@ def test_generic_discovery_uses_models_route(timed_server, kind):
 
 @pytest.mark.parametrize("kind", ["vllm", "tgi", "openai"])
 def test_closed_port_is_unhealthy_not_an_exception(closed_port_url, kind):
-    start = time.perf_counter()
     info = asyncio.run(discover(Endpoint("x", kind, closed_port_url), 2))
-    assert time.perf_counter() - start < 2
     assert not info.healthy and "cannot connect" in info.error and closed_port_url in info.error
     assert "\n" not in info.error
 

@@ -32,9 +32,8 @@ def test_cancel_stops_the_child_at_once():
     deadline = time.monotonic() + 20
     while not messages and time.monotonic() < deadline:  # the child is up and waiting
         time.sleep(0.02)
-    t0 = time.perf_counter()
     worker.cancel()
-    assert worker.wait(10) and time.perf_counter() - t0 < 5
+    assert worker.wait(10)  # long before the child's 60 s sleep ends
     assert messages == [("tick", (1,)), ("stopped", (True,))] and errors == [] and worker.cancelled
 
 

@@ -1,9 +1,9 @@
 """Tests of planner/server_metrics.py: engine /metrics parsing, reported KV capacity, and the scraper.
 
 Exposition texts are copied from the engines' own docs or public captures (cited at each); expected numbers are
-read off those texts or worked out by hand in the test. Network tests use real servers: the timed server
-(vLLM-style ``/metrics``), the TGI stand-in, and a small local HTTP server for 404s, garbage bodies and an old TGI
-``/info``.
+read off those texts or worked out by hand in the test. The scraper's polling grid runs here on a scripted clock and
+an in-memory transport; against real servers (the timed server, the TGI stand-in, a small HTTP server for 404s and
+garbage bodies) it is in tests/integration/serving/test_server_metrics.py.
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx2
 import pytest
 
 from planner.errors import InvalidParameterError, MetricsParseError, PlannerError
+from planner.serving import server_metrics
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import (
     KVComparison,
@@ -355,3 +357,75 @@ def test_scraper_missing_api_key_is_a_reason(monkeypatch) -> None:
 def test_scraper_rejects_bad_interval(interval_s: float) -> None:
     with pytest.raises(InvalidParameterError):
         _collect(Endpoint("v", "vllm", NOWHERE), interval_s=interval_s, run_s=None)
+
+
+# --- the polling grid, on a scripted clock ---------------------------------------------------------------------------
+class _ScriptedClock:
+    """``time.perf_counter`` and ``asyncio.wait_for`` for :func:`scrape_metrics`: a wait for the stop event lasts
+    exactly its timeout (the clock jumps), or ends at once when the event is set; each scrape takes ``scrape_s``."""
+
+    def __init__(self, scrape_s: float, stop_after_s: float) -> None:
+        self.now, self.scrape_s, self.stop_after_s = 0.0, scrape_s, stop_after_s
+        self.waits: list[float] = []
+        self.stop = asyncio.Event()
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    async def wait_for(self, coro, timeout: float) -> None:
+        coro.close()  # the stop event's wait, never awaited: the clock decides
+        self.waits.append(timeout)
+        if self.now + timeout >= self.stop_after_s:  # stop was set during this wait (or the scrape before it)
+            self.now = max(self.now, self.stop_after_s)
+            self.stop.set()
+            return
+        self.now += timeout
+        raise TimeoutError
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.now += self.scrape_s
+        return httpx2.Response(200, text=VLLM_DOCS_EXAMPLE)
+
+
+def _scrape_on(clock: _ScriptedClock, monkeypatch: pytest.MonkeyPatch, interval_s: float) -> list[ServerSample]:
+    monkeypatch.setattr(server_metrics, "time", clock)
+    monkeypatch.setattr(server_metrics, "asyncio", clock)
+    monkeypatch.setattr(
+        server_metrics, "_client", lambda *_: httpx2.AsyncClient(transport=httpx2.MockTransport(clock.handler))
+    )
+    samples: list[ServerSample] = []
+    endpoint = Endpoint("v", "vllm", "http://scripted")
+    reason = asyncio.run(
+        scrape_metrics(endpoint, interval_s=interval_s, stop=clock.stop, on_sample=samples.append, start=0.0)
+    )
+    assert reason is None
+    return samples
+
+
+def test_scrapes_start_on_the_interval_grid(monkeypatch) -> None:
+    # scrapes of 30 ms every 100 ms, stopped at 0.55 s: starts at 0, 0.1, ..., 0.5; each sample stamped when its
+    # answer arrived (start + 30 ms); each wait runs to the next grid point (100 - 30 = 70 ms), the last cut by stop
+    clock = _ScriptedClock(scrape_s=0.030, stop_after_s=0.55)
+    samples = _scrape_on(clock, monkeypatch, interval_s=0.1)
+    assert [s.t_s for s in samples] == pytest.approx([0.03, 0.13, 0.23, 0.33, 0.43, 0.53])
+    assert clock.waits == pytest.approx([0.07] * 6)
+    span = samples[-1].t_s - samples[0].t_s
+    assert span / (len(samples) - 1) == pytest.approx(0.1)  # on the 0.1 s grid, never faster
+
+
+def test_a_scrape_that_overruns_its_slot_skips_the_grid_points_it_missed(monkeypatch) -> None:
+    # scrapes of 250 ms every 100 ms: the scrape started at 0 ends at 0.25, so the next starts at 0.3 (0.1 and 0.2 are
+    # skipped), then 0.6 and 0.9, each after a 50 ms wait; stop comes at 0.95 while the 0.9 scrape is in flight: it
+    # finishes (at 1.15) and the wait after it ends at once
+    clock = _ScriptedClock(scrape_s=0.250, stop_after_s=0.95)
+    samples = _scrape_on(clock, monkeypatch, interval_s=0.1)
+    assert [s.t_s for s in samples] == pytest.approx([0.25, 0.55, 0.85, 1.15])
+    assert clock.waits == pytest.approx([0.05] * 4) and clock.now == pytest.approx(1.15)
+
+
+def test_stop_ends_the_wait_between_scrapes_at_once(monkeypatch) -> None:
+    # stop set 20 ms into a 970 ms wait: the scraper returns then, without another scrape
+    clock = _ScriptedClock(scrape_s=0.030, stop_after_s=0.05)
+    samples = _scrape_on(clock, monkeypatch, interval_s=1.0)
+    assert [s.t_s for s in samples] == pytest.approx([0.03])
+    assert clock.now == 0.05 and clock.waits == pytest.approx([0.97])
