@@ -7,9 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planner.demo import script
-from planner.demo.state import STATE
-
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -42,11 +39,3 @@ def test_the_demo_server_serves_a_bench_run():
         server.wait(10)
         server.stdout.close()
 
-
-def test_the_decode_gap_grows_with_the_requests_running(monkeypatch):
-    # --itl-per-running-ms: each token gap grows by that much per other request running at the time
-    monkeypatch.setattr(STATE, "itl_per_running_ms", 0.5)
-    monkeypatch.setattr(STATE, "running", 9)
-    assert script.gap(0.020) == 0.020 + 0.0005 * 8
-    monkeypatch.setattr(STATE, "running", 1)
-    assert script.gap(0.020) == 0.020
