@@ -38,4 +38,3 @@ def test_the_demo_server_serves_a_bench_run():
         server.terminate()
         server.wait(10)
         server.stdout.close()
-
