@@ -1,12 +1,12 @@
 """Tests of planner.cli.main: ``python -m planner plan ...``.
 
-Golden values cite their source; the reference files live in /work/shared/reference/:
+Golden values cite their source:
 
 * vLLM v0.19.0 startup log of Llama-3.1-8B-Instruct on one H100 80GB at gpu_memory_utilization 0.95,
-  max_model_len 8192 (``vllm_capacity_logs.json`` id 38): "weights memory: 14.99GiB", "Available KV cache
+  max_model_len 8192 (``bench/data/vllm_capacity_logs.json`` id 38): "weights memory: 14.99GiB", "Available KV cache
   memory: 58.11 GiB", "GPU KV cache size: 476,000 tokens".
-* The article's ``design_memory_budget`` scenarios 1 and 4, as quoted in issue 2 (and restated in
-  ``planner/engines/article.py``): 131,072 B/token, 153,802 tokens, 18 requests; 163,840 B/token,
+* The article's ``design_memory_budget`` scenarios 1 and 4 (tests/data/article.md, restated in
+  ``planner/catalog/presets.py``): 131,072 B/token, 153,802 tokens, 18 requests; 163,840 B/token,
   300,834 tokens, 36 requests.
 * KV bytes per token of Llama-3.1-8B, by hand from its config.json (32 layers, 8 KV heads, head_dim
   128, bf16): 2 (K and V) × 32 × 8 × 128 × 2 B = 131,072 B.

@@ -77,7 +77,7 @@ def test_jsonl_is_bounded():
 
 def test_example_prompts_are_the_articles_eight():
     assert len(EXAMPLE_PROMPTS) == 8 and len({name for name, _ in EXAMPLE_PROMPTS}) == 8
-    # the article's demo (shared/reference/article.md): first and last of its eight, in its order
+    # the article's demo (tests/data/article.md): first and last of its eight, in its order
     assert example_prompts()[0] == "What is Python?" and example_prompts()[-1] == "Name 3 planets."
 
 

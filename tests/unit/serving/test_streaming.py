@@ -1,4 +1,11 @@
-"""Stream payload normalization (shared/reference/protocols.md §5) and the request recorder."""
+"""Stream payload normalization and the request recorder.
+
+The rules follow the servers' own code: vLLM's ``vllm/entrypoints/openai/chat_completion/serving.py`` (``data: ``
+events, ``[DONE]``, errors inside an HTTP 200 stream), TGI's ``router/src/server.rs`` (``/generate_stream`` events
+with no ``[DONE]``, the last carrying ``generated_text``), the SSE spec
+(https://html.spec.whatwg.org/multipage/server-sent-events.html: the space after ``data:`` is optional, ``:`` lines are
+comments) and TGI's recorded snapshots in tests/servers/tgi_reference/.
+"""
 
 from __future__ import annotations
 
@@ -134,7 +141,7 @@ def test_completions_text():
     assert p.content == " hi" and p.has_token
 
 
-# --- TGI chat (recorded integration-test snapshots, shared/reference/tgi) ---
+# --- TGI chat (TGI's recorded integration-test snapshots, tests/servers/tgi_reference) ---
 @pytest.mark.parametrize(
     ("name", "tokens", "finish"),
     [("test_chat_hfhub_usage.json", 3, "stop"), ("test_flash_llama_completion_stream_usage.json", 10, "length")],
