@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import multiprocessing.process
 import os
+import platform
 import socket
 import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+
+# The openai SDK names the platform in its headers; the standard library reads the processor with ``uname -p`` in a
+# subprocess the first time it is asked, and caches it: ask once here, before any test's block is in place.
+platform.processor()
 
 _PATCHES = pytest.StashKey[pytest.MonkeyPatch]()
 _SEEN = pytest.StashKey[list[str]]()
