@@ -1,4 +1,4 @@
-"""planner.capacity.engines.common: the dtypes vLLM's ``--dtype auto`` resolves to, the scenario's GPU, GiB text."""
+"""planner.capacity.engines.common: the dtypes vLLM's ``--dtype auto`` resolves to, and the scenario's GPU."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from planner.capacity.engines.common import fmt_gib, resolve, resolve_gpu
+from planner.capacity.engines.common import resolve, resolve_gpu
 from planner.capacity.scenario import Scenario
 from planner.catalog.models import get_model
 from planner.errors import InvalidParameterError, UnknownGPUError
@@ -53,8 +53,3 @@ def test_custom_gpu_needs_its_memory() -> None:
     with pytest.raises(UnknownGPUError):
         resolve_gpu(Scenario(gpu="no-such-gpu"))
 
-
-@pytest.mark.parametrize(("num_bytes", "text"), [(None, "n/a"), (0, "0.00 GiB"), (14.99 * GIB, "14.99 GiB"),
-                                                  (1234.5 * GIB, "1,234.50 GiB")])  # fmt: skip
-def test_fmt_gib(num_bytes: float | None, text: str) -> None:
-    assert fmt_gib(num_bytes) == text
