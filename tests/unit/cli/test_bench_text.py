@@ -79,9 +79,7 @@ def test_a_sweep_row_per_level_and_the_knee() -> None:
 def test_repeats_turns_and_batching() -> None:
     ci = pd.DataFrame([{"metric": "output_throughput", "mean": 1010.86, "ci95_half_width_pct": 6.146,
                         "ci95_low": 948.73, "ci95_high": 1072.99, "runs": 3}])  # fmt: skip
-    assert (
-        confidence_text(ci).splitlines()[1] == "output_throughput           1010.86 ± 6.1%    [948.73, 1072.99]  n=3"
-    )
+    assert confidence_text(ci).splitlines()[1] == "output_throughput           1010.86 ± 6.1%    [948.73, 1072.99]  n=3"
     turns = pd.DataFrame([{"turn": 0, "requests": 4, "mean_input_tokens": 224.0, "median_ttft_ms": 221.0,
                            "p90_ttft_ms": 240.0}])  # fmt: skip
     assert turns_text(turns).splitlines()[2] == "    0         4         224     221.0     240.0"

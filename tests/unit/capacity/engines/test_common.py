@@ -52,4 +52,3 @@ def test_custom_gpu_needs_its_memory() -> None:
         resolve_gpu(Scenario(gpu="custom"))
     with pytest.raises(UnknownGPUError):
         resolve_gpu(Scenario(gpu="no-such-gpu"))
-
