@@ -17,6 +17,7 @@ from planner.loadtest.runner import (
     check_inputs,
     draw_lengths,
     prepare_workload,
+    run_load,
     token_range,
 )
 from planner.loadtest.settings import LoadSettings

@@ -1,4 +1,4 @@
-"""planner.serving.discovery on an in-memory transport (``httpx.MockTransport``, no socket): what each kind is asked,
+"""planner.serving.discovery on an in-memory transport (``httpx2.MockTransport``, no socket): what each kind is asked,
 what its answers become, one-line errors, and the tokenizer routes. Against real servers:
 tests/integration/serving/test_discovery.py.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
+import httpx2
 import pytest
 
 from planner.errors import PlannerError
@@ -41,23 +41,25 @@ def routes(monkeypatch):
     """``routes[(method, path)] = (status, json body)``; every request the client made is in ``routes.seen``."""
 
     class Routes(dict):
-        seen: list[httpx.Request]
+        seen: list[httpx2.Request]
 
     table = Routes()
     table.seen = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         table.seen.append(request)
         answer = table.get((request.method, request.url.path))
         if isinstance(answer, Exception):
             raise answer
         if answer is None:
-            return httpx.Response(404, json={"detail": "Not Found"})
+            return httpx2.Response(404, json={"detail": "Not Found"})
         status, body = answer
-        return httpx.Response(status, json=body)
+        return httpx2.Response(status, json=body)
 
-    real = httpx.AsyncClient
-    monkeypatch.setattr(discovery.httpx, "AsyncClient", lambda **kw: real(transport=httpx.MockTransport(handler), **kw))
+    real = httpx2.AsyncClient
+    monkeypatch.setattr(
+        discovery.httpx2, "AsyncClient", lambda **kw: real(transport=httpx2.MockTransport(handler), **kw)
+    )
     return table
 
 
@@ -108,11 +110,11 @@ def test_unhealthy_answers_are_one_line(routes, answers, error) -> None:
 
 
 def test_transport_errors_are_one_line(routes) -> None:
-    request = httpx.Request("GET", "http://v.test/health")
-    routes[("GET", "/health")] = httpx.ConnectError("[Errno 111] Connection refused", request=request)
+    request = httpx2.Request("GET", "http://v.test/health")
+    routes[("GET", "/health")] = httpx2.ConnectError("[Errno 111] Connection refused", request=request)
     info = discover_sync(Endpoint("v", "vllm", "http://v.test"))
     assert info.error == "cannot connect to http://v.test/health: [Errno 111] Connection refused"
-    assert describe_error(httpx.ReadTimeout("x", request=request), "http://v.test/health") == (
+    assert describe_error(httpx2.ReadTimeout("x", request=request), "http://v.test/health") == (
         "timed out: http://v.test/health"
     )
 
