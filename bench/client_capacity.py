@@ -4,7 +4,7 @@
 
 Server: ``bench/zero_delay_server.py`` in its own process(es): answers pre-encoded in the vLLM chunk shape with
 ``continuous_usage_stats`` (role chunk, token chunks of 1, 2, 1, 3, ... tokens, usage chunk, ``[DONE]``; one HTTP
-chunk per SSE event). The timed server (``planner/serving/demo_server.py``) writes only a few thousand chunks/s at zero
+chunk per SSE event). The timed server (``planner/demo/``) writes only a few thousand chunks/s at zero
 delay, less than the lean client parses, so it would measure itself; this one uses ≤ 12 % of a core here.
 
 Each level runs ``streams`` workers in one event loop on fresh clients (connection setup included), in two phases:

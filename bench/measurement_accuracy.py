@@ -1,6 +1,6 @@
 """Measure how accurately the real client path measures TTFT, ITL and TPOT.
 
-It starts the timed SSE server (``planner/serving/demo_server.py``, its own process: first token 150 ms after it has
+It starts the timed SSE server (``planner/demo/``, its own process: first token 150 ms after it has
 read the request, then 20 ms per token, tokens grouped 1, 2, 1, 3, ... per chunk), sends N requests through
 every backend of ``planner.serving.backends`` (openai SDK, huggingface_hub chat and TGI-native, aiohttp), and
 prints per client: metric, truth, measured median, error in ms.

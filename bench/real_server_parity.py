@@ -100,7 +100,7 @@ def _counter(base_url: str, name: str) -> float:
 
 def timed_truth(server: object, args: argparse.Namespace, counters: tuple[float, float]) -> dict:
     """The timed server's truth for the run just made (see the module docstring)."""
-    from planner.serving.demo_server import chat_template
+    from planner.demo.script import chat_template
 
     template = len(chat_template([{"role": "user", "content": ""}]).encode())
     asked_input = args.num_prompts * (args.input_len + template)

@@ -1,6 +1,6 @@
 """A minimal zero-delay OpenAI/vLLM streaming server, so a client self-test measures the CLIENT, not the server.
 
-The timed server (``planner/serving/demo_server.py``) builds and JSON-encodes every chunk, awaits ``drain()`` per chunk
+The timed server (``planner/demo/``) builds and JSON-encodes every chunk, awaits ``drain()`` per chunk
 and spins to hit its timeline: at zero delay one such process writes a few thousand chunks per second, which is
 below what one client process parses. This one answers a streamed chat request with one pre-encoded response
 (built once per ``(tokens, continuous_usage_stats, include_usage)`` from the timed server's own chunk builder, so
@@ -37,14 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from planner.serving.demo_server import (  # noqa: E402
-    MAX_MODEL_LEN,
-    MODEL_ID,
-    chat_chunk,
-    chunk_sizes,
-    token_text,
-    usage_of,
-)
+from planner.demo.payloads import chat_chunk, usage_of  # noqa: E402
+from planner.demo.script import chunk_sizes, token_text  # noqa: E402
+from planner.demo.state import MAX_MODEL_LEN, MODEL_ID  # noqa: E402
 
 __all__ = ["ZeroDelayServers", "stream_body", "stream_pieces"]
 

@@ -38,7 +38,7 @@ def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
 
 @pytest.fixture(scope="session")
 def vllm_logs() -> dict[int, dict]:
-    """Public vLLM startup-log records by id (bench/data/vllm_capacity_logs.json, from shared/reference)."""
+    """Public vLLM startup-log records by id (bench/data/vllm_capacity_logs.json, each with its URL)."""
     path = Path(__file__).resolve().parent.parent / "bench" / "data" / "vllm_capacity_logs.json"
     return {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))}
 

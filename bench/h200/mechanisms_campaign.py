@@ -175,7 +175,7 @@ class Server:
                    TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
                    VLLM_LOGGING_PREFIX="%(created).6f ")  # fmt: skip
         if fake:
-            cmd = [sys.executable, "-m", "planner.serving.demo_server", "--port", str(port), "--tokenizer", "bytes"]
+            cmd = [sys.executable, "-m", "planner.demo", "--port", str(port), "--tokenizer", "bytes"]
         else:
             mdir = model_dir(m, env)
             kv_bytes = int(kv_tokens(m["max_c"]) * m["kv_b"])

@@ -6,8 +6,9 @@ import argparse
 
 from planner.cli.messages import error, file_path
 from planner.cli.plan import usage_error
+from planner.demo.server import DEMO_DEFAULTS, add_arguments, serve
+from planner.demo.state import MODEL_ID
 from planner.errors import PlannerError
-from planner.serving.demo_server import DEMO_DEFAULTS, MODEL_ID, add_arguments, serve
 
 #: Requests generating at once in the fixed-timing mode when --max-num-seqs is not given.
 FIXED_MAX_NUM_SEQS = 64

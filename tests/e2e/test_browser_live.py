@@ -58,7 +58,6 @@ def test_live_compare_streams_an_answer_from_llama_cpp(open_page, llama_url):
     st.screenshot("compare-llama-run")
 
 
-@pytest.mark.skipif(not (ROOT / "pages" / "loadtest.py").exists(), reason="pages/loadtest.py not written yet")
 def test_load_test_runs_against_llama_cpp(open_page, llama_url):
     st = open_page("loadtest")
     if "llama" not in st.keyed("lt.endpoints").inner_text():

@@ -4,9 +4,9 @@ Each function returns ``(config, tensors)``: the config.json dict and ``name -> 
 order the modules are enumerated, ready for ``HubStandIn.add_model(files={"config.json": config}, tensors=...)``.
 Nothing here imports the planner: the layouts are an independent construction to test it against.
 
-Config values are those recorded (with their sources) in planner/data/models_serving.json,
-planner/data/models_reference.json and shared/reference/models.json; the module names, shapes, dtypes, what is
-quantized and what is tied come from the modeling/loader code cited in each function.
+Config values are those recorded (with their sources) in planner/catalog/data/models_serving.json,
+planner/catalog/data/models_reference.json and tests/data/reference_models.json; the module names, shapes, dtypes,
+what is quantized and what is tied come from the modeling/loader code cited in each function.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def phi4_gptq_int4() -> Layout:
     GPTQ-packed (see ``_gptq_linear``); embed_tokens, lm_head (untied) and the RMSNorms stay F16.
     Config: microsoft/phi-4 (hidden 5120, 40 layers, 40 heads, 10 KV heads, head_dim 128, intermediate 17920,
     vocab 100352) with the GPTQ quantization_config, as in planner/data/models_serving.json.
-    Check: vLLM log id 55 (shared/reference/vllm_capacity_logs.json) "Loading model weights took 8.5107 GB" (GiB).
+    Check: vLLM log id 55 (bench/data/vllm_capacity_logs.json) "Loading model weights took 8.5107 GB" (GiB).
     """
     config = {
         "architectures": ["Phi3ForCausalLM"],

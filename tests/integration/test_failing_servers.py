@@ -57,9 +57,6 @@ COMPARE_PATHS = PATHS[:3]
 #: Failing-server cases this file tries: the matrix, one run_compare (good + failing endpoint) per mode and chat
 #: path, and the page run with one endpoint per mode (12 × 4 + 12 × 3 + 12 = 96; the healthy controls not counted).
 CASES = len(EXPECTED) * len(PATHS) + len(EXPECTED) * len(COMPARE_PATHS) + len(EXPECTED)
-#: Cases expected to fail because of a known bug, with the reason (none open: the 422 kind on TGI's native route and
-#: the trickling server that per-read timeouts never stopped were fixed in planner/clients.py).
-KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -98,14 +95,8 @@ def _check_record(record, mode: str) -> None:
         assert record.http_status == status
 
 
-def _matrix(paths: tuple[str, ...]) -> list:
-    return [
-        pytest.param(mode, path, marks=pytest.mark.xfail(reason=KNOWN_BUGS[mode, path], strict=True))
-        if (mode, path) in KNOWN_BUGS
-        else pytest.param(mode, path)
-        for mode in EXPECTED
-        for path in paths
-    ]
+def _matrix(paths: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(mode, path) for mode in EXPECTED for path in paths]
 
 
 @pytest.mark.parametrize(("mode", "path"), _matrix(PATHS))

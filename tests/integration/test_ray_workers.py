@@ -1,5 +1,5 @@
 """The load runner's measured requests sent by two Ray workers on a local Ray (127.0.0.1), against the recording
-timed server (:mod:`planner.serving.demo_server`): the same requests cross the wire and come back as the same records,
+timed server (:mod:`planner.demo`): the same requests cross the wire and come back as the same records,
 token counts and metrics as a single-process run of the same seeded workload; a killed worker is reported and its
 requests counted as failed while the other goes on; a stop ends every worker.
 

@@ -1,7 +1,7 @@
 """Static against continuous batching, measured through the one runner (:func:`planner.loadtest.runner.run_load`)
 and the CLI, on the timed demo server and on a real llama.cpp server.
 
-The source article's example (``shared/reference/article.md``, "Continuous batching"): requests A, B, C of 50, 500
+The source article's example (``tests/data/article.md``, "Continuous batching"): requests A, B, C of 50, 500
 and 30 output tokens in one batch, D and E waiting. Static batching: the batch lasts as long as B, and D, E start only
 after it; continuous: D joins when C finishes (step 30), E when A does (step 50). On the demo server (5 ms to the
 first token, then 1 ms per token, no batch slowdown) that is, worked by hand:

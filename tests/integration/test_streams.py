@@ -6,7 +6,7 @@ backend, :func:`~planner.loadtest.runner.run_load` (Load Test, ``bench``), :func
 The truth each test holds the client to comes from the script: 12 chunks of 4 tokens, the first 50 ms after the request
 was read, one every 40 ms after it, so 48 tokens, E2E 490 ms, TPOT = 11 · 40 / 47 = 9.36 ms, ITL 10 ms per token
 (40 ms per chunk). Counting a chunk as a token instead gives 12 tokens and TPOT 40 ms. Timing bounds follow
-``tests/unit/serving/test_clients.py``: at most 2 ms under the truth, and less than halfway to the wrong value.
+``tests/integration/serving/test_clients.py``: at most 2 ms under the truth, and less than halfway to the wrong value.
 """
 
 from __future__ import annotations

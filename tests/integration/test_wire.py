@@ -1,6 +1,6 @@
 """What crosses the wire: the bytes a server receives from Live Compare and from the load runner, for every kind.
 
-The timed server (:mod:`planner.serving.demo_server`) records every request it receives, body as sent. Each test sends
+The timed server (:mod:`planner.demo`) records every request it receives, body as sent. Each test sends
 through the product's own paths (``run_compare`` for Live Compare, ``run_load`` for Load Test, which the page and the
 CLI both run) and asserts on the recorded bodies, field by field. Where the engine reads a field is cited in
 :mod:`planner.serving.requests`; the timed server honours ``ignore_eos`` only at the top level of the body (where
@@ -18,9 +18,9 @@ import json
 import pytest
 
 from planner.compare.run import run_compare
+from planner.demo.state import MODEL_ID
 from planner.loadtest.runner import run_load
 from planner.loadtest.settings import LoadSettings
-from planner.serving.demo_server import MODEL_ID
 from planner.serving.endpoints import KINDS, Endpoint
 from planner.serving.requests import ChatRequest
 from tests.servers.timed_sse import TimedServer

@@ -3,7 +3,7 @@ carry the answers the server gave, trace arrivals on time, flush before prime be
 each kind refused by line through the CLI.
 
 Runs go through :func:`planner.loadtest.runner.run_load`, the runner the page and the CLI use, against the timed
-server (:mod:`planner.serving.demo_server`), which records every request with its body and its arrival time.
+server (:mod:`planner.demo`), which records every request with its body and its arrival time.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from planner.demo.script import token_text
 from planner.loadtest.datasets import TraceRow
 from planner.loadtest.generators import sampled_words
 from planner.loadtest.runner import run_load
 from planner.loadtest.settings import LoadSettings
-from planner.serving.demo_server import token_text
 from planner.serving.endpoints import Endpoint
 from tests.servers.timed_sse import TimedServer
 

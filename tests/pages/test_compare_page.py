@@ -1,5 +1,5 @@
 """The Live Compare page with AppTest: empty state, a bad endpoints file, links, the add form, and a real run
-against the timed SSE server (planner/serving/demo_server.py) with one closed-port endpoint.
+against the timed SSE server (planner/demo/) with one closed-port endpoint.
 
 AppTest does not fire ``st.fragment(run_every=...)`` timers, so the tests poll with plain ``at.run()``; the page
 renders the latest snapshot on every run.

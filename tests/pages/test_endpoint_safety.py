@@ -99,10 +99,7 @@ def _endpoints_file(tmp_path: Path, monkeypatch, entries: list[dict[str, str]]) 
 
 
 def _page(page: str) -> str:
-    path = ROOT / page
-    if not path.exists():
-        pytest.skip(f"{page} does not exist yet")
-    return str(path)
+    return str(ROOT / page)
 
 
 def _app(page: str, query: dict | None = None, secrets: dict | None = None) -> AppTest:
@@ -238,18 +235,7 @@ def redirector() -> Iterator[tuple[FaultyServer, FaultyServer]]:
         yield server, target
 
 
-KNOWN_REDIRECT_BUGS: dict[str, str] = {}  # none open: stream_tgi turns redirects off on huggingface_hub's session
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_REDIRECT_BUGS[p], strict=True))
-        if p in KNOWN_REDIRECT_BUGS
-        else p
-        for p in ("discovery", "openai-vllm", "tgi-chat", "tgi-native")
-    ],
-)
+@pytest.mark.parametrize("path", ["discovery", "openai-vllm", "tgi-chat", "tgi-native"])
 def test_redirects_are_not_followed(redirector, path):
     server, target = redirector
     kind = "tgi" if path.startswith("tgi") else "vllm"

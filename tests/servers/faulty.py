@@ -6,7 +6,7 @@ requests it has read (``hits``) and the ``Authorization`` headers it saw (``auth
 
 The failure is chosen by a path prefix ``/m/NAME`` on the base URL (``http://127.0.0.1:<port>/m/cut``, so endpoints
 sharing one prompt can fail differently), else by ``[mode=NAME]`` in the prompt (chat routes: any message; TGI
-native: ``inputs``), as in ``planner/serving/demo_server.py``:
+native: ``inputs``), as in ``planner/demo/``:
 
 * ``ok``: two token chunks ``"f1 "``, ``"f2 "`` and a proper end (``finish_reason`` + ``[DONE]`` on chat routes;
   ``generated_text`` + ``details`` on the native route);

@@ -1,6 +1,6 @@
 """Tests of the TGI stand-in (tests/servers/tgi.py): spec conformance, recorded shapes, and the real clients.
 
-Golden values come from TGI's own integration-test snapshots in /work/shared/reference/tgi (text-generation-inference
+Golden values come from TGI's own integration-test snapshots in tests/servers/tgi_reference (text-generation-inference
 @db931fc, integration-tests/models/__snapshots__), which the server replays.
 """
 

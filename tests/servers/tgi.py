@@ -14,8 +14,8 @@ Sources (text-generation-inference @db931fc, copied to ``tests/servers/tgi_refer
   (synthetic: ``</s>`` id 2 for the native routes, ``<|eot_id|>`` for chat and completions), so a request with a
   larger budget ends with ``eos_token`` (chat: ``"stop"``) and one with ``max_new_tokens`` <= 10 ends with ``length``.
 - Behaviour that the spec does not say (stream framing, errors inside HTTP 200 streams, ``finish_reason`` mapping,
-  ``/metrics`` names) follows ``/work/shared/reference/protocols.md`` section 2 (router/src/server.rs, lib.rs,
-  validation.rs).
+  ``/metrics`` names) follows TGI's router at text-generation-inference @db931fc (``router/src/server.rs``, ``lib.rs``,
+  ``validation.rs``).
 
 Token counting is a stand-in for the model's tokenizer: a prompt has ``len(text.split())`` tokens (whitespace
 words). A chat prompt is rendered as ``"<|{role}|> {text}\\n"`` per message plus ``"<|assistant|>"``, so each message

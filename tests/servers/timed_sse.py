@@ -1,6 +1,6 @@
-"""The tests' timed server: :mod:`planner.serving.demo_server` started on an ephemeral port, health-polled, stopped.
+"""The tests' timed server: :mod:`planner.demo` started on an ephemeral port, health-polled, stopped.
 
-The server's constants (``MODEL_ID``, ``CONTEXT_ERROR``, ...) live in :mod:`planner.serving.demo_server`.
+The server's constants (``MODEL_ID``, ``CONTEXT_ERROR``, ...) live in :mod:`planner.demo`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class TimedServer:
 
     def __enter__(self) -> TimedServer:
         root = Path(__file__).resolve().parents[2]
-        entry = ("planner", "demo-server", *self.planned) if self.planned else ("planner.serving.demo_server",)
+        entry = ("planner", "demo-server", *self.planned) if self.planned else ("planner.demo",)
         self._proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", *entry, "--port", "0"),

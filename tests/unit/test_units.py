@@ -1,11 +1,23 @@
-"""The one dtype table: every safetensors dtype's element size against the safetensors source, and the vLLM/torch
-names mapped onto it."""
+"""planner.units: the one dtype table (every safetensors dtype's element size against the safetensors source, and the
+vLLM/torch names mapped onto it), the binary and decimal prefixes (IEC 80000-13) and vLLM's ``cdiv``."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.units import DTYPE_BYTES, SAFETENSORS_DTYPE_BYTES, safetensors_dtype_bytes
+from planner.units import (
+    DTYPE_BYTES,
+    GB,
+    GIB,
+    KIB,
+    MB,
+    MIB,
+    SAFETENSORS_DTYPE_BYTES,
+    bytes_to_gib,
+    ceil_div,
+    gib_to_bytes,
+    safetensors_dtype_bytes,
+)
 
 # huggingface/safetensors safetensors/src/tensor.rs (v0.7.0, FNUZ from v0.8.0-rc.0), Dtype::bitsize, in bits.
 _BITS = {
@@ -49,3 +61,23 @@ def test_torch_names_take_the_safetensors_size(name, expected):
 def test_int4_is_half_a_byte_and_an_unknown_safetensors_dtype_counts_as_16_bit():
     assert DTYPE_BYTES["int4"] == 0.5
     assert safetensors_dtype_bytes("F3_NEW") == 2.0 and safetensors_dtype_bytes("U16") == 2.0
+
+
+def test_prefixes_are_iec_binary_and_si_decimal() -> None:
+    assert (KIB, MIB, GIB) == (1024, 1_048_576, 1_073_741_824)
+    assert (MB, GB) == (1_000_000, 1_000_000_000)
+
+
+def test_gib_conversions_round_trip() -> None:
+    # nvidia-smi's H100 total, 81,559 MiB (https://github.com/modal-labs/modal-client/pull/2797), is
+    # 81,559 × 2^20 = 85,520,809,984 B = 79.65 GiB; 8 GiB back to bytes is 8 × 2^30
+    assert bytes_to_gib(81_559 * MIB) == pytest.approx(79.647, abs=0.0005)
+    assert bytes_to_gib(85_520_809_984) == 81_559 / 1024
+    assert gib_to_bytes(8) == 8_589_934_592
+    assert bytes_to_gib(gib_to_bytes(14.99)) == pytest.approx(14.99)
+
+
+@pytest.mark.parametrize(("n", "d", "q"), [(0, 16, 0), (1, 16, 1), (16, 16, 1), (17, 16, 2), (8192, 16, 512)])
+def test_ceil_div_is_vllm_cdiv(n: int, d: int, q: int) -> None:
+    # vllm/utils cdiv(a, b) = -(a // -b): the blocks a request of n tokens needs at block size d
+    assert ceil_div(n, d) == q

@@ -1,4 +1,4 @@
-"""KV-cache geometry against vLLM's own figures (shared/reference/vllm_capacity_logs.json ids)."""
+"""KV-cache geometry against vLLM's own figures (bench/data/vllm_capacity_logs.json ids)."""
 
 from __future__ import annotations
 

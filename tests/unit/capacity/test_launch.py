@@ -12,7 +12,7 @@ Flag spellings are checked against the engines' own CLIs:
   ``--quantize`` (awq, gptq, fp8, eetq, bitsandbytes-nf4, ...), ``--kv-cache-dtype``
   (fp8_e4m3fn, fp8_e5m2), ``--max-input-tokens``, ``--max-total-tokens``,
   ``--max-batch-prefill-tokens``; its default ``--max-batch-prefill-tokens`` is max_input + 50
-  (shared/reference/capacity_accounting.md, section 2).
+  (the launcher's ``--help``: "Default to `max_input_tokens + 50` to give a bit of room", ``launcher/src/main.rs``).
 """
 
 from __future__ import annotations

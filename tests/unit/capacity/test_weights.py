@@ -1,6 +1,6 @@
 """Weight memory per GPU against what vLLM logged as "Model loading took X GiB".
 
-Golden values: shared/reference/vllm_capacity_logs.json (public vLLM startup logs; record ids cited).
+Golden values: bench/data/vllm_capacity_logs.json (public vLLM startup logs; record ids cited).
 Tolerance 1%, the precision target of issue 2 for weights.
 """
 

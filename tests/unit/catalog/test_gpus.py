@@ -1,7 +1,7 @@
 """Tests of planner.catalog.gpus: the catalog's figures, name lookup and custom GPUs.
 
-Golden values cite their source; the reference files live in /work/shared/reference/ (gpus.json,
-vllm_capacity_logs.json and measured/h200_ceilings.json).
+Golden values cite their source: the public start-up logs of bench/data/vllm_capacity_logs.json, the H200 measurement
+of bench/data/measured/h200_ceilings.json, and the sources each figure of planner/catalog/data/gpus.json names.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_every_figure_has_a_source(raw_entries: dict[str, dict], gpu_id: str) ->
         ("rtx-3090", 23.58, 0.01, "vllm_log"),
         # vLLM 0.8.2 'total_gpu_memory (79.15GiB)', vllm_capacity_logs id 56 (A100-SXM4-80GB).
         ("a100-sxm4-80gb", 79.15, 0.01, "vllm_log"),
-        # Measured torch total_memory 150109880320 B, reference/measured/h200_ceilings.json.
+        # Measured torch total_memory 150109880320 B, bench/data/measured/h200_ceilings.json.
         ("h200-sxm-141gb", 139.80, 0.01, "measured"),
         # deviceQuery '40441 MBytes (42405855232 bytes)', upb-pc2 wiki page on A100 40GB with NVLink.
         ("a100-sxm4-40gb", 39.494, 0.001, "measured"),
@@ -160,7 +160,7 @@ def test_memory_total_matches_logged_or_measured_cuda_total(
         (
             "h200-sxm-141gb",
             150109880320,
-        ),  # reference/measured/h200_ceilings.json total_memory_bytes
+        ),  # bench/data/measured/h200_ceilings.json total_memory_bytes
         ("a100-sxm4-40gb", 42405855232),  # deviceQuery on the upb-pc2 A100 40GB page
     ],
 )

@@ -1,7 +1,8 @@
 """Tests of planner.catalog.models: the built-in catalog and its lookup.
 
-The catalog must hold every model of /work/shared/reference/models.json (read here, not copied) plus
-the serving checkpoints the planner's pages and CLI name by default.
+The catalog must hold every model of tests/data/reference_models.json (34 popular open models with their Hugging Face
+config.json values, each entry citing its public config_source; read here, independently of the catalog's own data
+files) plus the serving checkpoints the planner's pages and CLI name by default.
 """
 
 from __future__ import annotations
@@ -15,18 +16,7 @@ from planner.catalog.model_spec import ModelSpec
 from planner.catalog.models import CatalogModel, get_model, list_models, model_ids
 from planner.errors import PlannerError, UnknownModelError
 
-# shared/ lies beside the checkout (on CI too); /work/shared is where it sits on a developer machine.
-REFERENCE_MODELS = next(
-    (
-        p
-        for p in (
-            Path(__file__).resolve().parents[4] / "shared" / "reference" / "models.json",
-            Path("/work/shared/reference/models.json"),
-        )
-        if p.exists()
-    ),
-    Path(__file__).resolve().parents[4] / "shared" / "reference" / "models.json",
-)
+REFERENCE_MODELS = Path(__file__).resolve().parents[2] / "data" / "reference_models.json"
 
 SERVING_IDS = (
     "meta-llama/Llama-3.1-8B-Instruct",
@@ -54,10 +44,12 @@ SERVING_IDS = (
 )
 
 
+def _reference_entries() -> list[dict]:
+    return json.loads(REFERENCE_MODELS.read_text(encoding="utf-8"))
+
+
 def _reference_ids() -> list[str]:
-    if not REFERENCE_MODELS.exists():
-        pytest.skip(f"{REFERENCE_MODELS} not present")
-    return [entry["hf_repo_id"] for entry in json.loads(REFERENCE_MODELS.read_text(encoding="utf-8"))]
+    return [entry["hf_repo_id"] for entry in _reference_entries()]
 
 
 def test_catalog_size() -> None:
@@ -73,7 +65,7 @@ def test_ids_are_unique_and_match_model_ids() -> None:
 
 def test_every_reference_model_is_in_the_catalog() -> None:
     reference = _reference_ids()
-    assert len(reference) == 34  # shared/README.md: "34 popular open models"
+    assert len(reference) == 34  # tests/data/README.md: "34 popular open models"
     missing = sorted(set(reference) - set(model_ids()))
     assert not missing
 
@@ -98,9 +90,7 @@ def test_every_entry_is_complete(model: CatalogModel) -> None:
 
 def test_reference_config_values_are_carried_into_the_catalog() -> None:
     # Compare the reference file's config values with the parsed catalog spec, model by model.
-    entries = json.loads(REFERENCE_MODELS.read_text(encoding="utf-8")) if REFERENCE_MODELS.exists() else []
-    if not entries:
-        pytest.skip(f"{REFERENCE_MODELS} not present")
+    entries = _reference_entries()
     mismatches = []
     for entry in entries:
         spec = get_model(entry["hf_repo_id"]).spec

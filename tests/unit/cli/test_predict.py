@@ -19,7 +19,7 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 
 def test_predict_json_has_vllm_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    # shared/device/vllm/README.md §4: concurrency 1, 529-token prompts, 128 output tokens: TPOT 4.80 ms
+    # tests/data/h200_llama-3.1-8b_vllm-0.24.0.md: concurrency 1, 529-token prompts, 128 output tokens: TPOT 4.80 ms
     out = _json(
         capsys, "predict", *DEPLOYMENT, "--input-len", "529", "--max-concurrency", "1", "--num-prompts", "4", "--json"
     )

@@ -31,9 +31,9 @@ FILES = {
 }
 #: Subcommands whose examples need a live server (or serve until Ctrl-C), and where they are tested against one.
 NEEDS_A_SERVER = {
-    "bench": "tests/unit/cli/test_bench.py (the tests' timed server)",
+    "bench": "tests/integration/cli/test_bench.py (the tests' timed server)",
     "compare": "tests/integration/test_compare_endpoints_file.py (the README's endpoints file)",
-    "demo-server": "tests/integration/test_demo_server.py and tests/unit/cli/test_demo.py",
+    "demo-server": "tests/integration/test_demo_server.py and tests/integration/cli/test_demo.py",
 }
 #: Examples that are not planner commands: install, start the app, run the tests, a benchmark script.
 NOT_THE_PLANNER = ("pip install ", 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install ', "python bench/")

@@ -137,24 +137,30 @@ HOSTILE = [
 ]
 
 
+NUMBER_KEYS = (
+    "max_model_len",
+    "tensor_parallel_size",
+    "gpu_memory_utilization",
+    "s2.block_size",
+    "s3.cuda_memory_fraction",
+    "custom_gpu_memory_gib",
+    "s4.params_b",
+)
+#: Values of HOSTILE that are valid for a key, so not hostile there: 1.5 GiB and 1.5 B parameters, and -1, vLLM's
+#: --max-model-len auto (test_max_model_len_auto_round_trips).
+VALID_THERE = {("custom_gpu_memory_gib", "1.5"), ("s4.params_b", "1.5"), ("max_model_len", "-1")}
+
+
 @pytest.mark.parametrize(
-    "key",
+    ("key", "value"),
     [
-        "max_model_len",
-        "tensor_parallel_size",
-        "gpu_memory_utilization",
-        "s2.block_size",
-        "s3.cuda_memory_fraction",
-        "custom_gpu_memory_gib",
-        "s4.params_b",
+        pytest.param(key, value, id=f"{i}-{key}")
+        for key in NUMBER_KEYS
+        for i, value in enumerate(HOSTILE)
+        if (key, value) not in VALID_THERE
     ],
 )
-@pytest.mark.parametrize("value", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_numbers_warn_and_fall_back(key, value):
-    if value == "1.5" and key.endswith(("custom_gpu_memory_gib", "params_b")):
-        pytest.skip("1.5 GiB and 1.5 B parameters are valid")
-    if value == "-1" and key == "max_model_len":
-        pytest.skip("-1 is vLLM's --max-model-len auto (test_max_model_len_auto_round_trips)")
     decoded = decode({key: value})
     name = key.split(".")[-1]
     index = int(key[1]) - 1 if "." in key else 0

@@ -1,4 +1,4 @@
-"""The source article's load as data: its benchmark defaults (shared/reference/article.md: 100 requests, 16
+"""The source article's load as data: its benchmark defaults (tests/data/article.md: 100 requests, 16
 concurrent, 128 "token" words after "Write a detailed explanation about: ", 256 output tokens) and eight prompts."""
 
 from __future__ import annotations

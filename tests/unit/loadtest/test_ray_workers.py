@@ -59,13 +59,3 @@ def test_the_pinned_ray_is_the_one_in_the_requirements():
     root = Path(__file__).resolve().parents[3]
     for name in ("requirements-ray.txt", "requirements-dev.txt"):
         assert f"ray=={RAY_VERSION}" in (root / name).read_text(encoding="utf-8").split()
-
-
-def test_an_address_nothing_answers_on_fails_at_once_in_one_line(closed_port_url):
-    pytest.importorskip("ray", reason="Ray is not installed")
-    from planner.errors import RayUnavailableError
-    from planner.loadtest.ray_workers import start_ray
-
-    address = closed_port_url.removeprefix("http://")
-    with pytest.raises(RayUnavailableError, match=f"the Ray cluster at ray://{address} cannot be reached"):
-        start_ray(2, f"ray://{address}")

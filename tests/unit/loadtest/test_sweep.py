@@ -3,24 +3,11 @@ and a short real sweep against llama.cpp."""
 
 from __future__ import annotations
 
-import asyncio
-from datetime import datetime
-
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.settings import LoadSettings, SweepSettings
+from planner.loadtest.settings import LoadSettings
 from planner.loadtest.sweep import SweepPoint, SweepSpec, find_knee, sweep_levels
-from planner.loadtest.worker import JobQueue, plan_jobs
-from planner.serving.endpoints import Endpoint
-
-FAST = "sweep [ttft_ms=20] [itl_ms=5] [tokens=4]"
-# Long enough that client and scheduling overheads on a busy machine stay small next to each request's time.
-STEADY = "sweep [ttft_ms=100] [itl_ms=20] [tokens=4]"
-
-
-def _ep(url: str, kind: str = "vllm") -> Endpoint:
-    return Endpoint(name="t", kind=kind, base_url=url)
 
 
 # --- levels and specs ------------------------------------------------------------------------------------------------
@@ -110,58 +97,6 @@ def test_min_gain_rejects_a_mild_bend():
     assert find_knee(curve, max_gain_after=0.15) == 8 and find_knee(curve, max_gain_after=0.10) is None
 
 
-# --- runs against the timed server (through the job queue the page and the CLI use) --------------------------------
-def _sweep(endpoint: Endpoint, settings: LoadSettings) -> tuple[list, list]:
-    """Run a sweep as the page and the CLI do; returns (outcomes, emitted messages)."""
-    messages: list[tuple] = []
-    jobs = plan_jobs([endpoint], settings, settings.prompts)
-    queue = JobQueue(jobs, started=datetime(2026, 12, 1), scrape=False, emit=lambda *m: messages.append(m))
-    return list(asyncio.run(queue.run())), messages
-
-
-def test_sweep_runs_each_level_at_its_concurrency(timed_server):
-    sweep = SweepSettings(sweep_max=4, prompts_per_level=4)
-    settings = LoadSettings(mode="sweep", sweep=sweep, prompts=(STEADY,), dataset_name="custom", output_len=4)
-    outcomes, messages = _sweep(_ep(timed_server.url), settings)
-    points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
-    assert [p.concurrency for p in points] == [1, 2, 4]
-    assert [o.result.max_in_flight for o in outcomes] == [1, 2, 4]
-    assert all((p.completed, p.failed) == (4, 0) for p in points)
-    level, seen = 0, []
-    for kind, *payload in messages:
-        if kind == "job":
-            level = outcomes[payload[0]].job.level
-        elif kind == "progress":
-            seen.append((level, payload[0].completed))
-    assert seen == [(c, k) for c in (1, 2, 4) for k in range(1, 5)]
-    # the timed server has no capacity limit: every doubling doubles the throughput, so there is no knee
-    rates = [p.output_throughput for p in points]
-    assert (
-        rates[0] < rates[1] < rates[2]
-        and find_knee([(p.concurrency, r) for p, r in zip(points, rates, strict=True)]) is None
-    )
-    assert all(o.result.stopped is None for o in outcomes)
-    assert all(p.ttft_median_s >= 0.1 and p.tpot_median_s is not None for p in points)
-
-
-# --- a short real sweep --------------------------------------------------------------------------------------------
-def test_llamacpp_sweep_with_exact_input_lengths(llama_url):
-    # every level (no stop at saturation: llama-cpp-python serves one request at a time, saturated at 1)
-    sweep = SweepSettings(sweep_max=4, sweep_stop=False, prompts_per_level=2)
-    settings = LoadSettings(mode="sweep", sweep=sweep, input_len=24, output_len=8, timeout_s=60)
-    outcomes, _ = _sweep(_ep(llama_url, "llamacpp"), settings)
-    points = [SweepPoint.of(o.job.level, o.result) for o in outcomes]
-    assert [(p.concurrency, p.completed, p.failed) for p in points] == [(1, 2, 0), (2, 2, 0), (4, 2, 0)]
-    for level in (o.result for o in outcomes):
-        assert 0 < level.metrics.total_output_tokens <= 2 * 8
-        # llama-cpp-python's /extras/tokenize counted every prompt (and the warm-up's): exactly 24 tokens each
-        cal = level.input_calibration
-        assert (cal.method, cal.total, cal.counted, cal.exact) == ("exact", 3, 3, 3)
-        # llama-cpp-python streams no usage, so the run's input tokens are those counts (its text-only count; the
-        # gemma chat template adds 8 more to the server's usage.prompt_tokens, measured with a non-streamed call)
-        assert [r.prompt_tokens for r in level.records] == [None, None] and level.input_tokens == (24, 24)
-
-
 # --- saturation: when a sweep stops ----------------------------------------------------------------------------------
 def _point(c: int, out_tok_s: float, ttft_s: float, e2el_s: float | None = None, completed: int = 10) -> SweepPoint:
     return SweepPoint(c, completed, 0, out_tok_s / 10, out_tok_s, ttft_s, ttft_s, 0.02, e2el_s or ttft_s + 1)
@@ -191,29 +126,3 @@ def test_refine_levels():
     assert refine_levels(8, 16) == (11,)  # √128 = 11.3
     assert refine_levels(1, 2) == ()  # no integer level between
     assert refine_levels(8, 16, done=(11,)) == ()
-
-
-def test_sweep_against_a_server_saturated_at_8_stops_within_one_level(monkeypatch):
-    """The demo server with ``--max-num-seqs 8`` (and a decode step that does not grow with the batch) serves at most
-    8 requests at once: throughput grows to concurrency 8 and is flat after it, while the 9th and later requests wait
-    for a slot (their TTFT includes a whole answer). A sweep to 64 stops at 16, one level past the saturation point,
-    and the refinement adds 11; 32 and 64 are never run."""
-    from tests.servers.timed_sse import TimedServer
-
-    settings = LoadSettings(
-        mode="sweep",
-        sweep=SweepSettings(sweep_max=64, sweep_refine=True),
-        prompts=("sat [ttft_ms=100] [itl_ms=20] [tokens=8]",),  # long enough that a busy client barely shows
-        dataset_name="custom",
-        output_len=8,
-    )
-    with TimedServer(max_num_seqs=8) as server:
-        outcomes, messages = _sweep(_ep(server.url), settings)
-    levels = [o.job.level for o in outcomes]
-    assert levels == [1, 2, 4, 8, 16, 11]
-    (stop,) = [m for m in messages if m[0] == "sweep_stopped"]
-    assert stop[2].startswith("concurrency 16:") and "median TTFT rose" in stop[2]
-    points = {o.job.level: SweepPoint.of(o.job.level, o.result) for o in outcomes}
-    # at 16, half the requests wait one answer (100 + 7 × 20 ms) for a slot; throughput no higher than at 8
-    assert points[16].output_throughput < 1.1 * points[8].output_throughput
-    assert points[8].output_throughput > 1.6 * points[4].output_throughput

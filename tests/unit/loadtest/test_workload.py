@@ -6,7 +6,6 @@ import asyncio
 import json
 
 import pytest
-from huggingface_hub import constants
 
 import planner.loadtest.workload as workload
 from planner.errors import InvalidParameterError
@@ -18,9 +17,8 @@ from planner.loadtest.workload import (
     parse_prompts_jsonl,
     synthetic_text,
 )
-from planner.serving.discovery import EndpointInfo, discover_sync
+from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
-from tests.servers.tgi import TGIServer
 
 EP = Endpoint("fake", "vllm", "http://127.0.0.1:1")
 INFO = EndpointInfo(endpoint="fake", kind="vllm", healthy=True, model="m")
@@ -79,7 +77,7 @@ def test_jsonl_is_bounded():
 
 def test_example_prompts_are_the_articles_eight():
     assert len(EXAMPLE_PROMPTS) == 8 and len({name for name, _ in EXAMPLE_PROMPTS}) == 8
-    # the article's demo (shared/reference/article.md): first and last of its eight, in its order
+    # the article's demo (tests/data/article.md): first and last of its eight, in its order
     assert example_prompts()[0] == "What is Python?" and example_prompts()[-1] == "Name 3 planets."
 
 
@@ -135,25 +133,6 @@ def test_prompts_are_sized_from_one_calibration_and_verified_within_a_budget(mon
     assert (cal.method, cal.counted, cal.exact) == ("calibrated", 3, 3)
     assert tokens == tuple(range(20, 30)) and [len(t.split()) for t in texts] == list(range(13, 23))
     assert "3 of 10" in cal.label
-
-
-def test_no_tokenizer_route_falls_back_to_the_word_estimate(timed_server):
-    # the timed server has no /tokenize route
-    ep = Endpoint("t", "vllm", timed_server.url)
-    info = discover_sync(ep, 5)
-    texts, tokens, cal = asyncio.run(calibrate_prompts(ep, info, [(12, 0), (9, 3)]))
-    assert cal.method == "estimate" and cal.label == "estimate (words)" and cal.overhead_tokens is None
-    assert [len(t.split()) for t in texts] == [12, 9] and tokens == (12, 9)
-
-
-def test_tgi_tokenize_route_counts_exactly(monkeypatch):
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    with TGIServer() as server:
-        ep = Endpoint("tgi", "tgi", server.base_url)
-        info = discover_sync(ep, 5)
-        got = asyncio.run(calibrate_prompt(ep, info, 17, offset=5))
-        # the TGI test server's /tokenize counts whitespace words (no template): 17 words on the first count
-        assert (got.words, got.counted_tokens, got.method) == (17, 17, "exact (server /tokenize)")
 
 
 @pytest.mark.parametrize(

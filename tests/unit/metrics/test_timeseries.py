@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import pytest
 
 from planner.errors import InvalidParameterError
-from planner.loadtest.runner import run_load
-from planner.loadtest.settings import LoadSettings
 from planner.metrics.timeseries import default_window_s, timeseries, timeseries_frame
-from planner.serving.endpoints import Endpoint
 from planner.serving.streaming import RequestRecord
 
 START = 100.0
@@ -93,12 +89,3 @@ def test_frame_for_charts():
     assert list(frame["completed"]) == [0, 2, 0, 1]
     assert math.isnan(frame["ttft_p50_ms"][0]) and frame["ttft_p50_ms"][1] == pytest.approx(200.0)
     assert "output_tokens_per_s" in frame.columns and "e2e_p99_ms" in frame.columns
-
-
-def test_real_run_windows_add_up_to_the_run(timed_server):
-    spec = LoadSettings(num_prompts=12, max_concurrency=4, prompts=("ts [ttft_ms=20] [itl_ms=5] [tokens=4]",))
-    result = asyncio.run(run_load(Endpoint("t", "vllm", timed_server.url), spec))
-    windows = timeseries(result.records, result.start_s, window_s=0.05, end_s=result.start_s + result.duration_s)
-    assert sum(w.completed for w in windows) == result.metrics.completed == 12
-    assert sum(w.output_tokens for w in windows) == result.metrics.total_output_tokens == 48
-    assert sum(w.ttft_samples for w in windows) == result.metrics.ttft.count

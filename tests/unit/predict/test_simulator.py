@@ -12,7 +12,7 @@ from planner.predict.simulator import simulate
 from planner.predict.step_time import StepCoefficients
 from tests.unit.predict.conftest import TEN_MS, tiny_shape
 
-#: The article's example (shared/reference/article.md, "Continuous batching"): A, B, C of 50, 500 and 30 output
+#: The article's example (tests/data/article.md, "Continuous batching"): A, B, C of 50, 500 and 30 output
 #: tokens in a batch of three; D (40) and E (60) wait. 10-token prompts.
 ARTICLE = [(10, 50), (10, 500), (10, 30), (10, 40), (10, 60)]
 

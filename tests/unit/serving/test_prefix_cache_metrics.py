@@ -9,22 +9,16 @@ differenced counters are the folder README's: 73,728 queries / 61,440 hits, then
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 from pathlib import Path
 
-import httpx
 import pytest
 
-from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import (
     ServerSample,
-    fetch_sample,
     parse_metrics,
     prefix_cache_stats,
-    reset_prefix_cache,
 )
-from tests.servers.timed_sse import TimedServer
 
 H200 = Path(__file__).resolve().parents[3] / "bench" / "data" / "h200_sweeps" / "llama-3.1-8b-spec"
 
@@ -80,34 +74,3 @@ def test_sglang_counters():
     assert (before.prefix_cache_queries_total, before.prefix_cache_hits_total) == (1000.0, 400.0)
     stats = prefix_cache_stats(before, after, "sglang")
     assert (stats.queries_tokens, stats.hits_tokens, stats.hit_rate) == (2000.0, 1000.0, 0.5)  # not the 0.9 gauge
-
-
-def test_demo_server_cache_counts_and_resets():
-    with TimedServer(tokenizer="bytes", prefix_caching=True) as server:
-        ep = Endpoint("demo", "vllm", server.url)
-
-        def send(prompt: list[int]) -> None:
-            body = {"prompt": prompt, "max_tokens": 1, "stream": False, "model": "m"}
-            httpx.post(server.url + "/v1/completions", json=body, timeout=10).raise_for_status()
-
-        async def counters() -> ServerSample:
-            return await fetch_sample(ep, start=0.0)
-
-        prefix = list(range(64))  # 4 blocks of 16
-        first = asyncio.run(counters())
-        send([*prefix, 1000, 1001])  # 66 tokens: nothing cached
-        send([*prefix, 2000, 2001])  # the 4 prefix blocks hit: 64 tokens
-        send(prefix)  # the whole prompt cached, but the last token is computed: 3 blocks hit
-        stats = prefix_cache_stats(first, asyncio.run(counters()), "vllm")
-        assert (stats.queries_tokens, stats.hits_tokens) == (66 + 66 + 64, 64 + 48)
-        assert asyncio.run(reset_prefix_cache(ep)) is None
-        mid = asyncio.run(counters())
-        send([*prefix, 3000])
-        stats = prefix_cache_stats(mid, asyncio.run(counters()), "vllm")
-        assert (stats.queries_tokens, stats.hits_tokens) == (65, 0)
-
-
-def test_reset_on_kinds_without_a_route(closed_port_url):
-    assert "has no prefix-cache reset route" in asyncio.run(reset_prefix_cache(Endpoint("t", "tgi", closed_port_url)))
-    refused = asyncio.run(reset_prefix_cache(Endpoint("v", "vllm", closed_port_url)))
-    assert refused is not None and "\n" not in refused

@@ -10,25 +10,20 @@ figures in ``in512_c1.json`` (``spec_decode_acceptance_rate`` 61.33 %, ``spec_de
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
 from planner.loadtest.results import import_runs, spec_decode_frame, to_vllm_file
-from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import (
     ServerSample,
     SpecDecodeStats,
-    fetch_sample,
     parse_metrics,
     spec_decode_stats,
 )
-from tests.servers.timed_sse import TimedServer
 
 H200 = Path(__file__).resolve().parents[3] / "bench" / "data" / "h200_sweeps"
 
@@ -99,17 +94,3 @@ def test_vllm_bench_file_and_our_file_carry_the_counters(tmp_path):
     assert frame.loc[0, "per_position_acceptance"] == "0.79, 0.59, 0.46"
     assert frame.loc[0, "median_tpot_ms"] == pytest.approx(2.2832, abs=1e-4)  # vLLM's median_tpot_ms
     assert datetime  # imported for parity with the other result tests
-
-
-def test_demo_server_serves_spec_counters_over_the_wire():
-    # k = 3, 2 accepted per draft: an answer of 10 tokens is the prefill's token, then ceil(9 / 3) = 3 drafts
-    with TimedServer(flags=("--num-speculative-tokens", "3", "--spec-accepted-per-draft", "2")) as server:
-        ep = Endpoint("demo", "vllm", server.url)
-        first = asyncio.run(fetch_sample(ep, start=0.0))
-        for _ in range(2):
-            body = {"prompt": "hi", "max_tokens": 10, "ignore_eos": True, "stream": False, "model": "m"}
-            httpx.post(server.url + "/v1/completions", json=body, timeout=10).raise_for_status()
-        stats = spec_decode_stats(first, asyncio.run(fetch_sample(ep, start=0.0)))
-    assert (stats.num_drafts, stats.num_draft_tokens, stats.num_accepted_tokens) == (6, 18, 12)
-    assert stats.accepted_per_pos == (6, 6, 0)
-    assert stats.mean_acceptance_length == 3.0 and stats.acceptance_rate == pytest.approx(2 / 3)

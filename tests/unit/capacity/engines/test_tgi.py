@@ -10,7 +10,7 @@ from planner.errors import InvalidParameterError
 
 
 def test_a10g_llama_31_8b_tgi_22() -> None:
-    # TGI log id 62 (shared/reference/vllm_capacity_logs.json): TGI 2.2.0 on an A10G with default launcher
+    # TGI log id 62 (bench/data/vllm_capacity_logs.json): TGI 2.2.0 on an A10G with default launcher
     # settings logged "Setting max batch total tokens to 19056". 5% tolerance: the warm-up peak is modelled.
     plan = plan_tgi(
         Scenario(engine="tgi", model="meta-llama/Llama-3.1-8B-Instruct", gpu="a10g", engine_version="2.2.0")

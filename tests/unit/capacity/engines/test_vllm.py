@@ -1,6 +1,6 @@
 """The vLLM engine model against public vLLM startup logs.
 
-Golden values: shared/reference/vllm_capacity_logs.json (record ids cited). Tolerances: 2% on the
+Golden values: bench/data/vllm_capacity_logs.json (record ids cited). Tolerances: 2% on the
 per-GPU KV memory (the issue's accuracy target is a 5% median), 1% on tokens where the log gives them.
 """
 

@@ -1,7 +1,7 @@
 """The fitted constants: every sample is what its log implies (recomputed here from the public log), and
 :func:`leave_out` refits without one record (the cross-validation of bench/capacity_accuracy.py).
 
-Logs: ``bench/data/vllm_capacity_logs.json`` (a copy of ``shared/reference/vllm_capacity_logs.json``). The sampler
+Logs: ``bench/data/vllm_capacity_logs.json`` (public start-up logs, each with its URL). The sampler
 rule: (logged activation − T·h·2 B of hidden states) / (rows × vocab), rows = min(max_num_seqs, T): 1024 rows and
 T = 8192 on an H100 in V1 from v0.10 (EngineArgs.get_batch_defaults); V0 256 rows (or the log's max_num_seqs) and
 T = max(max_model_len, 2048).

@@ -3,7 +3,7 @@
 Sources: NCCL ``src/include/device.h`` (protocol buffer sizes) and ``src/init.cc`` (``DEFAULT_BUFFSIZE``); vLLM 0.24.0
 ``vllm/distributed/device_communicators/custom_all_reduce.py``, ``vllm/model_executor/layers/fused_moe/experts/
 triton_moe.py``, ``vllm/config/vllm.py::_set_cudagraph_sizes``, ``vllm/v1/worker/gpu/sample/sampler.py``; public
-startup logs (``shared/reference/vllm_capacity_logs.json``, ids cited). Model shapes are the catalog's config.json.
+startup logs (``bench/data/vllm_capacity_logs.json``, ids cited). Model shapes are the catalog's config.json.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The lean streaming path against the SDK path, on the timed server's modes and a real llama.cpp server.
 
-Truth (planner/serving/demo_server.py): first token 150 ms after the request arrives, then 20 ms per token, 12 tokens in
+Truth (planner/demo/): first token 150 ms after the request arrives, then 20 ms per token, 12 tokens in
 chunks of 1, 2, 1, 3, 1, 2, 1, 1 tokens with continuous usage; texts "t1 " ... "t12 ". Both paths must build the
 same record from the same stream (times aside, which differ by scheduling only).
 """
@@ -14,11 +14,11 @@ import json
 
 import pytest
 
+from planner.demo.state import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 from planner.errors import InvalidParameterError
 from planner.serving.backends import stream_request
 from planner.serving.backends.aiohttp_lean import fast_client
 from planner.serving.backends.openai_sdk import openai_client
-from planner.serving.demo_server import CONTEXT_ERROR, IN_STREAM_ERROR, SERVER_ERROR, TGI_STREAM_ERROR
 from planner.serving.discovery import EndpointInfo
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
