@@ -17,7 +17,7 @@ their exact token counts when the server sent them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
@@ -364,14 +364,22 @@ def display_metrics(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- history across runs ---------------------------------------------------------------------------------------------
-def history_frame(results: Sequence[CompareResult]) -> pd.DataFrame:
-    """:func:`~planner.compare.run.summary_frame` of every run, with a 1-based ``run`` column first."""
+def _numbered(
+    results: Sequence[CompareResult], frame_of: Callable[[CompareResult], pd.DataFrame]
+) -> list[pd.DataFrame]:
+    """``frame_of`` each run, with its 1-based number as a ``run`` column first; runs with no rows left out."""
     frames = []
     for index, result in enumerate(results, start=1):
-        frame = summary_frame(result)
+        frame = frame_of(result)
         if not frame.empty:
             frame.insert(0, "run", index)
             frames.append(frame)
+    return frames
+
+
+def history_frame(results: Sequence[CompareResult]) -> pd.DataFrame:
+    """:func:`~planner.compare.run.summary_frame` of every run, with a 1-based ``run`` column first."""
+    frames = _numbered(results, summary_frame)
     if not frames:
         return pd.DataFrame(columns=["run", "endpoint", "requests", "failed", "ttft_ms", "tpot_ms", "e2e_ms"])
     return pd.concat(frames, ignore_index=True)
@@ -382,12 +390,7 @@ def history_csv(results: Sequence[CompareResult]) -> str:
 
     Records carry no API key, so neither does this.
     """
-    frames = []
-    for index, result in enumerate(results, start=1):
-        frame = metrics_frame(result)
-        if not frame.empty:
-            frame.insert(0, "run", index)
-            frames.append(frame)
+    frames = _numbered(results, metrics_frame)
     return pd.concat(frames, ignore_index=True).to_csv(index=False) if frames else "run\n"
 
 
