@@ -664,22 +664,13 @@ def turns_figure(frame: pd.DataFrame) -> go.Figure:
             opacity=0.25,
             secondary_y=True,
         )
-        fig.add_scatter(
-            x=g["turn"],
-            y=g["median_ttft_ms"],
-            name=f"{run}: median TTFT",
-            mode="lines+markers",
-            line={"color": color},
-            secondary_y=False,
-        )
-        fig.add_scatter(
-            x=g["turn"],
-            y=g["p90_ttft_ms"],
-            name=f"{run}: p90 TTFT",
-            mode="lines",
-            line={"color": color, "dash": "dot", "width": 1},
-            secondary_y=False,
-        )
+        for stat, mode, line in (
+            ("median", "lines+markers", {"color": color}),
+            ("p90", "lines", {"color": color, "dash": "dot", "width": 1}),
+        ):
+            fig.add_scatter(
+                x=g["turn"], y=g[f"{stat}_ttft_ms"], name=f"{run}: {stat} TTFT", mode=mode, line=line, secondary_y=False
+            )
     fig.update_xaxes(title_text="turn", dtick=1)
     fig.update_yaxes(title_text="TTFT (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="prompt tokens", rangemode="tozero", secondary_y=True)
