@@ -29,6 +29,7 @@ FLOORS = {
     "fields": 3,
     "serving": 3,
     "catalog": 3,
+    "demo": 3,
     "capacity": 4,
     "metrics": 4,
     "loadtest": 5,
