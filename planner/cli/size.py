@@ -60,26 +60,14 @@ def _settings(args: argparse.Namespace) -> SizingSettings:
 
 
 def _text(result: object) -> str:
-    from planner.sizing.charts import options_table
+    from planner.sizing.charts import OPTIONS_HEADLINE, options_table
 
     table = options_table(result, limit=_TEXT_ROWS)  # type: ignore[arg-type]
-    columns = [
-        "rank",
-        "verdict",
-        "layout",
-        "GPU",
-        "TP",
-        "weights",
-        "KV cache",
-        "replicas",
-        "GPUs",
-        "$/hour",
-        "$/M output tokens",
-        "p99 TTFT (ms)",
-        "p99 TPOT (ms)",
-        "SLO values checked",
-        "why",
-    ]
+    # The page's headline columns, with the GPU count after the replicas and the SLO figures before "why": a
+    # terminal has no folded columns to look them up in.
+    columns = list(OPTIONS_HEADLINE)
+    columns.insert(columns.index("replicas") + 1, "GPUs")
+    columns[-1:-1] = ["p99 TTFT (ms)", "p99 TPOT (ms)", "SLO values checked"]
     from planner.sizing.estimate import describe_estimate
     from planner.sizing.settings import SizingSettings
 
