@@ -14,6 +14,7 @@ __all__ = [
     "KIB",
     "MB",
     "MIB",
+    "MS_PER_S",
     "SAFETENSORS_DTYPE_BYTES",
     "bytes_to_gib",
     "ceil_div",
@@ -26,6 +27,8 @@ MIB = 2**20
 GIB = 2**30
 MB = 10**6
 GB = 10**9
+#: Milliseconds per second: ``x_s * MS_PER_S`` is ``x_ms`` (the unit vLLM's benchmark reports latencies in).
+MS_PER_S = 1000.0
 
 #: Bytes per element of every safetensors dtype: its ``Dtype::bitsize`` / 8, from huggingface/safetensors
 #: ``safetensors/src/tensor.rs`` v0.7.0 (``F8_E4M3FNUZ`` and ``F8_E5M2FNUZ`` from v0.8.0-rc.0; the format:

@@ -6,6 +6,7 @@ recipes), the launch command that realises a plan (``launch``: ``vllm serve``, T
 deployment needs (``topology``), a vLLM plan's range over the versions still in use (``version_range``), a plan's KV
 layout and its explanation in the engine's terms (``kv_layout``, ``explain``), the budget and concurrency figures, and
 the shared-prefix what-if on a block pool (``prefix_sharing``). May import :mod:`planner.catalog` (model specs and
-parameter counts, GPUs, the Hub), :mod:`planner.errors`, :mod:`planner.palette` and :mod:`planner.units`; never serving,
+parameter counts, GPUs, the Hub), :mod:`planner.display`,
+:mod:`planner.errors`, :mod:`planner.palette`, :mod:`planner.parsing` and :mod:`planner.units`; never serving,
 load-test or link code.
 """

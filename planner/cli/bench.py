@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from planner import fields
 from planner.cli import max_rate
 from planner.cli.bench_text import batching_text, bench_text, confidence_text, sweep_text, turns_text
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path, not_valid, verdict
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.loadtest.settings import TRACE_DATASETS, LoadSettings
@@ -30,19 +31,13 @@ if TYPE_CHECKING:
     from planner.loadtest.worker import Job, JobOutcome
     from planner.serving.endpoints import Endpoint
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 PROG = "python -m planner bench"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``bench`` subcommand to ``sub``."""
-    b = sub.add_parser(
-        "bench",
-        help="load-test one endpoint like vllm bench serve (TTFT/TPOT/ITL/E2EL, throughput)",
-        description="Load-test one endpoint and report what vllm bench serve reports, under its key names. Flags are "
-        "spelled as vllm bench serve spells them.",
-    )
+def add_arguments(b: argparse.ArgumentParser) -> None:
+    """The ``bench`` subcommand's flags, added to ``b``."""
     b.add_argument("--endpoint", required=True, metavar="[NAME=]KIND:URL", help="e.g. vllm:http://127.0.0.1:8000")
     fields.add_arguments(b, LoadSettings)
     b.add_argument("--exact-input-len", action="store_true", help="(the default now: --input-sizing tokenize)")
@@ -429,3 +424,13 @@ def run(args: argparse.Namespace) -> int:
     print(report.shown)
     _print_notes(request.endpoint, runs.outcomes)
     return verdict(PROG, [rec for o in runs.outcomes if o.result is not None for rec in o.result.records])
+
+
+COMMAND = Command(
+    "bench",
+    help="load-test one endpoint like vllm bench serve (TTFT/TPOT/ITL/E2EL, throughput)",
+    description="Load-test one endpoint and report what vllm bench serve reports, under its key names. Flags are "
+    "spelled as vllm bench serve spells them.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from planner.capacity.plan import plan
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
@@ -27,17 +28,11 @@ from planner.predict.calibration import (
 )
 from planner.predict.shape import step_shape
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``calibrate`` subcommand to ``sub``."""
-    p = sub.add_parser(
-        "calibrate",
-        help="fit the prediction's coefficients to measured runs (vllm bench serve --save-result files)",
-        description="Fit the step-time model's coefficients to measured runs of one deployment, by least squares "
-        "on their mean TPOT and TTFT, and write a calibration profile for predict --calibration.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``calibrate`` subcommand's flags, added to ``p``."""
     p.add_argument("runs", nargs="+", type=file_path, metavar="RUN.json", help="vllm bench serve --save-result files")
     p.add_argument("--out", required=True, type=file_path, metavar="PROFILE.json", help="where to write the profile")
     add_scenario_arguments(p)
@@ -102,3 +97,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"fit error (median |error| over {len(runs)} run(s)): {errors}")
     print(f"wrote {args.out}")
     return 0
+
+
+COMMAND = Command(
+    "calibrate",
+    help="fit the prediction's coefficients to measured runs (vllm bench serve --save-result files)",
+    description="Fit the step-time model's coefficients to measured runs of one deployment, by least squares "
+    "on their mean TPOT and TTFT, and write a calibration profile for predict --calibration.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -7,17 +7,15 @@ import json
 
 from planner.catalog.gpus import list_gpus
 from planner.catalog.models import list_models
+from planner.cli.command import Command
 from planner.units import GIB
 
-__all__ = ["add_parser", "run_gpus", "run_models"]
+__all__ = ["GPUS", "MODELS", "add_arguments", "run_gpus", "run_models"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``gpus`` and ``models`` subcommands to ``sub``."""
-    g = sub.add_parser("gpus", help="list the GPU catalog: ids, names, memory as the driver reports it, bandwidth")
-    g.add_argument("--json", action="store_true", help="print one JSON list (default: a table)")
-    m = sub.add_parser("models", help="list the model catalog: ids, attention, layers, KV heads, parameters")
-    m.add_argument("--json", action="store_true", help="print one JSON list (default: a table)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``gpus`` and ``models`` subcommands' flags, added to ``parser``."""
+    parser.add_argument("--json", action="store_true", help="print one JSON list (default: a table)")
 
 
 def _n(value: float | None, fmt: str) -> str:
@@ -86,3 +84,17 @@ def run_models(args: argparse.Namespace) -> int:
         )
     print("--model takes any of these ids, or any Hugging Face repo id (resolved through the Hub)")
     return 0
+
+
+GPUS = Command(
+    "gpus",
+    help="list the GPU catalog: ids, names, memory as the driver reports it, bandwidth",
+    add_arguments=add_arguments,
+    run=run_gpus,
+)
+MODELS = Command(
+    "models",
+    help="list the model catalog: ids, attention, layers, KV heads, parameters",
+    add_arguments=add_arguments,
+    run=run_models,
+)

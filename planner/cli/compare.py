@@ -6,17 +6,18 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path, not_valid, verdict
 from planner.errors import InvalidParameterError, PlannerError
 
 if TYPE_CHECKING:
     from planner.compare.run import CompareResult
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("compare", help="stream one prompt to several endpoints and compare TTFT/TPOT/ITL/E2E")
+def add_arguments(c: argparse.ArgumentParser) -> None:
+    """The ``compare`` subcommand's flags, added to ``c``."""
     c.add_argument(
         "--endpoint",
         action="append",
@@ -106,3 +107,11 @@ def _table(result: CompareResult) -> str:
             lines.append(f"  {record.endpoint}: {record.error_kind}: {record.error}")
     lines.append("TTFT = first token - sent; TPOT = (E2E - TTFT)/(tokens - 1); ITL per token; medians over repeats")
     return "\n".join(lines)
+
+
+COMMAND = Command(
+    "compare",
+    help="stream one prompt to several endpoints and compare TTFT/TPOT/ITL/E2E",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -4,28 +4,23 @@ from __future__ import annotations
 
 import argparse
 
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path
 from planner.cli.plan import usage_error
-from planner.demo.server import DEMO_DEFAULTS, add_arguments, serve
+from planner.demo.server import DEMO_DEFAULTS, serve
+from planner.demo.server import add_arguments as add_server_arguments
 from planner.demo.state import MODEL_ID
 from planner.errors import PlannerError
 
 #: Requests generating at once in the fixed-timing mode when --max-num-seqs is not given.
 FIXED_MAX_NUM_SEQS = 64
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``demo-server`` subcommand to ``sub``."""
-    p = sub.add_parser(
-        "demo-server",
-        help="start a local OpenAI/vLLM-compatible streaming server with known latency, to try the endpoint pages",
-        description="A streaming server on this machine that answers as vLLM does (chat and completions, /v1/models, "
-        "/tokenize, /metrics in vLLM's names; TGI's /info and /generate_stream too) with a known first-token delay "
-        "and gap between tokens that grows with the requests running at once. Its answers are placeholder text.",
-    )
-    add_arguments(p, DEMO_DEFAULTS)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``demo-server`` subcommand's flags, added to ``p``."""
+    add_server_arguments(p, DEMO_DEFAULTS)
     plan = p.add_argument_group(
         "play a planned deployment (chat and completions timed by the predicted vLLM engine instead of the fixed "
         "delays)"
@@ -125,3 +120,14 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # the port is taken, or the address is not this machine's
         return error(prog, f"--host {args.host} --port {args.port}: {exc.strerror or exc}; pick another with --port")
     return 0
+
+
+COMMAND = Command(
+    "demo-server",
+    help="start a local OpenAI/vLLM-compatible streaming server with known latency, to try the endpoint pages",
+    description="A streaming server on this machine that answers as vLLM does (chat and completions, /v1/models, "
+    "/tokenize, /metrics in vLLM's names; TGI's /info and /generate_stream too) with a known first-token delay "
+    "and gap between tokens that grows with the requests running at once. Its answers are placeholder text.",
+    add_arguments=add_arguments,
+    run=run,
+)

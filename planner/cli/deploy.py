@@ -12,24 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner.cli.command import Command
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import InvalidParameterError, PlannerError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``deploy`` subcommand to ``sub``."""
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``deploy`` subcommand's flags, added to ``p``."""
     from planner.deploy.files import TARGETS
     from planner.fleet.routers import ROUTERS
 
-    p = sub.add_parser(
-        "deploy",
-        help="write the Kubernetes manifests, production-stack or llm-d Helm values of a planned deployment",
-        description="Plan a vLLM deployment (plan's flags) and write what runs --replicas of it: Kubernetes manifests "
-        "(Deployment with the vllm serve command, GPU requests, /health probes, Service, optional HPA), the vLLM "
-        "production-stack chart's values or the llm-d-modelservice chart's values.",
-    )
     add_scenario_arguments(p)
     p.add_argument("--replicas", type=int, default=1, help="replicas of the deployment (default: 1)")
     p.add_argument(
@@ -74,3 +68,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(f"wrote {p}" for p in written))
     return 0
+
+
+COMMAND = Command(
+    "deploy",
+    help="write the Kubernetes manifests, production-stack or llm-d Helm values of a planned deployment",
+    description="Plan a vLLM deployment (plan's flags) and write what runs --replicas of it: Kubernetes manifests "
+    "(Deployment with the vllm serve command, GPU requests, /health probes, Service, optional HPA), the vLLM "
+    "production-stack chart's values or the llm-d-modelservice chart's values.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -16,6 +16,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from planner.cli.command import Command
 from planner.cli.messages import file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.cli.predict import add_workload_arguments, read_profile, workload_from_args
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from planner.fleet.view import FleetView
     from planner.loadtest.settings import LoadSettings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
 #: The workload's dataset flags, as ``bench`` declares them (:class:`~planner.loadtest.settings.LoadSettings`).
@@ -42,20 +43,12 @@ _DATASET_FIELDS = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``fleet`` subcommand to ``sub``."""
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``fleet`` subcommand's flags, added to ``p``."""
     from planner import fields
     from planner.fleet.settings import FleetSettings
     from planner.loadtest.settings import LoadSettings
 
-    p = sub.add_parser(
-        "fleet",
-        help="N replicas behind a router: each routing policy simulated on one workload (prefix-cache hits, load)",
-        description="Simulate --replicas replicas of a planned vLLM deployment behind each --router policy "
-        "(round_robin, least_loaded, kv_aware, prefix_aware), on one event clock, each replica with its own prefix "
-        "cache; the workload is the load test's (shared prefixes, conversations, traces). --ray-address runs each "
-        "policy's simulation as a Ray task on that cluster ('local': a Ray started here).",
-    )
     add_scenario_arguments(p)
     add_workload_arguments(p)
     g = p.add_argument_group("workload datasets (vllm bench serve flags)")
@@ -135,3 +128,15 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args.command, exc, flags=args)
     print(json.dumps(view.to_json(), indent=2) if args.json else _text(view))
     return 0
+
+
+COMMAND = Command(
+    "fleet",
+    help="N replicas behind a router: each routing policy simulated on one workload (prefix-cache hits, load)",
+    description="Simulate --replicas replicas of a planned vLLM deployment behind each --router policy "
+    "(round_robin, least_loaded, kv_aware, prefix_aware), on one event clock, each replica with its own prefix "
+    "cache; the workload is the load test's (shared prefixes, conversations, traces). --ray-address runs each "
+    "policy's simulation as a Ray task on that cluster ('local': a Ray started here).",
+    add_arguments=add_arguments,
+    run=run,
+)

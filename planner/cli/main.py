@@ -31,21 +31,23 @@ from planner.errors import PlannerError
 
 __all__ = ["build_parser", "main"]
 
+#: Every subcommand, in the order ``python -m planner -h`` lists them.
+_COMMANDS = (
+    plan_command.COMMAND,
+    model.COMMAND,
+    catalog.GPUS,
+    catalog.MODELS,
+    compare.COMMAND,
+    bench.COMMAND,
+    demo.COMMAND,
+    predict.COMMAND,
+    calibrate.COMMAND,
+    size.COMMAND,
+    fleet.COMMAND,
+    deploy.COMMAND,
+)
 #: Each subcommand's entry: ``run(args) -> exit code``.
-_COMMANDS = {
-    "plan": plan_command.run,
-    "model": model.run,
-    "gpus": catalog.run_gpus,
-    "models": catalog.run_models,
-    "compare": compare.run,
-    "bench": bench.run,
-    "demo-server": demo.run,
-    "predict": predict.run,
-    "calibrate": calibrate.run,
-    "size": size.run,
-    "fleet": fleet.run,
-    "deploy": deploy.run,
-}
+_RUN = {command.name: command.run for command in _COMMANDS}
 
 
 #: A quoted value in an argparse message (argparse writes the value it refuses with %r, in either quote).
@@ -70,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every subcommand with its flags (errors are one line, exit code 2)."""
     parser = _Parser(prog="python -m planner", description="LLM Serving Planner command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (plan_command, model, catalog, compare, bench, demo, predict, calibrate, size, fleet, deploy):
-        module.add_parser(sub)
+    for command in _COMMANDS:
+        command.add_to(sub)
     return parser
 
 
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        return _RUN[args.command](args)
     except PlannerError as exc:
         # The subcommands report their own bad input; this is the net under them, so a planner error any of them
         # lets through still ends as one line and exit code 2, never a traceback (README: bad input exits 2).

@@ -6,15 +6,15 @@ import argparse
 import json
 
 from planner.catalog.hub import describe, resolve_model
+from planner.cli.command import Command
 from planner.cli.messages import error, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``model`` subcommand to ``sub``."""
-    m = sub.add_parser("model", help="resolve a model id (catalog, cache, Hub) and print its architecture")
+def add_arguments(m: argparse.ArgumentParser) -> None:
+    """The ``model`` subcommand's flags, added to ``m``."""
     m.add_argument("model_id", help="a catalog id or any Hugging Face repo id")
     m.add_argument("--refresh", action="store_true", help="ask the Hub again instead of the on-disk cache")
     m.add_argument("--json", action="store_true", help="print one JSON object")
@@ -41,3 +41,11 @@ def run(args: argparse.Namespace) -> int:
         return error("python -m planner model", exc)
     print(json.dumps(data, indent=2) if args.json else _model_text(data))
     return 0
+
+
+COMMAND = Command(
+    "model",
+    help="resolve a model id (catalog, cache, Hub) and print its architecture",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -40,26 +40,20 @@ from planner.capacity.speculative import (
     parse_speculative_config,
 )
 from planner.capacity.verdict import verdict
+from planner.cli.command import Command
 from planner.cli.messages import error
 from planner.errors import InvalidParameterError, MalformedTextError, PlannerError
 from planner.units import GIB
 
-__all__ = ["add_parser", "add_scenario_arguments", "run", "scenario_from_args", "usage_error"]
+__all__ = ["COMMAND", "add_arguments", "add_scenario_arguments", "run", "scenario_from_args", "usage_error"]
 
 _PRECISIONS = ("fp16", "fp8", "int8", "int4")
 #: Columns the explanation's sentences wrap at.
 _WIDTH = 118
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``plan`` subcommand to ``sub``."""
-    p = sub.add_parser(
-        "plan",
-        help="plan a scenario: VRAM budget, KV cache, max concurrency",
-        description="Plan a deployment in the engine's own terms: per-GPU memory, KV-cache tokens and blocks, "
-        "maximum concurrency, a verdict, the cheapest changes that make it fit, and the launch command. "
-        "Flags are spelled as vllm serve (or text-generation-launcher) spells them.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``plan`` subcommand's flags, added to ``p``."""
     add_scenario_arguments(p)
     p.add_argument(
         "--compare-engine-version",
@@ -452,3 +446,14 @@ def _shared_prefix(args: argparse.Namespace, result: object) -> object:
         return shared_prefix_concurrency(blocks, result.block_size, int(context), ratio)  # type: ignore[attr-defined]
     except InvalidParameterError as exc:  # named after the flag
         raise InvalidParameterError("shared_prefix_ratio", ratio, exc.accepted) from exc
+
+
+COMMAND = Command(
+    "plan",
+    help="plan a scenario: VRAM budget, KV cache, max concurrency",
+    description="Plan a deployment in the engine's own terms: per-GPU memory, KV-cache tokens and blocks, "
+    "maximum concurrency, a verdict, the cheapest changes that make it fit, and the launch command. "
+    "Flags are spelled as vllm serve (or text-generation-launcher) spells them.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -22,6 +22,7 @@ from typing import Any
 
 from planner import fields
 from planner.capacity.scenario import Scenario
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path
 from planner.cli.plan import add_scenario_arguments, scenario_from_args, usage_error
 from planner.errors import BadValue, InvalidParameterError, PlannerError
@@ -34,7 +35,7 @@ from planner.predict.curves import PredictedCurve, predict_curve
 from planner.predict.speculative import SPEC_METHODS, rates_from_measured
 from planner.units import GIB
 
-__all__ = ["MAX_REQUESTS", "add_parser", "run"]
+__all__ = ["COMMAND", "MAX_REQUESTS", "add_arguments", "run"]
 
 #: Most requests one prediction simulates (about 10 s of simulation on one core).
 MAX_REQUESTS = 100_000
@@ -64,16 +65,8 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``predict`` subcommand to ``sub``."""
-    p = sub.add_parser(
-        "predict",
-        help="predict TTFT, TPOT, ITL and throughput of a planned vLLM deployment under a load",
-        description="Predict what vllm bench serve would measure on a planned deployment: a step-time model "
-        "(weights and KV bytes over bandwidth, FLOPs over peak, overheads) drives a simulation of vLLM V1's "
-        "continuous-batching scheduler, with the capacity plan's KV cache. Deployment flags as plan's, workload "
-        "flags as vllm bench serve's.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``predict`` subcommand's flags, added to ``p``."""
     add_scenario_arguments(p)
     add_workload_arguments(p)
     fields.add_arguments(p, SweepSettings, ("sweep_max",))
@@ -431,3 +424,15 @@ def run(args: argparse.Namespace) -> int:
         text += "\n" + _spec_text(speculative)
     print(json.dumps(payload, indent=2) if args.json else text)
     return 0
+
+
+COMMAND = Command(
+    "predict",
+    help="predict TTFT, TPOT, ITL and throughput of a planned vLLM deployment under a load",
+    description="Predict what vllm bench serve would measure on a planned deployment: a step-time model "
+    "(weights and KV bytes over bandwidth, FLOPs over peak, overheads) drives a simulation of vLLM V1's "
+    "continuous-batching scheduler, with the capacity plan's KV cache. Deployment flags as plan's, workload "
+    "flags as vllm bench serve's.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -19,32 +19,25 @@ import sys
 from typing import TYPE_CHECKING
 
 from planner import fields
+from planner.cli.command import Command
 from planner.cli.messages import error, file_path, not_valid
 from planner.errors import InvalidParameterError, PlannerError
 
 if TYPE_CHECKING:
     from planner.sizing.settings import SizingSettings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMAND", "add_arguments", "run"]
 
 PROG = "python -m planner size"
 #: Ranked and other rows the text output prints.
 _TEXT_ROWS = 12
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``size`` subcommand to ``sub``: :class:`~planner.sizing.settings.SizingSettings`' own flags
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``size`` subcommand's flags, added to ``p``: :class:`~planner.sizing.settings.SizingSettings`' own flags
     (:func:`planner.fields.add_arguments`), then the search's."""
     from planner.sizing.settings import SizingSettings
 
-    p = sub.add_parser(
-        "size",
-        help="the cheapest GPU x parallelism x replicas for a target request rate under percentile SLOs",
-        description="Search the GPU catalog (or --gpus), tensor/pipeline parallelism, weight quantization and KV "
-        "dtype for the cheapest deployment that serves --target-rate requests/s of --input-len + --output-len "
-        "tokens within the --slo percentiles: each configuration planned (memory), bounded by the step-time model, "
-        "the promising ones simulated (vLLM V1's scheduler) at their share of the load.",
-    )
     fields.add_arguments(p, SizingSettings)
     p.add_argument(
         "--calibration", type=file_path, metavar="PROFILE.json", help="coefficients from python -m planner calibrate"
@@ -67,26 +60,14 @@ def _settings(args: argparse.Namespace) -> SizingSettings:
 
 
 def _text(result: object) -> str:
-    from planner.sizing.charts import options_table
+    from planner.sizing.charts import OPTIONS_HEADLINE, options_table
 
     table = options_table(result, limit=_TEXT_ROWS)  # type: ignore[arg-type]
-    columns = [
-        "rank",
-        "verdict",
-        "layout",
-        "GPU",
-        "TP",
-        "weights",
-        "KV cache",
-        "replicas",
-        "GPUs",
-        "$/hour",
-        "$/M output tokens",
-        "p99 TTFT (ms)",
-        "p99 TPOT (ms)",
-        "SLO values checked",
-        "why",
-    ]
+    # The page's headline columns, with the GPU count after the replicas and the SLO figures before "why": a
+    # terminal has no folded columns to look them up in.
+    columns = list(OPTIONS_HEADLINE)
+    columns.insert(columns.index("replicas") + 1, "GPUs")
+    columns[-1:-1] = ["p99 TTFT (ms)", "p99 TPOT (ms)", "SLO values checked"]
     from planner.sizing.estimate import describe_estimate
     from planner.sizing.settings import SizingSettings
 
@@ -133,3 +114,15 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"{PROG}: note: {note}", file=sys.stderr)
     return 0
+
+
+COMMAND = Command(
+    "size",
+    help="the cheapest GPU x parallelism x replicas for a target request rate under percentile SLOs",
+    description="Search the GPU catalog (or --gpus), tensor/pipeline parallelism, weight quantization and KV "
+    "dtype for the cheapest deployment that serves --target-rate requests/s of --input-len + --output-len "
+    "tokens within the --slo percentiles: each configuration planned (memory), bounded by the step-time model, "
+    "the promising ones simulated (vLLM V1's scheduler) at their share of the load.",
+    add_arguments=add_arguments,
+    run=run,
+)

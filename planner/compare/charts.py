@@ -17,7 +17,7 @@ their exact token counts when the server sent them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
@@ -29,6 +29,7 @@ from planner import display
 from planner.compare.run import CompareResult, EndpointProgress, metrics_frame, summary_frame
 from planner.metrics.latency import chunk_tokens, compute_metrics, output_tokens_method, summarize
 from planner.serving.streaming import TOKEN_SOURCE_LABELS, RequestRecord
+from planner.units import MS_PER_S
 
 __all__ = [
     "METRIC_HELP",
@@ -47,7 +48,6 @@ __all__ = [
     "ttft_values_ms",
 ]
 
-_MS = 1000.0
 
 #: Help text (formula and unit) of each column of :func:`display_metrics`.
 METRIC_HELP: dict[str, str] = {
@@ -202,9 +202,9 @@ def _ttft_of(record: RequestRecord) -> float | None:
 
 def ttft_values_ms(progress: EndpointProgress) -> list[float]:
     """TTFT samples of an endpoint in ms: every ok finished request, plus the request now streaming."""
-    values = [t * _MS for r in progress.records if r.ok and (t := _ttft_of(r)) is not None]
+    values = [t * MS_PER_S for r in progress.records if r.ok and (t := _ttft_of(r)) is not None]
     if _mid_stream(progress):
-        values.append(progress.token_times_s[0] * _MS)
+        values.append(progress.token_times_s[0] * MS_PER_S)
     return values
 
 
@@ -247,11 +247,11 @@ def itl_samples_ms(progress: EndpointProgress) -> tuple[list[float], str]:
         Per-token ITL of the ok finished requests (kind "per token"); while no request has finished, the chunk
         gaps of the request streaming now (kind "per chunk").
     """
-    values = [x * _MS for r in progress.records if r.ok for x in compute_metrics(r).itl_token_s]
+    values = [x * MS_PER_S for r in progress.records if r.ok for x in compute_metrics(r).itl_token_s]
     if values or progress.records:
         return values, "per token"
     times = progress.token_times_s
-    return [(b - a) * _MS for a, b in pairwise(times)], "per chunk"
+    return [(b - a) * MS_PER_S for a, b in pairwise(times)], "per chunk"
 
 
 def itl_figure(progresses: Sequence[EndpointProgress]) -> go.Figure:
@@ -295,7 +295,7 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
         ok = [m for m in ms if m.ok]
         ok_records = [r for r in result.records if r.endpoint == name and r.ok]
 
-        def med(values: list[float | None], scale: float = _MS) -> tuple[float | None, int]:
+        def med(values: list[float | None], scale: float = MS_PER_S) -> tuple[float | None, int]:
             s = summarize(values)
             return (None, 0) if s is None else (s.median * scale, s.count)
 
@@ -315,9 +315,9 @@ def endpoint_metrics(result: CompareResult) -> pd.DataFrame:
                 "ttft_n": ttft_n,
                 "tpot_ms": tpot,
                 "tpot_n": tpot_n,
-                "itl_p50_ms": None if itl is None else itl.median * _MS,
-                "itl_p90_ms": None if itl is None else itl.p90 * _MS,
-                "itl_p99_ms": None if itl is None else itl.p99 * _MS,
+                "itl_p50_ms": None if itl is None else itl.median * MS_PER_S,
+                "itl_p90_ms": None if itl is None else itl.p90 * MS_PER_S,
+                "itl_p99_ms": None if itl is None else itl.p99 * MS_PER_S,
                 "itl_n": 0 if itl is None else itl.count,
                 "itl_chunk_n": sum(len(m.itl_chunk_s) for m in ok),
                 "e2e_ms": e2e,
@@ -364,14 +364,22 @@ def display_metrics(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- history across runs ---------------------------------------------------------------------------------------------
-def history_frame(results: Sequence[CompareResult]) -> pd.DataFrame:
-    """:func:`~planner.compare.run.summary_frame` of every run, with a 1-based ``run`` column first."""
+def _numbered(
+    results: Sequence[CompareResult], frame_of: Callable[[CompareResult], pd.DataFrame]
+) -> list[pd.DataFrame]:
+    """``frame_of`` each run, with its 1-based number as a ``run`` column first; runs with no rows left out."""
     frames = []
     for index, result in enumerate(results, start=1):
-        frame = summary_frame(result)
+        frame = frame_of(result)
         if not frame.empty:
             frame.insert(0, "run", index)
             frames.append(frame)
+    return frames
+
+
+def history_frame(results: Sequence[CompareResult]) -> pd.DataFrame:
+    """:func:`~planner.compare.run.summary_frame` of every run, with a 1-based ``run`` column first."""
+    frames = _numbered(results, summary_frame)
     if not frames:
         return pd.DataFrame(columns=["run", "endpoint", "requests", "failed", "ttft_ms", "tpot_ms", "e2e_ms"])
     return pd.concat(frames, ignore_index=True)
@@ -382,12 +390,7 @@ def history_csv(results: Sequence[CompareResult]) -> str:
 
     Records carry no API key, so neither does this.
     """
-    frames = []
-    for index, result in enumerate(results, start=1):
-        frame = metrics_frame(result)
-        if not frame.empty:
-            frame.insert(0, "run", index)
-            frames.append(frame)
+    frames = _numbered(results, metrics_frame)
     return pd.concat(frames, ignore_index=True).to_csv(index=False) if frames else "run\n"
 
 

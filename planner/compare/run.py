@@ -33,6 +33,7 @@ from planner.serving.endpoints import Endpoint
 from planner.serving.requests import ChatRequest
 from planner.serving.streaming import RequestRecord, StreamRecorder, StreamUpdate
 from planner.serving.worker_process import ProcessRun, WorkerProcess
+from planner.units import MS_PER_S
 
 __all__ = [
     "CompareResult",
@@ -361,11 +362,10 @@ class CompareRun(ProcessRun):
 
 
 # --- tables and export -----------------------------------------------------------------------------------------------
-_MS = 1000.0
 
 
 def _ms(value: float | None) -> float | None:
-    return None if value is None else value * _MS
+    return None if value is None else value * MS_PER_S
 
 
 def metrics_frame(result: CompareResult) -> pd.DataFrame:
@@ -415,7 +415,7 @@ def summary_frame(result: CompareResult) -> pd.DataFrame:
 
         def med(values: list[float | None]) -> float | None:
             s = summarize(values)
-            return None if s is None else s.median * _MS
+            return None if s is None else s.median * MS_PER_S
 
         itl: Summary | None = summarize(x for m in ok for x in m.itl_token_s)
         tokens = summarize(float(m.output_tokens) for m in ok if m.output_tokens is not None)
@@ -427,8 +427,8 @@ def summary_frame(result: CompareResult) -> pd.DataFrame:
                 "failed": len(ms) - len(ok),
                 "ttft_ms": med([m.ttft_s for m in ok]),
                 "tpot_ms": med([m.tpot_s for m in ok]),
-                "itl_ms": None if itl is None else itl.median * _MS,
-                "itl_p99_ms": None if itl is None else itl.p99 * _MS,
+                "itl_ms": None if itl is None else itl.median * MS_PER_S,
+                "itl_p99_ms": None if itl is None else itl.p99 * MS_PER_S,
                 "e2e_ms": med([m.e2e_s for m in ok]),
                 "output_tokens": None if tokens is None else tokens.median,
                 "output_tokens_method": output_tokens_method(records),

@@ -17,5 +17,7 @@ disaggregation; the Fleet page's view and figures.
 
 May import :mod:`planner.predict`, :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.metrics`,
 :mod:`planner.loadtest` (generators, schedule, settings, datasets; its Ray module only in :mod:`planner.fleet.on_ray`),
-:mod:`planner.deploy`, :mod:`planner.errors` and :mod:`planner.units`; never streamlit, never the pages.
+:mod:`planner.deploy` and the ground floor (:mod:`planner.errors`, :mod:`planner.values`, :mod:`planner.fields`,
+:mod:`planner.display`, :mod:`planner.units`); never :mod:`planner.sizing`, :mod:`planner.links`, the views,
+streamlit or the pages. Floor 7 of docs/architecture.md.
 """

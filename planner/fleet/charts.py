@@ -29,6 +29,11 @@ POLICY_COLOURS: dict[str, str] = {
 }
 
 
+def _style(fig: go.Figure, **layout: object) -> None:
+    """The Fleet page's figures' common layout (legend under the plot, 340 px high), with ``layout`` on top."""
+    fig.update_layout(legend={"orientation": "h", "y": -0.25}, margin={"t": 40, "b": 10}, height=340, **layout)
+
+
 def policies_table(runs: Sequence[FleetRun]) -> pd.DataFrame:
     """One row per policy: p50/p99 TTFT and p50 TPOT (ms), output tokens/s, prefix-cache hit rate, load imbalance
     (most requests on one replica / mean), requests per replica, preemptions."""
@@ -70,14 +75,12 @@ def ttft_figure(runs: Sequence[FleetRun]) -> go.Figure:
             )
         )
     fig.add_hline(y=0.99, line={"dash": "dot", "width": 1, "color": "grey"}, annotation_text="p99")
-    fig.update_layout(
+    _style(
+        fig,
         title="TTFT distribution",
         xaxis_title="time to first token (ms)",
         yaxis_title="share of requests",
         yaxis={"tickformat": ".0%", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.25},
-        margin={"t": 40, "b": 10},
-        height=340,
     )
     return fig
 
@@ -115,12 +118,10 @@ def hit_rate_figure(runs: Sequence[FleetRun]) -> go.Figure:
             hovertemplate="%{text}: %{y:.1%}<extra></extra>",
         )
     )
-    fig.update_layout(
+    _style(
+        fig,
         title="Prefix-cache hit rate",
         yaxis={"tickformat": ".0%", "range": [0, 1.1]},
-        legend={"orientation": "h", "y": -0.25},
-        margin={"t": 40, "b": 10},
-        height=340,
     )
     return fig
 
@@ -137,12 +138,10 @@ def load_figure(runs: Sequence[FleetRun]) -> go.Figure:
                 marker_color=POLICY_COLOURS.get(run.router),
             )
         )
-    fig.update_layout(
+    _style(
+        fig,
         title="Requests per replica",
         barmode="group",
         yaxis_title="requests",
-        legend={"orientation": "h", "y": -0.25},
-        margin={"t": 40, "b": 10},
-        height=340,
     )
     return fig

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -116,6 +116,11 @@ class SettingsCodec(Generic[S]):
         self.keys: dict[str, str] = {d.name: d.key for d in self.fields} | {key: key for key in self.extra}
         self._by_key: dict[str, Declared] = {k: d for d in self.fields for k in (d.key, *d.setting.old_keys)}
         self._own = frozenset(self._by_key) | frozenset(self.extra)
+
+    def functions(self) -> tuple[dict[str, str], Callable, Callable, Callable, Callable, Callable]:
+        """What a page's link module exports, in this order: :attr:`keys`, :meth:`encode`, :meth:`decode`,
+        :meth:`decode_link`, :meth:`encode_link`, :meth:`parse_field` (``KEYS, encode, ... = CODEC.functions()``)."""
+        return self.keys, self.encode, self.decode, self.decode_link, self.encode_link, self.parse_field
 
     def parse_field(self, name: str, text: str) -> Any:
         """One setting (a field name of :attr:`keys`, or an extra key) from its text, as a link gives it (a page's

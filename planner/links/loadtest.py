@@ -39,10 +39,5 @@ __all__ = ["CODEC", "KEYS", "decode", "decode_link", "encode", "encode_link", "p
 
 #: The Load Test page's codec.
 CODEC: SettingsCodec[LoadSettings] = SettingsCodec(DEFAULT)
-#: Field name → query key.
-KEYS = CODEC.keys
-encode = CODEC.encode
-decode = CODEC.decode
-decode_link = CODEC.decode_link
-encode_link = CODEC.encode_link
-parse_field = CODEC.parse_field
+#: KEYS: field name → query key; the rest are :data:`CODEC`'s methods.
+KEYS, encode, decode, decode_link, encode_link, parse_field = CODEC.functions()

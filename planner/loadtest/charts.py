@@ -37,6 +37,7 @@ from planner.metrics.timeseries import timeseries, timeseries_frame
 from planner.palette import series_color
 from planner.serving.server_metrics import ServerSample
 from planner.serving.streaming import RequestRecord
+from planner.units import MS_PER_S
 
 __all__ = [
     "BAND_OPACITY",
@@ -60,7 +61,6 @@ __all__ = [
     "turns_figure",
 ]
 
-_MS = 1000.0
 #: Latency the sweep curve is drawn against: label → (vLLM metric name, statistic).
 LATENCY_AXES: dict[str, tuple[str, str]] = {
     "median E2E latency (ms)": ("e2el", "median"),
@@ -109,7 +109,7 @@ KV_FULL_TEXT = "KV cache full"
 
 def _ms(dist: Distribution | None, stat: str) -> float | None:
     value = None if dist is None else getattr(dist, f"{stat}_s")
-    return None if value is None else value * _MS
+    return None if value is None else value * MS_PER_S
 
 
 def curve_row(
@@ -413,7 +413,7 @@ def sweep_points(runs: Sequence[SavedRun], latency: str = "median E2E latency (m
                 "concurrency": run.max_concurrency,
                 "output_throughput": run.metrics.output_throughput,
                 "request_throughput": run.metrics.request_throughput,
-                "latency_ms": None if value is None else value * _MS,
+                "latency_ms": None if value is None else value * MS_PER_S,
                 "failed": run.metrics.failed,
             }
         )
@@ -489,8 +489,8 @@ def runs_figure(runs: Sequence[SavedRun]) -> go.Figure:
         med, p99 = [], []
         for r in runs:
             dist = getattr(r.metrics, name)
-            m = None if dist is None or dist.median_s is None else dist.median_s * _MS
-            p = None if dist is None or dist.p99_s is None or m is None else dist.p99_s * _MS - m
+            m = None if dist is None or dist.median_s is None else dist.median_s * MS_PER_S
+            p = None if dist is None or dist.p99_s is None or m is None else dist.p99_s * MS_PER_S - m
             med.append(m)
             p99.append(p)
         fig.add_trace(
@@ -664,22 +664,13 @@ def turns_figure(frame: pd.DataFrame) -> go.Figure:
             opacity=0.25,
             secondary_y=True,
         )
-        fig.add_scatter(
-            x=g["turn"],
-            y=g["median_ttft_ms"],
-            name=f"{run}: median TTFT",
-            mode="lines+markers",
-            line={"color": color},
-            secondary_y=False,
-        )
-        fig.add_scatter(
-            x=g["turn"],
-            y=g["p90_ttft_ms"],
-            name=f"{run}: p90 TTFT",
-            mode="lines",
-            line={"color": color, "dash": "dot", "width": 1},
-            secondary_y=False,
-        )
+        for stat, mode, line in (
+            ("median", "lines+markers", {"color": color}),
+            ("p90", "lines", {"color": color, "dash": "dot", "width": 1}),
+        ):
+            fig.add_scatter(
+                x=g["turn"], y=g[f"{stat}_ttft_ms"], name=f"{run}: {stat} TTFT", mode=mode, line=line, secondary_y=False
+            )
     fig.update_xaxes(title_text="turn", dtick=1)
     fig.update_yaxes(title_text="TTFT (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="prompt tokens", rangemode="tozero", secondary_y=True)

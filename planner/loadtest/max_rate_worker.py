@@ -10,7 +10,6 @@ MaxRateResult)`` at the end; :class:`MaxRateRun` keeps them and :meth:`MaxRateRu
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +19,7 @@ from planner.loadtest.max_rate import MaxRateResult, MaxRateSpec, MaxRateStep, f
 from planner.loadtest.results import SavedRun
 from planner.loadtest.runner import LoadProgress
 from planner.serving.endpoints import Endpoint
-from planner.serving.worker_process import ABANDONED_S, ProcessRun, WorkerProcess, run_child
+from planner.serving.worker_process import ABANDONED_S, ProcessRun, run_child
 
 __all__ = ["MaxRateRun", "MaxRateSnapshot", "worker_main"]
 
@@ -85,25 +84,12 @@ class MaxRateRun(ProcessRun):
         secrets: Mapping[str, Any] | None = None,
     ) -> None:
         self._spec = spec
-        self._lock = threading.Lock()
         self._steps: list[MaxRateStep] = []
         self._saved: list[SavedRun] = []
         self._progress: LoadProgress | None = None
         self._result: MaxRateResult | None = None
-        self._errors: list[str] = []
         payload = (endpoint, spec, started, dict(secrets) if secrets is not None else None, tag)
-        self._worker = WorkerProcess(
-            "planner.loadtest.max_rate_worker",
-            payload,
-            apply=self._apply,
-            on_error=self._error,
-            name="max-rate search",
-            abandoned_s=ABANDONED_S,
-        )
-
-    def _error(self, line: str) -> None:
-        with self._lock:
-            self._errors.append(line)
+        super().__init__("planner.loadtest.max_rate_worker", payload, name="max-rate search", abandoned_s=ABANDONED_S)
 
     def _apply(self, kind: str, payload: tuple[Any, ...]) -> None:
         with self._lock:

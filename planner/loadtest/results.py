@@ -32,6 +32,7 @@ from planner.metrics.benchmark import METRIC_NAMES, BenchmarkMetrics, Distributi
 from planner.metrics.latency import compute_metrics, percentile, percentiles, tpot_s
 from planner.parsing import MAX_COUNT, finite_number, json_lines, json_value
 from planner.serving.server_metrics import PrefixCacheStats, SpecDecodeStats
+from planner.units import MS_PER_S
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -54,7 +55,6 @@ __all__ = [
 #: Largest file :func:`import_runs` reads, bytes (a 10,000-request vLLM result with ITL arrays is ~20 MB).
 MAX_IMPORT_BYTES = 64 * 2**20
 _MAX_RUNS = 200
-_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ def to_vllm_file(run: SavedRun, *, per_request: bool = True) -> dict[str, Any]:
     out.update(run.metrics.to_vllm_json())
     for stat in _STATS:
         value = None if run.ttft_first_chunk is None else getattr(run.ttft_first_chunk, f"{stat}_s")
-        out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * _MS
+        out[f"{stat}_ttft_first_chunk_ms"] = None if value is None else value * MS_PER_S
     out["failures_by_kind"] = dict(run.metrics.failures_by_kind)
     out["input_tokens_method"] = run.input_tokens_method
     out["output_tokens_method"] = run.output_tokens_method
@@ -457,8 +457,8 @@ def _run_from_object(data: Any, index: int, name: str) -> SavedRun:
     if ms["mean"] is not None:
         first_chunk = Distribution(
             count=metrics.ttft.count if metrics.ttft is not None else None,
-            mean_s=ms["mean"] / _MS,
-            **{f"{stat}_s": None if ms[stat] is None else ms[stat] / _MS for stat in _STATS[1:]},
+            mean_s=ms["mean"] / MS_PER_S,
+            **{f"{stat}_s": None if ms[stat] is None else ms[stat] / MS_PER_S for stat in _STATS[1:]},
         )
     method = data.get("input_tokens_method")
     out_method = data.get("output_tokens_method")
@@ -693,7 +693,7 @@ def runs_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
             if name == "ttft":
                 first = run.ttft_first_chunk
                 row["median_ttft_first_chunk_ms"] = (
-                    None if first is None or first.median_s is None else first.median_s * _MS
+                    None if first is None or first.median_s is None else first.median_s * MS_PER_S
                 )
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -716,7 +716,7 @@ def ttft_by_turn(runs: Sequence[SavedRun]) -> pd.DataFrame:
                 by_turn.setdefault(r.turn, []).append(r)
         for turn in sorted(by_turn):
             group = by_turn[turn]
-            p50, p90 = percentiles([r.ttft_s * _MS for r in group], (50, 90))
+            p50, p90 = percentiles([r.ttft_s * MS_PER_S for r in group], (50, 90))
             inputs = [r.input_tokens for r in group if r.input_tokens is not None]
             rows.append(
                 {
@@ -752,7 +752,7 @@ def prefix_cache_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
                 "prefix_cache_queries": None if cache is None else cache.queries_tokens,
                 "reusable_prefix_share": run.reusable_prefix_share,
                 "cache_flushed": run.cache_flushed,
-                "median_ttft_ms": None if ttft is None or ttft.median_s is None else ttft.median_s * _MS,
+                "median_ttft_ms": None if ttft is None or ttft.median_s is None else ttft.median_s * MS_PER_S,
             }
         )
     columns = [
@@ -786,7 +786,7 @@ def spec_decode_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
                 "mean_acceptance_length": spec.mean_acceptance_length,
                 "per_position_acceptance": ", ".join(f"{a:.2f}" for a in spec.per_position_acceptance) or None,
                 "num_drafts": spec.num_drafts,
-                "median_tpot_ms": None if tpot is None or tpot.median_s is None else tpot.median_s * _MS,
+                "median_tpot_ms": None if tpot is None or tpot.median_s is None else tpot.median_s * MS_PER_S,
                 "output_throughput": run.metrics.output_throughput,
             }
         )
@@ -844,4 +844,4 @@ def batching_frame(runs: Sequence[SavedRun]) -> pd.DataFrame:
 
 
 def _median_ms(d: Distribution | None) -> float | None:
-    return None if d is None or d.median_s is None else d.median_s * _MS
+    return None if d is None or d.median_s is None else d.median_s * MS_PER_S

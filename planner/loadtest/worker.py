@@ -13,7 +13,6 @@ polls :meth:`BenchmarkRun.snapshot`, so the Streamlit process never touches a st
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +28,7 @@ from planner.loadtest.sweep import Saturation, SweepPoint, SweepSpec, refine_lev
 from planner.serving.endpoints import Endpoint
 from planner.serving.server_metrics import MeasuredKV, ServerSample, fetch_measured_kv, scrape_metrics
 from planner.serving.streaming import RequestRecord
-from planner.serving.worker_process import ABANDONED_S, ProcessRun, WorkerProcess, run_child
+from planner.serving.worker_process import ABANDONED_S, ProcessRun, run_child
 
 __all__ = [
     "ABANDONED_S",
@@ -372,16 +371,8 @@ class BenchmarkRun(ProcessRun):
         self._jobs = list(jobs)
         self._skipped: set[int] = set()
         self._sweep_stops: dict[str, str] = {}
-        self._lock = threading.Lock()
         payload = (tuple(self._jobs), started, scrape_metrics, dict(secrets) if secrets is not None else None)
-        self._worker = WorkerProcess(
-            "planner.loadtest.worker",
-            payload,
-            apply=self._apply,
-            on_error=self._error,
-            name="load-test",
-            abandoned_s=ABANDONED_S,
-        )
+        super().__init__("planner.loadtest.worker", payload, name="load-test", abandoned_s=ABANDONED_S)
         self._jobs_done = 0
         self._current: Job | None = None
         self._progress: LoadProgress | None = None
@@ -393,15 +384,10 @@ class BenchmarkRun(ProcessRun):
         self._scrape_note: str | None = None
         self._saved: list[SavedRun] = []
         self._kv: dict[str, MeasuredKV | None] = {}
-        self._errors: list[str] = []
 
     @property
     def _cancelled(self) -> bool:
         return self._worker.cancelled
-
-    def _error(self, line: str) -> None:
-        with self._lock:
-            self._errors.append(line)
 
     def _apply(self, kind: str, payload: tuple[Any, ...]) -> None:
         with self._lock:

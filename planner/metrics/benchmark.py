@@ -38,12 +38,12 @@ from planner.errors import InvalidParameterError
 from planner.metrics.latency import compute_metrics, summarize, tpot_s
 from planner.parsing import MAX_COUNT, finite_number
 from planner.serving.streaming import RequestRecord
+from planner.units import MS_PER_S
 
 __all__ = ["METRIC_NAMES", "BenchmarkMetrics", "Distribution", "compute_benchmark_metrics", "metrics_from_samples"]
 
 #: Latency distributions of a run, in vLLM's naming.
 METRIC_NAMES: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
-_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class BenchmarkMetrics:
             d: Distribution | None = getattr(self, name)
             for stat in ("mean", "median", "std", "p90", "p99"):
                 value = None if d is None else getattr(d, f"{stat}_s")
-                out[f"{stat}_{name}_ms"] = None if value is None else value * _MS
+                out[f"{stat}_{name}_ms"] = None if value is None else value * MS_PER_S
         return out
 
     @classmethod
@@ -171,7 +171,7 @@ class BenchmarkMetrics:
             def _get(stat: str, name: str = name) -> float | None:
                 # NaN or Infinity is no measurement: missing (n/a), as a key that is not there
                 value = finite_number(extra.get(f"{stat}_{name}_ms"))
-                return None if value is None else value / _MS
+                return None if value is None else value / MS_PER_S
 
             mean = _get("mean")
             if mean is None or counts[name] == 0:
@@ -314,7 +314,7 @@ def metrics_from_samples(
     if slos:
         for ttft, tpot, e2e in zip(ttft_s, tpots, e2e_s, strict=True):
             values = {"ttft": ttft, "tpot": tpot or 0.0, "e2el": e2e}  # vLLM: TPOT 0 for one-token requests
-            if all(values[k] * _MS <= v for k, v in slos.items()):
+            if all(values[k] * MS_PER_S <= v for k, v in slos.items()):
                 good += 1
     completed = len(ttft_s)
     total_in = int(sum(input_tokens))

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 from planner.errors import InvalidParameterError
 from planner.metrics.latency import percentile
 from planner.serving.streaming import RequestRecord
+from planner.units import MS_PER_S
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["WindowStats", "completion_time", "default_window_s", "timeseries", "timeseries_frame"]
 
-_MS = 1000.0
 #: Target number of windows over a run, and the shortest window, seconds.
 TARGET_WINDOWS = 30
 MIN_WINDOW_S = 0.5
@@ -99,7 +99,7 @@ def completion_time(record: RequestRecord) -> float | None:
 
 
 def _pct_ms(values: list[float], q: float) -> float | None:
-    return percentile(values, q) * _MS if values else None
+    return percentile(values, q) * MS_PER_S if values else None
 
 
 def timeseries(

@@ -34,6 +34,7 @@ from planner.predict.band import PredictionBand, band_note, range_text, with_ban
 from planner.predict.calibration import RunScore, relative_errors, scored_values
 from planner.predict.curves import CurvePoint, PredictedCurve
 from planner.predict.overlay import Overlay
+from planner.units import MS_PER_S
 
 __all__ = [
     "OVERLAY_HEADLINE",
@@ -50,7 +51,6 @@ __all__ = [
     "workload_caption",
 ]
 
-_MS = 1000.0
 #: Display names and units of :func:`points_table`'s columns.
 _TABLE_COLUMNS: dict[str, str] = {
     "series": "scenario",
@@ -69,9 +69,9 @@ _TABLE_COLUMNS: dict[str, str] = {
 #: (metric of :data:`~planner.predict.calibration.SCORED`, display name, scale to the display unit).
 _ERROR_METRICS: tuple[tuple[str, str, float], ...] = (
     ("output_throughput", "output tok/s", 1.0),
-    ("median_tpot", "median TPOT (ms)", _MS),
-    ("median_ttft", "median TTFT (ms)", _MS),
-    ("median_itl", "median ITL (ms)", _MS),
+    ("median_tpot", "median TPOT (ms)", MS_PER_S),
+    ("median_ttft", "median TTFT (ms)", MS_PER_S),
+    ("median_itl", "median ITL (ms)", MS_PER_S),
 )
 
 
@@ -79,8 +79,8 @@ _ERROR_METRICS: tuple[tuple[str, str, float], ...] = (
 #: decimals shown: those of :meth:`planner.predict.band.PredictionBand.text`).
 _BAND_COLUMNS: tuple[tuple[str, str, float, int], ...] = (
     ("output_throughput", "output_throughput", 1.0, 0),
-    ("median_tpot", "median_tpot_ms", _MS, 1),
-    ("median_ttft", "median_ttft_ms", _MS, 1),
+    ("median_tpot", "median_tpot_ms", MS_PER_S, 1),
+    ("median_ttft", "median_ttft_ms", MS_PER_S, 1),
 )
 
 

@@ -90,20 +90,11 @@ TERMS: tuple[str, ...] = (
     "eager_layer",
     "eager_moe_layer",
 )
-#: Terms of the GPU's work in a step (the first operand of the step's ``max``, :func:`critical_path`).
-GPU_TERMS: tuple[str, ...] = (
-    "layer",
-    "moe_layer",
-    "fp8_layer",
-    "mla_layer",
-    "weights",
-    "kv",
-    "decode_flops",
-    "prefill_flops",
-    "allreduce",
-)
 #: Terms of the host's kernel launches in a step that runs without a CUDA graph (the second operand).
 EAGER_TERMS: tuple[str, ...] = ("eager_layer", "eager_moe_layer")
+#: Terms of the GPU's work in a step (the first operand of the step's ``max``, :func:`critical_path`): all but the
+#: fixed per-step and per-sequence host costs and the eager launches.
+GPU_TERMS: tuple[str, ...] = tuple(t for t in TERMS if t not in ("step", "seq", *EAGER_TERMS))
 _COL = {name: i for i, name in enumerate(TERMS)}
 _GPU_LIST = [_COL[t] for t in GPU_TERMS]
 _PARALLEL = tuple(np.array([_COL[t] for t in group]) for group in (GPU_TERMS, EAGER_TERMS))

@@ -6,5 +6,6 @@ on) for discovery, tokenizer routes and ``/metrics``, and through the SDK backen
 serve``'s client) for the load path, :mod:`~planner.serving.backends.aiohttp_lean`, where it costs about a fifth of
 ``httpx2``'s client CPU per streamed event (``python bench/http_clients.py`` measures it).
 
-May import :mod:`planner.errors`; never capacity, catalog, load-test, compare or link code.
+May import the ground floor (:mod:`planner.errors`, :mod:`planner.parsing`, :mod:`planner.values`);
+never capacity, catalog, load-test, compare or link code.
 """

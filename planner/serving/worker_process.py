@@ -144,9 +144,26 @@ class WorkerProcess:
 
 
 class ProcessRun:
-    """What a page holds of a run in a worker process: start, cancel, wait, done; subclasses set ``_worker``."""
+    """What a page holds of a run in a worker process: start, cancel, wait, done.
 
-    _worker: WorkerProcess
+    A subclass calls :meth:`__init__` with its worker module, payload and name, and defines ``_apply(kind,
+    payload)``, called under :attr:`_lock` for each message; the worker's stderr lines and fatal error land in
+    :attr:`_errors`.
+    """
+
+    def __init__(self, module: str, payload: Any, *, name: str, abandoned_s: float | None = ABANDONED_S) -> None:
+        self._lock = threading.Lock()
+        self._errors: list[str] = []
+        self._worker = WorkerProcess(
+            module, payload, apply=self._apply, on_error=self._error, name=name, abandoned_s=abandoned_s
+        )
+
+    def _apply(self, kind: str, payload: tuple[Any, ...]) -> None:
+        raise NotImplementedError
+
+    def _error(self, line: str) -> None:
+        with self._lock:
+            self._errors.append(line)
 
     def start(self) -> ProcessRun:
         """Start the worker process (once); returns self."""

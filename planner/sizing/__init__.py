@@ -20,7 +20,8 @@ request rate within percentile latency SLOs, its cost per hour and per million o
 * :mod:`planner.sizing.charts`: the ranked table and the Pareto figures (tokens/s per user against tokens/s per
   GPU, and against cost).
 
-May import :mod:`planner.capacity`, :mod:`planner.catalog`, :mod:`planner.predict`, :mod:`planner.metrics`,
-:mod:`planner.loadtest`'s settings and schedule, the ground floor (:mod:`planner.errors`, :mod:`planner.values`,
-:mod:`planner.fields`, :mod:`planner.units`); never :mod:`planner.links`, streamlit or the serving clients.
+May import :mod:`planner.fleet`, :mod:`planner.predict`, :mod:`planner.deploy`, :mod:`planner.capacity`,
+:mod:`planner.catalog`, :mod:`planner.metrics`, :mod:`planner.loadtest`'s settings and schedule, the ground floor
+(:mod:`planner.errors`, :mod:`planner.values`, :mod:`planner.fields`, :mod:`planner.display`, :mod:`planner.palette`,
+:mod:`planner.units`); never :mod:`planner.links`, streamlit or the serving clients.
 """

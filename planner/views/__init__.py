@@ -15,8 +15,14 @@ module                    what it holds
 ``editor``                the scenario editor's logic: fields per engine, widget values, the scenario they hold
 ``model``                 a resolved model's details, and the name a pasted config.json is planned under
 ``endpoints``             the endpoint pages' discovery table and empty state
+``loadtest``              Load Test: the settings its widgets hold, the planned runs, the live panel, the history
+``loadtest_results``      Load Test's results area: runs table and chart, sections, sweeps, planned-vs-measured KV
+``sizing``                Sizing: the settings, prices, the answer, the ranked table and the Pareto views
 ``message``               a line shown in a coloured box (error, warning, info, success)
 ========================  ==================================================================================
 
-The Load Test and Sizing pages' views belong here too, one module each, when those pages are made thin.
+May import every package of ``planner/`` but :mod:`planner.cli` (floor 10 of docs/architecture.md):
+:mod:`planner.links`, :mod:`planner.sizing`, :mod:`planner.predict`, :mod:`planner.compare`, :mod:`planner.loadtest`,
+:mod:`planner.capacity`, :mod:`planner.metrics`, :mod:`planner.catalog`, :mod:`planner.serving` and the ground floor;
+never streamlit.
 """

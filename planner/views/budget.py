@@ -27,6 +27,7 @@ from planner.catalog.hub import ResolvedModel
 from planner.catalog.model_spec import ModelSpec
 from planner.errors import InvalidParameterError, PlannerError
 from planner.predict.api import Outlook, outlook
+from planner.views.message import Metric
 from planner.views.model import ModelDetails, model_details
 
 __all__ = [
@@ -57,15 +58,6 @@ _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})
 def markdown_bullets(lines: Sequence[str]) -> str:
     """The planner's sentences as a markdown bulleted list, their markdown characters escaped."""
     return "\n".join(f"- {line.translate(_MARKDOWN)}" for line in lines)
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One headline figure: ``label``, ``value`` as text and the ``help`` tooltip (None for none)."""
-
-    label: str
-    value: str
-    help: str | None = None
 
 
 @dataclass(frozen=True)

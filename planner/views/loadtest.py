@@ -23,6 +23,7 @@ from planner.loadtest.workload import example_prompts, parse_prompts_jsonl
 from planner.serving.endpoints import Endpoint
 from planner.serving.requests import IGNORE_EOS_KINDS
 from planner.serving.server_metrics import MeasuredKV
+from planner.views.message import Metric
 
 __all__ = [
     "UPLOAD_TYPES",
@@ -31,7 +32,6 @@ __all__ = [
     "LiveView",
     "Planned",
     "Prompts",
-    "Tile",
     "build_settings",
     "example_caption",
     "live_view",
@@ -237,15 +237,6 @@ class History:
 
 # --- the live panel -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Tile:
-    """One metric tile: label, value and help."""
-
-    label: str
-    value: str
-    help: str | None = None
-
-
-@dataclass(frozen=True)
 class LiveView:
     """The run in progress (or the last one).
 
@@ -262,7 +253,7 @@ class LiveView:
     errors: tuple[str, ...]
     headlines: tuple[tuple[bool, str], ...]
     progress: tuple[float, str]
-    tiles: tuple[Tile, ...]
+    tiles: tuple[Metric, ...]
     waiting: str | None
     figure: go.Figure | None
     footer: str | None
@@ -280,17 +271,17 @@ def _progress(snap: BenchmarkSnapshot) -> tuple[float, str]:
     return min(1.0, done / max(1, total)), text
 
 
-def _tiles(snap: BenchmarkSnapshot) -> tuple[Tile, ...]:
+def _tiles(snap: BenchmarkSnapshot) -> tuple[Metric, ...]:
     """In flight, completed, failed, elapsed, and the server's KV cache usage: while running the latest scrape; once
     done the run's peak (the last scrape, after the run, reads idle)."""
     p = snap.progress
     counts = [("in flight", "in_flight"), ("completed", "completed"), ("failed", "failed")]
-    tiles = [Tile(label, "n/a" if p is None else str(getattr(p, name))) for label, name in counts]
-    tiles.append(Tile("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}"))
+    tiles = [Metric(label, "n/a" if p is None else str(getattr(p, name))) for label, name in counts]
+    tiles.append(Metric("elapsed (s)", "n/a" if p is None else f"{p.elapsed_s:,.1f}"))
     usages = [u.kv_cache_usage_perc for u in snap.server if u.kv_cache_usage_perc is not None]
     kv = None if not usages else (max(usages) if snap.done else usages[-1])
     label = "KV cache usage (server, peak)" if snap.done else "KV cache usage (server)"
-    tiles.append(Tile(label, "n/a" if kv is None else f"{kv:.0%}", snap.scrape_note or "From the server's /metrics."))
+    tiles.append(Metric(label, "n/a" if kv is None else f"{kv:.0%}", snap.scrape_note or "From the server's /metrics."))
     return tuple(tiles)
 
 

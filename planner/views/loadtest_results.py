@@ -44,7 +44,7 @@ from planner.loadtest.sweep import find_knee
 from planner.predict.charts import overlay_caption, overlay_curves, overlay_errors
 from planner.predict.overlay import Overlay
 from planner.serving.server_metrics import MeasuredKV, compare_kv
-from planner.views.loadtest import Tile
+from planner.views.message import Metric
 
 __all__ = [
     "RUNS_CAPTION",
@@ -138,7 +138,7 @@ class Section:
     title: str
     table: pd.DataFrame
     headline: tuple[str, ...] = ()
-    tiles: tuple[Tile, ...] = ()
+    tiles: tuple[Metric, ...] = ()
     figure: go.Figure | None = None
     caption: str | None = None
     key: str = ""
@@ -166,7 +166,7 @@ def _cache_section(shown: Sequence[SavedRun]) -> Section | None:
     cache = prefix_cache_frame(shown)
     if not len(cache):
         return None
-    tiles: tuple[Tile, ...] = ()
+    tiles: tuple[Metric, ...] = ()
     best = cache.dropna(subset=["prefix_cache_hit_rate"])
     if len(best):
         last = best.iloc[-1]
@@ -174,13 +174,13 @@ def _cache_section(shown: Sequence[SavedRun]) -> Section | None:
             "The most of the prompt tokens a prefix cache could serve on this workload (before block rounding)."
         )
         tiles = (
-            Tile("hit rate (server)", _share(last.prefix_cache_hit_rate), f"{last.run}"),
-            Tile(
+            Metric("hit rate (server)", _share(last.prefix_cache_hit_rate), f"{last.run}"),
+            Metric(
                 "reusable prefix (workload)",
                 _share(None if pd.isna(last.reusable_prefix_share) else last.reusable_prefix_share),
                 workload_help,
             ),
-            Tile("median TTFT (ms)", _fixed(None if pd.isna(last.median_ttft_ms) else last.median_ttft_ms, 1)),
+            Metric("median TTFT (ms)", _fixed(None if pd.isna(last.median_ttft_ms) else last.median_ttft_ms, 1)),
         )
     columns: dict[str, Callable[[object], str]] = {
         c: _share for c in ("prefix_cache_hit_rate", "reusable_prefix_share")

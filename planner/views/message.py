@@ -1,11 +1,11 @@
-"""One line a page shows in a coloured box: its level and its text."""
+"""What pages show in a box: a line in a coloured box (its level and its text), and a headline metric tile."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Message"]
+__all__ = ["Message", "Metric"]
 
 
 @dataclass(frozen=True)
@@ -14,3 +14,13 @@ class Message:
 
     level: Literal["error", "warning", "info", "success"]
     text: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline figure, a tile (``st.metric``): ``label``, ``value`` as text and the ``help`` tooltip (None for
+    none)."""
+
+    label: str
+    value: str
+    help: str | None = None

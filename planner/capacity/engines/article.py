@@ -128,16 +128,18 @@ def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
     weight_q = scenario.weight_quant or "fp16"
     kv_q = scenario.kv_quant or "fp16"
     context = scenario.target_context or scenario.max_model_len or 8192
-    b = design_memory_budget(
-        params_b=params_b,
-        num_layers=layers,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        gpu_memory_gb=gpu_gb,
-        weight_quant=weight_q,
-        kv_quant=kv_q,
-        target_context=context,
-    )
+    # The article's inputs are spelled as the Scenario's fields: the plan's resolved scenario holds them as used.
+    inputs = {
+        "params_b": params_b,
+        "num_layers": layers,
+        "num_kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "gpu_memory_gb": gpu_gb,
+        "weight_quant": weight_q,
+        "kv_quant": kv_q,
+        "target_context": context,
+    }
+    b = design_memory_budget(**inputs)
     total_bytes = gpu_gb * GIB
     kv_bytes = max(0.0, b.free_gib) * GIB
     terms = MemoryTerms(
@@ -167,18 +169,7 @@ def plan_article(scenario: Scenario, spec: ModelSpec | None = None) -> Plan:
         Formula("Total tokens", f"floor({b.free_gib:.4f} × 2^30 / {b.kv_bytes_per_token:,})", f"{b.total_tokens:,}"),
         Formula("Concurrent requests", f"floor({b.total_tokens:,} / {context:,})", f"{b.concurrent_requests}"),
     )
-    resolved = replace(
-        scenario,
-        params_b=params_b,
-        num_layers=layers,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        gpu_memory_gb=gpu_gb,
-        weight_quant=weight_q,
-        kv_quant=kv_q,
-        target_context=context,
-        max_model_len=context,
-    )
+    resolved = replace(scenario, **inputs, max_model_len=context)
     return Plan(
         scenario=resolved,
         engine_label="Article rule of thumb",
