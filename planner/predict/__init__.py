@@ -5,7 +5,9 @@
 * :mod:`planner.predict.step_time`: the time of one engine step as a sum of named terms, each a physical quantity
   over a catalog rate times a coefficient (:class:`~planner.predict.step_time.StepCoefficients`).
 * :mod:`planner.predict.simulator`: vLLM V1's scheduler (chunked prefill, ``max_num_seqs``, KV-block admission,
-  preemption) driven by the step model, over the load test's own schedule; static batching for comparison.
+  preemption) driven by the step model, over the load test's own schedule; static batching for comparison; the
+  online form the demo server plays. A package split by concern (its docstring): KV blocks, the client, scheduling
+  policies behind one interface, the event-driven decode cohort, the result.
 * :mod:`planner.predict.speculative`: speculative decoding: tokens per target step from per-position acceptance, the
   draft's and the verification's cost, TPOT and throughput with and without it, where it stops paying.
 * :mod:`planner.predict.calibration`: least-squares fit of the coefficients to measured runs; profiles as JSON.

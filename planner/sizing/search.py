@@ -411,7 +411,8 @@ class _Search:
         simulated); True when it fits in memory."""
         settings = self.settings
         try:
-            result = plan_scenario(config.scenario(settings), spec=model_spec, advise=False)
+            # no range over vLLM versions: nothing here reads it, and it is 9 more plans a configuration
+            result = plan_scenario(config.scenario(settings), spec=model_spec, advise=False, with_range=False)
         except PlannerError as exc:
             self.add(config, "does_not_fit", str(exc), price)
             return False

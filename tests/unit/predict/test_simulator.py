@@ -54,7 +54,7 @@ def test_article_example_static() -> None:
 
 def test_three_requests_chunked_prefill_and_a_preemption() -> None:
     # 6 blocks of 4 tokens, 8 tokens per step, 3 prompts of 6 tokens, 4 output tokens each (vLLM V1 rules,
-    # planner/predict/simulator.py docstring). Free blocks after each step in brackets.
+    # planner/predict/simulator/continuous.py docstring). Free blocks after each step in brackets.
     # Step 1: R0 prefills 6 (2 blocks), R1 its first 2 (1 block) [3]; R0 samples its 1st token (10 ms).
     # Step 2: R0 decodes (7 tokens, still 2 blocks); R1 prefills its last 4 (2 blocks) [2]; R2 admitted with 3
     #         tokens (1 block) [1]. R1's 1st token (20 ms).
