@@ -220,6 +220,6 @@ def describe_estimate(estimate: str, *, switch: str | None = None, table: ErrorB
     )
     switched = f" ({switch.format('point')} to use the point estimate)" if switch else ""
     return (
-        f"SLOs checked against the pessimistic end of the predictor's error band{switched}: a {COVERAGE:.0%} "
-        f"prediction interval from its errors on models it had not seen{held}."
+        f"SLOs checked against the pessimistic end of the predictor's error band{switched}: a prediction interval "
+        f"of {COVERAGE:.0%} from its errors on models it had not seen{held}."
     )

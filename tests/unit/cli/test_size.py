@@ -85,7 +85,7 @@ def test_unknown_gpu_names_the_closest(capsys: pytest.CaptureFixture[str]) -> No
 
 PESSIMISTIC_LINE = (
     "SLOs checked against the pessimistic end of the predictor's error band (--slo-estimate point to use the point "
-    f"estimate): a {COVERAGE:.0%} prediction interval"
+    f"estimate): a prediction interval of {COVERAGE:.0%}"
 )
 POINT_LINE = (
     "SLOs checked against the predictor's point estimate (--slo-estimate pessimistic to check them against the worse "

@@ -165,7 +165,7 @@ def test_describe_says_which_end_and_how_to_switch() -> None:
     pessimistic = describe_estimate("pessimistic", switch="--slo-estimate {}", table=HAND)
     assert pessimistic.startswith(
         "SLOs checked against the pessimistic end of the predictor's error band (--slo-estimate point to use the "
-        f"point estimate): a {COVERAGE:.0%} prediction interval"
+        f"point estimate): a prediction interval of {COVERAGE:.0%}"
     )
     assert "held 81%" in pessimistic  # HAND's measured coverage
     assert describe_estimate("point", switch="--slo-estimate {}") == (
