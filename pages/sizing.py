@@ -203,7 +203,7 @@ table = view.options(result)
 filtered = st.multiselect("Show", table.verdicts, default=table.verdicts[:3], key="size.filter")
 wide_table(
     table.table[table.table["verdict"].isin(filtered)],
-    view.OPTIONS_HEADLINE,
+    table.headline,
     key="size.table",
     # the reasons are sentences: wrapped in a fixed width (rows tall enough for three lines) rather than past the edge
     column_config={

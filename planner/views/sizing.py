@@ -208,13 +208,15 @@ def _files(chosen: SizingOption) -> tuple[tuple[str, str, str], ...]:
 
 @dataclass(frozen=True)
 class Table:
-    """Every configuration, cheapest first: the table, the verdicts it holds (the first three shown by default) and
-    the downloads' contents."""
+    """Every configuration, cheapest first: the table, the verdicts it holds (the first three shown by default), the
+    columns shown first (``layout`` only when a row is disaggregated: the rest fold into "All N columns") and the
+    downloads' contents."""
 
     table: pd.DataFrame
     verdicts: tuple[str, ...]
     csv: str
     json: str
+    headline: tuple[str, ...] = OPTIONS_HEADLINE
 
 
 def options(result: SizingResult) -> Table:
@@ -223,7 +225,9 @@ def options(result: SizingResult) -> Table:
 
     table = options_table(result)
     verdicts = tuple(VERDICT_TEXT[v] for v, n in result.counts().items() if n)
-    return Table(table, verdicts, table.to_csv(index=False), json.dumps(result.to_json(), indent=2))
+    aggregated = len(table) == 0 or bool((table["layout"] == "aggregated").all())
+    headline = tuple(c for c in OPTIONS_HEADLINE if not (aggregated and c == "layout"))
+    return Table(table, verdicts, table.to_csv(index=False), json.dumps(result.to_json(), indent=2), headline)
 
 
 @dataclass(frozen=True)

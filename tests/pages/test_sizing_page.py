@@ -142,3 +142,16 @@ def test_a_disaggregated_row_is_launched_with_both_pools() -> None:
     command = at.code[0].value
     assert "# prefill" in command and "# decode" in command and "NixlConnector" in command
     assert any("P/D-aware router" in c.value for c in at.caption)
+
+
+def _headline(at: AppTest) -> list[str]:
+    """The columns of the ranked table's first screen (the narrowest table that has a verdict column)."""
+    tables = [d.value for d in at.dataframe if "verdict" in d.value.columns]
+    return list(min(tables, key=lambda t: len(t.columns)).columns)
+
+
+def test_the_layout_column_is_shown_first_only_when_a_row_is_disaggregated() -> None:
+    # eleven headline columns overflowed the 1400-px page by 50 px (tests/e2e/test_browser_layout.py): an all-
+    # aggregated ranking folds "layout" into "All N columns"
+    assert "layout" not in _headline(_app(**NARROW))
+    assert "layout" in _headline(_app(**NARROW, disaggregation="both", kv_cache_dtype="auto"))
