@@ -76,6 +76,14 @@ def _query() -> dict[str, list[str]]:
     return {key: st.query_params.get_all(key) for key in st.query_params}
 
 
+def new_link(keys: Collection[str], seen_key: str) -> tuple[dict[str, list[str]], bool]:
+    """The query and whether its ``keys`` differ from those seen at ``seen_key`` (a link just opened or edited by
+    hand, whose values go into the page's widgets; the page stores what it writes back under ``seen_key``)."""
+    query = _query()
+    own = {key: values[-1] if values else "" for key, values in query.items() if key in keys}
+    return query, bool(query) and own != st.session_state.get(seen_key)
+
+
 def load(*, foreign: Collection[str] = ()) -> tuple[tuple[Scenario, ...], tuple[str, ...], bool]:
     """The current scenarios.
 

@@ -45,9 +45,7 @@ scenarios, warnings, _ = state.load(foreign=KEYS)
 for line in warnings:
     st.warning(f"URL parameter — {line}")
 
-query = {key: st.query_params.get_all(key) for key in st.query_params}
-own = {key: values[-1] if values else "" for key, values in query.items() if key in KEYS}
-new_link = bool(query) and own != st.session_state.get(_SEEN_KEY)
+query, new_link = state.new_link(KEYS, _SEEN_KEY)
 if new_link or W["replicas"] not in st.session_state:
     if new_link:
         view = fleet_links.decode(query)

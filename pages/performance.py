@@ -35,9 +35,7 @@ for line in warnings:
     st.warning(f"URL parameter — {line}")
 
 # --- the workload: a link's values go into the widgets when the link is new (or the widgets were dropped) ----------
-query = {key: st.query_params.get_all(key) for key in st.query_params}
-own = {key: values[-1] if values else "" for key, values in query.items() if key in KEYS}
-new_link = bool(query) and own != st.session_state.get(_SEEN_KEY)
+query, new_link = state.new_link(KEYS, _SEEN_KEY)
 if new_link or W["input_len"] not in st.session_state:
     if new_link:
         link = perf_links.decode(query)
