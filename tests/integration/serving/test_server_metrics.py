@@ -25,6 +25,7 @@ from planner.serving.server_metrics import (
 )
 from tests.servers.tgi import TGIServer
 from tests.servers.timed_sse import TimedServer
+from tests.unit.serving.test_server_metrics import _collect  # the one scraper driver, on either clock
 
 # TGI router/src/lib.rs `Info` at the 1.4-era commit 014d3fd: the schema examples of every field (this is the
 # router generation that still reported max_batch_total_tokens; TGI 3.x's Info has no such field).
@@ -48,27 +49,6 @@ TGI_14_INFO = {
     "sha": None,
     "docker_label": None,
 }
-
-
-def _collect(endpoint: Endpoint, *, interval_s: float, run_s: float | None, **kw: object):
-    """Run the scraper for ``run_s`` seconds (None: until it returns by itself); (reason, samples, elapsed_s)."""
-    samples: list[ServerSample] = []
-
-    async def main() -> tuple[str | None, float]:
-        stop = asyncio.Event()
-        began = time.perf_counter()
-        task = asyncio.create_task(
-            scrape_metrics(endpoint, interval_s=interval_s, stop=stop, on_sample=samples.append, start=began, **kw)
-        )
-        if run_s is not None:
-            done, _ = await asyncio.wait({task}, timeout=run_s)
-            if not done:
-                stop.set()
-        reason = await asyncio.wait_for(task, timeout=10)
-        return reason, time.perf_counter() - began
-
-    reason, elapsed = asyncio.run(main())
-    return reason, samples, elapsed
 
 
 # --- a small real HTTP server with fixed routes --------------------------------------------------------------------
