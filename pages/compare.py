@@ -12,6 +12,7 @@ from planner.compare.run import CompareRun
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings, parse_stop, to_request
 from planner.errors import PlannerError
 from planner.links import compare as compare_state
+from planner.serving.worker_process import warm_worker
 from planner.views.compare import METRICS_CAPTION, LiveView, history_view, live_view
 
 RUN_KEY = "compare.run"  # {"run": CompareRun, "repeat": int, "recorded": bool}
@@ -40,6 +41,7 @@ ICON = {
 }
 
 state.use_router()
+warm_worker()  # the worker process of the next run imports now, not after the click
 st.title("Live Compare")
 st.caption(
     "Send one prompt to several endpoints at once and watch the answers, time to first token and inter-token "

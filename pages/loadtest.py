@@ -22,6 +22,7 @@ from planner.loadtest import ray_workers
 from planner.loadtest.charts import LATENCY_AXES, RUNS_HEADLINE
 from planner.loadtest.settings import DEFAULT, FILE_DATASETS, MAX_WORKERS, TRACE_DATASETS, LoadSettings, format_goodput
 from planner.loadtest.worker import BenchmarkRun, plan_jobs
+from planner.serving.worker_process import warm_worker
 from planner.values import parse_number
 from planner.views import loadtest as view
 from planner.views import loadtest_results as shown_view
@@ -43,6 +44,7 @@ def _to_widget(field: str, value: object) -> object:
 
 
 state.use_router()
+warm_worker()  # the worker process of the next run imports now, not after the click
 st.title("Load Test")
 st.caption(
     "Throughput benchmarks with the metric definitions of `vllm bench serve`: the same workload on each chosen "
