@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
+from pages import _light as light
 from pages import _state as state
 from pages._numbers import field_boxes
 from planner.compare.charts import METRIC_HELP
@@ -169,7 +170,8 @@ def render_live(view: LiveView) -> None:
                 if live.cut:
                     st.caption(":material/content_cut: cut: the stream failed after this partial answer")
     for col, figure, key in zip(st.columns(3), view.figures, ("tokens", "ttft", "itl"), strict=True):
-        col.plotly_chart(figure, key=f"cmp.chart.{key}")
+        with col:
+            light.figure(figure, f"cmp.chart.{key}", width_px=380)
     if view.metrics_title is not None:
         st.subheader(view.metrics_title)
         st.dataframe(

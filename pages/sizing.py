@@ -10,7 +10,9 @@ from functools import partial
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
+from pages import _light as light
 from pages import _state as state
+from pages._cache import remembered
 from pages._fields import Drawer
 from pages._numbers import number_box
 from pages._tables import wide_table
@@ -34,7 +36,7 @@ from planner.values import parse_number
 from planner.views import sizing as view
 
 VIEW_KEY = "size.view"  # the last DecodedSizing read from the widgets
-MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, this session's last searches
+MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, the last searches of every session
 PARETO_KEY = "size.pareto"  # {(settings, profile text): points}
 _SEEN_KEY = "size.seen_query"
 _MEMO_SIZE = 8
@@ -44,16 +46,9 @@ CATALOG_GPUS = {g.id: g for g in list_gpus()}
 
 
 def _memo(key: str, item: tuple, compute: object) -> object:
-    """``compute()``, remembered for this session (the last few): not ``st.cache_data``, because the work updates a
-    progress bar drawn outside it, which ``st.cache_data`` refuses to replay."""
-    memo: dict = st.session_state.setdefault(key, {})
-    if item in memo:
-        memo[item] = memo.pop(item)
-        return memo[item]
-    memo[item] = value = compute()  # type: ignore[operator]
-    while len(memo) > _MEMO_SIZE:
-        memo.pop(next(iter(memo)))
-    return value
+    """``compute()``, remembered for every session (the last few; :func:`pages._cache.remembered`): a fresh tab gets
+    the search another tab already ran."""
+    return remembered(key, item, compute, max_entries=_MEMO_SIZE)  # type: ignore[arg-type]
 
 
 def _chosen_row() -> int:
@@ -190,7 +185,7 @@ with answer_box:
         for column, (label, value, help_text) in zip(st.columns(len(shown.tiles)), shown.tiles, strict=True):
             column.metric(label, value, help=help_text)
         st.selectbox("Launch command of", list(shown.rows), key=W["row"], format_func=shown.rows.get)
-        st.code(shown.command, language="bash", wrap_lines=True)
+        light.command(shown.command)
         for column, (label, name, text) in zip(st.columns(4), shown.files, strict=False):
             column.download_button(label, text, name, "application/yaml", key=f"size.file.{label}")
         st.caption(shown.serves)
@@ -231,6 +226,8 @@ if charts.empty:
     st.info(charts.empty)
 else:
     per_gpu, per_cost = st.tabs(["tokens/s per user vs tokens/s per GPU", "tokens/s per user vs cost"])
-    per_gpu.plotly_chart(charts.per_gpu, key="size.pareto.gpu")
-    per_cost.plotly_chart(charts.per_cost, key="size.pareto.cost")
+    with per_gpu:
+        light.figure(charts.per_gpu, "size.pareto.gpu")
+    with per_cost:
+        light.figure(charts.per_cost, "size.pareto.cost")
     st.download_button("Points (CSV)", charts.csv, "sizing_pareto.csv", "text/csv", key="size.pareto.csv")

@@ -77,7 +77,8 @@ def _spawn(env: dict[str, str], *, preload: bool) -> subprocess.Popen[bytes]:
 
 
 def _retire(proc: subprocess.Popen[bytes]) -> None:
-    """Let a spare that will not be used leave (its stdin closes) and reap it on a thread of its own."""
+    """Stop a spare that will not be used (it holds no work: killing it loses nothing, and its imports stop using a
+    core) and reap it on a thread of its own."""
 
     def reap() -> None:
         proc.wait()
@@ -85,8 +86,8 @@ def _retire(proc: subprocess.Popen[bytes]) -> None:
             with contextlib.suppress(OSError, ValueError):
                 pipe.close()  # type: ignore[union-attr]
 
-    with contextlib.suppress(OSError, ValueError):
-        proc.stdin.close()  # type: ignore[union-attr]
+    with contextlib.suppress(OSError):
+        proc.kill()
     threading.Thread(target=reap, name="spare-worker-reaper", daemon=True).start()
 
 
@@ -272,6 +273,11 @@ class ProcessRun:
     def cancel(self) -> None:
         """Stop the run; what finished is kept. Safe from any thread, any number of times."""
         self._worker.cancel()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id, None before :meth:`start`."""
+        return self._worker.pid
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until the run is done (or ``timeout_s`` passes); True when done."""
