@@ -13,15 +13,17 @@ file. Then, in one warm Chromium (Debian's ``/usr/bin/chromium``, driven by Play
   - **first answer**: the page's answer is drawn: VRAM Budget's verdict, Concurrency vs Context's chart,
     Performance's headline figures, Sizing's verdict; Live Compare's and Load Test's endpoint picker;
   - **complete first screen**: the last change to anything inside the 1400 x 900 viewport (a mutation observer,
-    the header's running indicator left out), once the script run is over, no element is loading its code
-    (Streamlit's skeleton) and the viewport has not changed for a second. What is drawn below the fold later does
-    not count.
+    the header's running indicator and attribute changes that draw nothing, ``data-test*`` and ``aria-*``, left out),
+    once the script run is over, no element is loading its code (Streamlit's skeleton) and the viewport has not
+    changed for a second. What is drawn below the fold later does not count.
 
 * **Runs**: Live Compare and Load Test are opened with the demo endpoint chosen (Load Test: 16 requests, 4 at a
   time, one word a token), the page is left idle for 2 s (a person reads before clicking), then Run is clicked.
   Read from the demo server's record of what it received (``GET /_recorded``, its wall clock, this machine's):
 
-  - **click → first request**: the first request of the run (any: discovery, tokenizer, warm-up or measured);
+  - **click → first request**: the first request of the run (any: discovery, tokenizer, warm-up or measured; the
+    run's own are those within a second before its first generation, which leaves out a finished run's last
+    ``/metrics`` scrape and the page's discovery);
   - **click → first generation**: the first chat/completions request;
   - **first token → first live figure**: from the demo server's first token (the first generation request's arrival
     + its 150 ms to the first token) to the first live figure on the page (Live Compare: the endpoint's token count,
@@ -60,7 +62,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 #: page path -> selector of its answer (first answer = the first time it is in the document)
 PAGES = {
     "": '[data-testid="stMain"] [data-testid="stAlert"]',
-    "concurrency": '.st-key-concurrency_chart svg, .st-key-concurrency_chart-static svg',
+    "concurrency": ".st-key-concurrency_chart svg, .st-key-concurrency_chart-static svg",
     "performance": '[data-testid="stMain"] [data-testid="stMetric"]',
     "sizing": '[data-testid="stMain"] [data-testid="stAlert"]',
     "compare": '[data-testid="stMain"] [data-testid="stMultiSelect"]',
@@ -86,9 +88,11 @@ QUIET_S = 1.0
 #: Kept up to date in the page: the first time each answer selector matched, and the last change in the viewport.
 OBSERVER = """
 (() => {
-  window.__pl = {first: null, last: 0};
+  window.__pl = {first: null, last: 0, what: ''};
   const skip = '[data-testid="stHeader"],[data-testid="stStatusWidget"],[data-testid="stToolbar"],' +
                '[data-testid="stDecoration"]';
+  // attributes that change no pixel: Streamlit's test hooks and accessibility links
+  const silent = (m) => m.type === 'attributes' && /^(data-test|aria-)/.test(m.attributeName || '');
   const inView = (node) => {
     const el = node && (node.nodeType === 1 ? node : node.parentElement);
     if (!el || el.closest(skip)) return false;
@@ -98,8 +102,17 @@ OBSERVER = """
   new MutationObserver((mutations) => {
     const now = performance.now();
     for (const m of mutations) {
+      if (silent(m)) continue;
       const nodes = m.type === 'childList' ? [...m.addedNodes] : [m.target];
-      if (nodes.some(inView)) { window.__pl.last = now; break; }
+      const seen = nodes.find(inView);
+      if (seen) {
+        window.__pl.last = now;
+        const el = seen.nodeType === 1 ? seen : seen.parentElement;
+        const owner = el.closest('[data-testid]');
+        window.__pl.what = (owner ? owner.dataset.testid : '') + ' ' + m.type + ' ' + (m.attributeName || '') +
+          ' ' + el.tagName + '.' + String(el.className).slice(0, 40) + ' ' + (el.textContent || '').slice(0, 30);
+        break;
+      }
     }
     if (window.__pl.first === null && window.__answer && document.querySelector(window.__answer)) {
       window.__pl.first = now;
@@ -189,7 +202,9 @@ def _settled(page: Page) -> tuple[float, float]:
         now, last = page.evaluate("[performance.now(), window.__pl.last]")
         if now - last >= QUIET_S * 1000 and page.locator(_IDLE).count() and not _skeleton_in_view(page):
             break
-    first, last = page.evaluate("[window.__pl.first, window.__pl.last]")
+    first, last, what = page.evaluate("[window.__pl.first, window.__pl.last, window.__pl.what]")
+    if os.environ.get("PAGE_LOAD_DEBUG"):
+        print(f"{page.url}: first answer {first / 1000:.2f} s, last change in view {last / 1000:.2f} s: {what}")
     return first / 1000, max(first, last) / 1000
 
 
@@ -230,8 +245,10 @@ def _run(app: App, browser: Browser, demo: str, path: str, *, fresh: bool, count
         for r in recorded:
             agent = {k.lower(): v for k, v in r.get("headers", {}).items()}.get("user-agent")
             print(path, f"{r['received_s'] - clicked:+.3f}", r["method"], r["path"], agent, file=sys.stderr)
-    received = [r["received_s"] for r in recorded]
     generations = [r["received_s"] for r in recorded if r["path"].endswith(("/completions", "/generate_stream"))]
+    # the run's own requests: the worker's discovery, tokenizer and /metrics calls come within a second before its
+    # first generation; earlier ones are the page's or a finished run's (a last /metrics scrape)
+    received = [r["received_s"] for r in recorded if generations and min(generations) - 1.0 <= r["received_s"]]
     if counted and received and generations:
         first_token = min(generations) + TTFT_MS / 1000
         app.runs.setdefault(path, []).append(

@@ -88,12 +88,11 @@ def _show_explanation(explanation: ExplanationView) -> None:
 
 
 def _launch(command: Launch, *, heading: bool) -> None:
-    """The launch command, its warning and the command that fits: under a heading in the Details tabs; in the answer
-    as light text with a copy button (:func:`pages._light.command`), so the first screen waits for no highlighter."""
-    show = (lambda text: st.code(text, language="bash", wrap_lines=True)) if heading else light.command
+    """The launch command, its warning and the command that fits (under a heading in the Details tabs), each as text
+    with a copy button (:func:`pages._light.command`): no syntax highlighter for the page to load."""
     if heading:
         st.markdown("**Launch command**")
-    show(command.command)
+    light.command(command.command)
     if command.warning:
         st.warning(command.warning)
     if command.corrected:
@@ -101,7 +100,7 @@ def _launch(command: Launch, *, heading: bool) -> None:
             st.markdown(f"**Launch command that fits** ({command.change})")
         else:
             st.caption(f"Launch command that fits ({command.change}):")
-        show(command.corrected)
+        light.command(command.corrected)
 
 
 _SAY = {"fits": st.success, "warning": st.warning}
@@ -168,7 +167,8 @@ if view.details:
                 st.caption(detail.upload_note)
             if detail.forecast is not None:
                 st.markdown(detail.forecast.title)
-                st.dataframe(detail.forecast.table, hide_index=True, width="stretch")
+                # st.table, not st.dataframe: the data grid's 0.5 MB of browser code for a table of two rows
+                st.table(detail.forecast.table, hide_index=True)
                 st.caption(detail.forecast.caption)
             with st.expander("Formulas with your numbers", expanded=False):
                 # st.table, not st.dataframe: the data grid's code costs every fresh visit ~0.4 s of browser CPU on

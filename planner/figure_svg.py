@@ -42,6 +42,7 @@ _FONT = "'Source Sans', 'Source Sans Pro', sans-serif"
 _DASHES = {"dot": "2,3", "dash": "7,4", "longdash": "12,4", "dashdot": "7,3,2,3", "longdashdot": "12,3,2,3"}
 #: Width of one character of 12 px text, px: a budget for labels (Source Sans averages about 0.5 em).
 _CHAR_PX = 6.2
+_LEGEND_TITLE_PX = 220.0  # a legend title beside the plot wraps at this width
 _ID = "\x00id\x00"  # replaced by a hash of the drawing, so two drawings on one page never share a clip path
 
 
@@ -257,9 +258,53 @@ def _symbol(kind: str, x: float, y: float, size: float) -> tuple[str, str]:
     return "circle", f'cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}"'
 
 
+def _at(value: Any, i: int) -> Any:
+    """A per-point attribute's value at point ``i`` (Plotly takes one value or one per point)."""
+    if isinstance(value, list):
+        return value[i] if i < len(value) else None
+    return value
+
+
+def _marker(
+    marker: dict[str, Any], i: int, color: str, x: float, y: float, *, largest: float | None = None
+) -> tuple[str, str, str]:
+    """Point ``i``'s marker at ``(x, y)``: its SVG element, geometry and paint (fill, outline), from the trace's
+    ``marker`` (symbol, size, color and line, each one value or one per point); ``largest`` caps the size (a legend
+    entry)."""
+    symbol = str(_at(marker.get("symbol"), i) or "circle")
+    size = _number(_at(marker.get("size"), i)) or 6.0
+    if largest is not None:
+        size = min(size, largest)
+    fill = _at(marker.get("color"), i)
+    fill = fill if isinstance(fill, str) else color
+    outline = marker.get("line") or {}
+    stroke = _at(outline.get("color"), i)
+    stroke_width = _number(_at(outline.get("width"), i))
+    if symbol == "line-ns":  # a line has no inside: its outline is what shows
+        stroke, stroke_width, fill = stroke or fill, stroke_width or 2.0, "none"
+    elif symbol.endswith("-open"):
+        stroke, stroke_width, fill = stroke or fill, stroke_width or 1.5, "none"
+    paint = f' fill="{_esc(fill)}"'
+    if isinstance(stroke, str) and stroke_width:
+        paint += f' stroke="{_esc(stroke)}" stroke-width="{stroke_width:g}"'
+    tag, geometry = _symbol(symbol, x, y, size)
+    return tag, geometry, paint
+
+
 def _dash(line: dict[str, Any]) -> str:
     dash = _DASHES.get(str(line.get("dash") or "solid"))
     return f' stroke-dasharray="{dash}"' if dash else ""
+
+
+def _wrap(text: str, width_px: float) -> list[str]:
+    """``text`` in lines of at most ``width_px`` (12 px text), broken between words."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and _width_px(lines[-1] + " " + word) <= width_px:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def _text_lines(text: str) -> list[str]:
@@ -384,7 +429,7 @@ class _Drawing:
 
     def _legend_rows(self, width: float) -> list[list[tuple[str, dict[str, Any], int]]]:
         rows: list[list[tuple[str, dict[str, Any], int]]] = [[]]
-        used = 0.0
+        used = _width_px(self.legend_title) + 12 if self.legend_title else 0.0
         for item in self.legend:
             need = 34 + _width_px(item[0])
             if rows[-1] and used + need > width:
@@ -412,7 +457,13 @@ class _Drawing:
         bottom = 10.0
         legend = self.layout.get("legend") or {}
         vertical = legend.get("orientation", "v") != "h" and bool(self.legend)
-        right = 12.0 + (max(_width_px(n) for n, _, _ in self.legend) + 40 if vertical else 0)
+        title = legend.get("title")
+        self.legend_title = _plain(title.get("text") if isinstance(title, dict) else title or "") if self.legend else ""
+        right = 12.0
+        if vertical:
+            widest = max(_width_px(n) + 40 for n, _, _ in self.legend)
+            right += max(widest, min(_width_px(self.legend_title), _LEGEND_TITLE_PX))
+        self.legend_title_lines = _wrap(self.legend_title, max(right - 16, _LEGEND_TITLE_PX) if vertical else 1e9)
         left = 10.0
         # space for tick labels and titles of the axes at the paper's edges
         for axis in self.axes.values():
@@ -650,20 +701,11 @@ class _Drawing:
                     f'stroke-width="{width:g}"{_dash(line)} stroke-linejoin="round">{title}</path>'
                 )
         if "markers" in mode:
-            size = _number(marker.get("size")) or 6.0
-            fill_color = marker.get("color") if isinstance(marker.get("color"), str) else color
-            outline = marker.get("line") or {}
-            symbol = str(marker.get("symbol") or "circle")
-            stroke = outline.get("color") or (fill_color if symbol == "line-ns" else None)
-            stroke_width = _number(outline.get("width")) or (2.0 if symbol == "line-ns" else 0.0)
-            paint = f' fill="{_esc(fill_color)}"' if symbol != "line-ns" else ' fill="none"'
-            if stroke and stroke_width:
-                paint += f' stroke="{_esc(stroke)}" stroke-width="{stroke_width:g}"'
             for i, (x, y) in enumerate(points):
                 if x is None or y is None:
                     continue
                 tip = _esc(_hover(trace.get("hovertemplate"), _point(trace, i), str(trace.get("name") or "")))
-                tag, geometry = _symbol(symbol, x, y, size)
+                tag, geometry, paint = _marker(marker, i, color, x, y)
                 self.parts.append(f"<{tag} {geometry}{paint}><title>{tip}</title></{tag}>")
         return drawn
 
@@ -866,8 +908,12 @@ class _Drawing:
             return
         if self.vertical_legend:
             x = self.plot[2] + 16
+            y = self.plot[1] + 10
+            for line in self.legend_title_lines:
+                self.parts.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" fill="{_TEXT}">{_esc(line)}</text>')
+                y += 16
             for row, (name, trace, index) in enumerate(self.legend):
-                self._legend_item(x, self.plot[1] + 10 + 20 * row, name, trace, index)
+                self._legend_item(x, y + 4 + 20 * row, name, trace, index)
             return
         rows = self.legend_rows
         if self.legend_above:
@@ -875,8 +921,11 @@ class _Drawing:
         else:
             ticks_and_title = 18 + (20 if any(self._title(a) for a in self.axes.values() if a.name[0] == "x") else 0)
             y = self.plot[3] + ticks_and_title + 14
-        for row in rows:
+        for number, row in enumerate(rows):
             x = self.plot[0]
+            if number == 0 and self.legend_title:
+                self.parts.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" fill="{_TEXT}">{_esc(self.legend_title)}</text>')
+                x += _width_px(self.legend_title) + 12
             for name, trace, index in row:
                 self._legend_item(x, y, name, trace, index)
                 x += 34 + _width_px(name)
@@ -907,17 +956,7 @@ class _Drawing:
                     f'stroke-width="2"{_dash(line)}/>'
                 )
             if "markers" in mode:
-                symbol = str(marker.get("symbol") or "circle")
-                fill = marker.get("color") if isinstance(marker.get("color"), str) else color
-                if symbol == "line-ns":
-                    fill = (marker.get("line") or {}).get("color") or fill
-                size = min(12.0, _number(marker.get("size")) or 6.0)
-                paint = (
-                    f' fill="none" stroke="{_esc(fill)}" stroke-width="2"'
-                    if symbol == "line-ns"
-                    else f' fill="{_esc(fill)}"'
-                )
-                tag, geometry = _symbol(symbol, x + 12, y, size)
+                tag, geometry, paint = _marker(marker, 0, color, x + 12, y, largest=12.0)
                 self.parts.append(f"<{tag} {geometry}{paint}/>")
         self.parts.append(f'<text x="{x + 30:.1f}" y="{y + 4:.1f}" fill="{_TEXT}">{_esc(name)}</text>')
 

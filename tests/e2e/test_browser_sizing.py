@@ -7,8 +7,6 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-PLOTLY = ".js-plotly-plot .main-svg"
-
 
 def _bottom(locator) -> float:
     box = locator.bounding_box()
@@ -17,7 +15,7 @@ def _bottom(locator) -> float:
 
 def test_sizing_answers_first_with_its_pareto_view(open_page):
     st = open_page("sizing")
-    st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+    st.keyed("size.pareto.gpu-static").locator("svg").first.wait_for()
     st.assert_no_exception()
     height = st.page.viewport_size["height"]
     answer = st.page.get_by_test_id("stAlert").first
@@ -32,14 +30,15 @@ def test_sizing_answers_first_with_its_pareto_view(open_page):
     assert st.external == []
     st.screenshot("sizing-default")
     st.page.get_by_role("tab", name="tokens/s per user vs cost").click()  # tabs switch in the browser: no rerun
-    st.keyed("size.pareto.cost").locator(PLOTLY).first.wait_for()
+    st.keyed("size.pareto.cost-static").locator("svg").first.wait_for()  # drawn at once as SVG
+    st.interactive("size.pareto.cost")  # and as Plotly on demand
     st.assert_no_exception()
 
 
 def test_sizing_link_restores_a_narrower_question(open_page):
     query = "gpus=h100-sxm-80gb,a100-sxm4-80gb&max_gpus=1&quantization=none&target_rate=6&row=2"
     st = open_page("sizing", query)
-    st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+    st.keyed("size.pareto.gpu-static").locator("svg").first.wait_for()
     st.assert_no_exception()
     assert "row=2" in st.page.url and "target_rate=6" in st.page.url
     values = dict(st.widget_values())
@@ -51,9 +50,9 @@ def test_editing_the_target_rate_twice_keeps_the_page_working(open_page):
     # the new-user trial: 20 -> 25 req/s worked, 25 -> 30 raised "invalid literal for int() with base 10: '#1: 2 ×
     # GH200 ...'" from the link writer: after the ranking changed, the launch-command box's state held its old label
     st = open_page("sizing", "gpus=h100-sxm-80gb,a100-sxm4-80gb&max_gpus=2&quantization=none&target_rate=6")
-    st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+    st.keyed("size.pareto.gpu-static").locator("svg").first.wait_for()
     for rate in ("12", "18", "24"):
         st.number("target rate (req/s)", rate)
-        st.keyed("size.pareto.gpu").locator(PLOTLY).first.wait_for()
+        st.keyed("size.pareto.gpu-static").locator("svg").first.wait_for()
         st.assert_no_exception()
         assert f"target_rate={rate}" in st.page.url

@@ -38,7 +38,13 @@ def _page(name: str) -> AppTest:
 
 @pytest.mark.parametrize(
     ("page", "key"),
-    [("budget.py", "memory_chart"), ("concurrency.py", "concurrency_chart"), ("performance.py", "perf.chart")],
+    [
+        ("budget.py", "memory_chart"),
+        ("concurrency.py", "concurrency_chart"),
+        ("performance.py", "perf.chart"),
+        ("sizing.py", "size.pareto.gpu"),
+        ("sizing.py", "size.pareto.cost"),
+    ],
 )
 def test_a_figure_is_drawn_as_svg_and_plotly_waits_in_a_popover(page, key):
     nodes = _nodes(_page(page))
@@ -59,5 +65,4 @@ def test_the_launch_command_is_text_and_st_code_waits_in_a_copy_popover(page):
     first = in_popover[0]
     shown = [n.value for n, a in nodes if getattr(n, "type", None) == "markdown" and not _in_popover(a)]
     assert f"` {first} `" in shown  # the same command, as a code span on the page
-    if page == "sizing.py":
-        assert all(_in_popover(a) for _, a in codes)  # the first screen draws no st.code
+    assert all(_in_popover(a) for _, a in codes)  # the page draws no st.code until a copy button is pressed
