@@ -171,7 +171,7 @@ def render_live(view: LiveView) -> None:
                     st.caption(":material/content_cut: cut: the stream failed after this partial answer")
     for col, figure, key in zip(st.columns(3), view.figures, ("tokens", "ttft", "itl"), strict=True):
         with col:
-            light.figure(figure, f"cmp.chart.{key}", width_px=380)
+            light.figure(figure, f"cmp.chart.{key}", width_px=300)  # a third of the main column
     if view.metrics_title is not None:
         st.subheader(view.metrics_title)
         st.dataframe(

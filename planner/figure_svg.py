@@ -218,11 +218,11 @@ class _Axis:
 
 
 def _nice_ticks(low: float, high: float, length_px: float) -> list[float]:
-    """Round ticks (1, 2, 2.5 or 5 × 10^k apart) across ``[low, high]``, about one per 60-110 px."""
+    """Round ticks (1, 2, 2.5 or 5 × 10^k apart) across ``[low, high]``, about one per 40-80 px."""
     span = high - low
     if span <= 0:
         return [low]
-    wanted = max(2, min(10, int(length_px / 80)))
+    wanted = max(3, min(10, int(length_px / 55)))
     raw = span / wanted
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
