@@ -14,7 +14,8 @@ annotations (data, ``paper`` and ``domain`` references, ``textangle``, backgroun
 log and category axes (``range``, ``autorange="reversed"``, ``rangemode="tozero"``, ``tickvals``/``ticktext``,
 ``dtick``), the title and the legend. Hovering a marker or a bar shows its ``hovertemplate`` text (a ``<title>``
 tooltip). As in Plotly, an annotation on a log axis is placed at the log10 of its value, a shape at the value itself.
-Colours default to Streamlit's chart palette, as ``st.plotly_chart`` draws them.
+Colours default to Streamlit's chart palette (:data:`planner.palette.STREAMLIT_CHART_COLORS`), as ``st.plotly_chart``
+draws them. Imports :mod:`planner.palette` only.
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "figure_svg"]
+from planner.palette import STREAMLIT_CHART_COLORS
 
-#: Streamlit's categorical chart colours (its Plotly theme), for traces without a colour of their own.
-PALETTE = ("#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5")
+__all__ = ["figure_svg"]
 _TEXT = "#31333f"
 _MUTED = "#808495"
 _GRID = "#e6eaf1"
@@ -445,7 +445,7 @@ class _Drawing:
             value = trace.get(path[0], {}).get(path[1]) if isinstance(trace.get(path[0]), dict) else None
             if isinstance(value, str):
                 return value
-        colorway = self.layout.get("colorway") or PALETTE
+        colorway = self.layout.get("colorway") or STREAMLIT_CHART_COLORS
         return colorway[index % len(colorway)]
 
     # --- layout -------------------------------------------------------------------------------------------------------
