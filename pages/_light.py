@@ -8,19 +8,26 @@ chunk loads for what waits inside one:
 
 * :func:`figure`: the figure as an inline SVG drawing (:func:`planner.figure_svg.figure_svg`: the same figure, no
   browser code), with an "Interactive chart" popover holding ``st.plotly_chart`` (hover, zoom, PNG download);
-* :func:`command`: a shell command as monospaced text, with a copy popover holding ``st.code`` (its copy button).
+* :func:`command`: a shell command as monospaced text, with a copy popover holding ``st.code`` (its copy button);
+* :func:`table`: a table as plain HTML (:func:`planner.table_html.table_html`), with an "Interactive table" popover
+  holding ``st.dataframe`` with every column (sort, search, full screen). The data grid's 1.2 MB of browser code held
+  the Sizing page's answer tiles off the first screen until it was evaluated, even with the grid below the fold.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from planner.figure_svg import figure_svg
+from planner.table_html import table_html
 
-__all__ = ["command", "figure"]
+__all__ = ["command", "figure", "table"]
 
 #: Width of the main column at 1400 px with the sidebar open, px: the drawing's text is 12 px at that width.
 MAIN_WIDTH_PX = 940
@@ -53,3 +60,33 @@ def command(text: str) -> None:
     words.markdown(f"{fence} {text} {fence}")
     with copy.popover("", icon=":material/content_copy:", help="Copy the command"):
         st.code(text, language="bash", wrap_lines=True)
+
+
+def table(
+    frame: pd.DataFrame,
+    headline: Sequence[str],
+    *,
+    key: str,
+    column_config: Mapping[str, Any] | None = None,
+    widths_px: Mapping[str, int] | None = None,
+) -> None:
+    """Draw ``frame``'s ``headline`` columns as HTML now (in a container keyed ``<key>-static``) and, on demand, every
+    column in the data grid keyed ``key`` (in a popover under the table).
+
+    Args:
+        frame: the table as built for reading (rounded text, "n/a").
+        headline: the columns that fit the main column and answer first.
+        key: the data grid's widget key.
+        column_config: the data grid's column configuration.
+        widths_px: a minimum width, px, for the named columns of the HTML table (a column of sentences wraps in it).
+    """
+    with st.container(key=f"{key}-static"):
+        st.html(table_html(frame, headline, widths_px=widths_px))
+    with st.popover(
+        "Interactive table",
+        icon=":material/table_view:",
+        help=f"Every column ({len(frame.columns)}), sortable and searchable, full screen. Loads the data grid's code "
+        "the first time.",
+    ):
+        ordered = [*[c for c in headline if c in frame.columns], *[c for c in frame.columns if c not in headline]]
+        st.dataframe(frame[ordered], hide_index=True, key=key, column_config=column_config, width=1200)

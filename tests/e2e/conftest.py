@@ -253,6 +253,25 @@ class StreamlitPage:
         rows = grid.locator("tbody tr").all()
         return [dict(zip(header, (td.inner_text() for td in row.locator("td").all()), strict=False)) for row in rows]
 
+    def html_table(self, key: str) -> list[dict[str, str]]:
+        """The rows of the HTML table a page draws first for the data grid keyed ``key`` (container ``<key>-static``,
+        ``pages/_light.py``), as shown text."""
+        table = self.keyed(f"{key}-static").locator("table")
+        table.locator("td").first.wait_for(state="attached", timeout=self.timeout_s * 1000)
+        header = [th.inner_text() for th in table.locator("th").all()]
+        rows = table.locator("tbody tr").all()
+        return [dict(zip(header, (td.inner_text() for td in row.locator("td").all()), strict=False)) for row in rows]
+
+    def overflowing_html_tables(self) -> list[dict[str, float]]:
+        """The visible HTML tables in the main area wider than their scroll box: each one's width and box width, px."""
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stHtml"] table')]
+                .filter(t => t.offsetParent !== null)
+                .map(t => t.parentElement)
+                .filter(box => box.scrollWidth > box.clientWidth + 1)
+                .map(box => ({columns_px: box.scrollWidth, box_px: box.clientWidth}))"""
+        )
+
     def widget_values(self) -> list[tuple[str, str]]:
         """Every widget in the main area as ``(label, shown value)`` in page order (radios: the picked option)."""
         pairs = self.page.evaluate(

@@ -66,3 +66,19 @@ def test_the_launch_command_is_text_and_st_code_waits_in_a_copy_popover(page):
     shown = [n.value for n, a in nodes if getattr(n, "type", None) == "markdown" and not _in_popover(a)]
     assert f"` {first} `" in shown  # the same command, as a code span on the page
     assert all(_in_popover(a) for _, a in codes)  # the page draws no st.code until a copy button is pressed
+
+
+def test_the_ranked_table_is_html_and_the_data_grid_waits_in_a_popover():
+    at = _page("sizing.py")
+    nodes = _nodes(at)
+    grids = [(n, a) for n, a in nodes if getattr(n, "type", None) in ("arrow_data_frame", "dataframe")]
+    assert grids and all(_in_popover(a) for _, a in grids)  # no data grid on the page until a popover is opened
+    (static,) = [n for n, _ in nodes if getattr(n, "key", None) == "size.table-static"]
+    (table,) = static.children.values()
+    assert table.type == "html" and "<table" in table.value and ">meets the SLOs</td>" in table.value
+    assert any({"rank", "verdict", "why", "layout"} <= set(n.value.columns) for n, _ in grids)  # every column
+
+
+def test_no_data_grid_is_drawn_while_the_price_expander_is_closed():
+    at = _page("sizing.py")
+    assert not [n for n, _ in _nodes(at) if getattr(n, "key", None) == "size.prices_table"]
