@@ -1,6 +1,11 @@
 """Streamlit's caches in front of the planner: model resolution, plans, predictions, endpoint discovery, and the
 calibration profile a page is given. Not a page.
 
+Work that draws a progress bar while it runs (a predicted curve, a sizing search, its Pareto points) cannot be an
+``st.cache_data`` function (Streamlit refuses to replay an element made outside it); :func:`remembered` keeps its
+results for every session instead, so a fresh tab gets the answer another tab already computed (a sizing search is
+0.8-1.5 s of CPU, a Performance curve 0.3 s).
+
 Models are resolved by :func:`resolve`: a config.json pasted in this session (:data:`UPLOADS_KEY`), else
 :func:`planner.catalog.hub.resolve_model` (catalog, on-disk cache, then the Hub) behind ``st.cache_data``. The Hub
 token comes from ``st.secrets["HF_TOKEN"]`` or ``$HF_TOKEN`` and is passed as the unhashed ``_token``
@@ -9,7 +14,10 @@ argument: it is never part of a cache key, the URL, a message or an export.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
 
 import streamlit as st
 
@@ -42,8 +50,11 @@ __all__ = [
     "plan_scenarios",
     "profile_upload",
     "refuse_upload",
+    "remembered",
     "resolve",
 ]
+
+_T = TypeVar("_T")
 
 #: Session-state key of the models parsed from pasted/uploaded config.json files, ``{label: ResolvedModel}``.
 UPLOADS_KEY = "planner.uploads"
@@ -146,11 +157,51 @@ def cached_outlook(scenario: Scenario, spec: ModelSpec | None = None) -> Outlook
     return outlook(cached_plan(scenario, spec), spec)
 
 
+# --- Work remembered for every session ---------------------------------------------------------------------------
+class _Memo:
+    """The last ``max_entries`` results of one kind of work, least recently used first; safe across sessions."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: OrderedDict[Hashable, object] = OrderedDict()
+
+
+@st.cache_resource(show_spinner=False)
+def _memo(name: str) -> _Memo:
+    """The process-wide memo called ``name`` (one per server, shared by every session)."""
+    return _Memo()
+
+
+def remembered(name: str, key: Hashable, compute: Callable[[], _T], *, max_entries: int) -> _T:
+    """``compute()``, remembered under ``key`` in the memo ``name`` for every session (the last ``max_entries``).
+
+    Not ``st.cache_data``: the work may update a progress bar drawn outside it, which ``st.cache_data`` refuses to
+    replay. Two sessions asking for the same new key at once both compute it (the second result is kept); an error
+    is not remembered.
+
+    Args:
+        name: which memo (one per kind of work).
+        key: what the result depends on, hashable (frozen dataclasses, tuples, text).
+        compute: the work.
+        max_entries: results kept in this memo.
+    """
+    memo = _memo(name)
+    with memo.lock:
+        if key in memo.values:
+            memo.values.move_to_end(key)
+            return memo.values[key]  # type: ignore[return-value]
+    value = compute()
+    with memo.lock:
+        memo.values[key] = value
+        while len(memo.values) > max_entries:
+            memo.values.popitem(last=False)
+    return value
+
+
 # --- Predictions ------------------------------------------------------------------------------------------------------
-#: Session-state key of the predicted curves computed this session, ``{key: PredictedCurve}`` (see
-#: :func:`cached_curve`).
+#: Name of the memo of predicted curves (:func:`cached_curve`).
 CURVES_KEY = "planner.curves"
-_MAX_CURVES = 32
+_MAX_CURVES = 64
 
 
 def cached_curve(
@@ -164,27 +215,24 @@ def cached_curve(
     plan: Plan,
     on_level: Callable[[int, int], object] | None = None,
 ) -> PredictedCurve:
-    """:func:`planner.predict.curves.predict_curve`, remembered for this session (the last 32 curves).
+    """:func:`planner.predict.curves.predict_curve`, remembered for every session (:func:`remembered`, the last 64).
 
-    Not ``st.cache_data``: a cached function may not update a progress bar made outside it (Streamlit refuses to
-    replay it), and the curve's progress is the point of ``on_level``. The key is the scenario, the workload, the
-    levels, the axis and the profile's text; ``spec`` and ``plan`` follow from the scenario.
+    The key is the scenario, the resolved model, the workload, the levels, the axis and the profile's text (the
+    model: a pasted config.json may give another session's label a different model); ``plan`` follows from them.
+    ``on_level`` is called only when the curve is computed.
 
     Raises:
         PlannerError: as :func:`~planner.predict.curves.predict_curve` (not remembered).
     """
-    key = (scenario, settings, tuple(levels), axis, None if profile is None else profile.to_json())
-    memo: dict = st.session_state.setdefault(CURVES_KEY, {})
-    if key in memo:
-        memo[key] = memo.pop(key)  # most recently used last
-        return memo[key]
-    curve = predict_curve(
-        scenario, settings, levels, axis=axis, profile=profile, on_level=on_level, spec=spec, plan=plan
+    key = (scenario, spec, settings, tuple(levels), axis, None if profile is None else profile.to_json())
+    return remembered(
+        CURVES_KEY,
+        key,
+        lambda: predict_curve(
+            scenario, settings, levels, axis=axis, profile=profile, on_level=on_level, spec=spec, plan=plan
+        ),
+        max_entries=_MAX_CURVES,
     )
-    memo[key] = curve
-    while len(memo) > _MAX_CURVES:
-        memo.pop(next(iter(memo)))
-    return curve
 
 
 @st.cache_data(show_spinner="Predicting the runs' workloads…", max_entries=64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _cache as cache
+from pages import _light as light
 from pages import _state as state
 from pages._editor import edit_scenario
 from pages._editor_memory import COUNT_WIDGET, seed
@@ -87,10 +88,11 @@ def _show_explanation(explanation: ExplanationView) -> None:
 
 
 def _launch(command: Launch, *, heading: bool) -> None:
-    """The launch command, its warning and the command that fits (under a heading in the Details tabs)."""
+    """The launch command, its warning and the command that fits (under a heading in the Details tabs), each as text
+    with a copy button (:func:`pages._light.command`): no syntax highlighter for the page to load."""
     if heading:
         st.markdown("**Launch command**")
-    st.code(command.command, language="bash", wrap_lines=True)
+    light.command(command.command)
     if command.warning:
         st.warning(command.warning)
     if command.corrected:
@@ -98,7 +100,7 @@ def _launch(command: Launch, *, heading: bool) -> None:
             st.markdown(f"**Launch command that fits** ({command.change})")
         else:
             st.caption(f"Launch command that fits ({command.change}):")
-        st.code(command.corrected, language="bash", wrap_lines=True)
+        light.command(command.corrected)
 
 
 _SAY = {"fits": st.success, "warning": st.warning}
@@ -154,7 +156,7 @@ with answer:
     if view.launch is not None:  # one scenario: its launch command belongs to the answer
         _launch(view.launch, heading=False)
     if view.memory_figure is not None:
-        st.plotly_chart(view.memory_figure, key="memory_chart")
+        light.figure(view.memory_figure, "memory_chart")
         st.caption(MEMORY_CAPTION)
 if view.details:
     st.header("Details")
@@ -165,7 +167,8 @@ if view.details:
                 st.caption(detail.upload_note)
             if detail.forecast is not None:
                 st.markdown(detail.forecast.title)
-                st.dataframe(detail.forecast.table, hide_index=True, width="stretch")
+                # st.table, not st.dataframe: the data grid's 0.5 MB of browser code for a table of two rows
+                st.table(detail.forecast.table, hide_index=True)
                 st.caption(detail.forecast.caption)
             with st.expander("Formulas with your numbers", expanded=False):
                 # st.table, not st.dataframe: the data grid's code costs every fresh visit ~0.4 s of browser CPU on

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
+from pages import _light as light
 from pages import _state as state
 from pages._numbers import field_boxes
 from planner.compare.charts import METRIC_HELP
@@ -12,6 +13,7 @@ from planner.compare.run import CompareRun
 from planner.compare.settings import DEFAULT, MAX_PROMPT_CHARS, CompareSettings, parse_stop, to_request
 from planner.errors import PlannerError
 from planner.links import compare as compare_state
+from planner.serving.worker_process import warm_worker
 from planner.views.compare import METRICS_CAPTION, LiveView, history_view, live_view
 
 RUN_KEY = "compare.run"  # {"run": CompareRun, "repeat": int, "recorded": bool}
@@ -40,6 +42,7 @@ ICON = {
 }
 
 state.use_router()
+warm_worker()  # the worker process of the next run imports now, not after the click
 st.title("Live Compare")
 st.caption(
     "Send one prompt to several endpoints at once and watch the answers, time to first token and inter-token "
@@ -167,7 +170,8 @@ def render_live(view: LiveView) -> None:
                 if live.cut:
                     st.caption(":material/content_cut: cut: the stream failed after this partial answer")
     for col, figure, key in zip(st.columns(3), view.figures, ("tokens", "ttft", "itl"), strict=True):
-        col.plotly_chart(figure, key=f"cmp.chart.{key}")
+        with col:
+            light.figure(figure, f"cmp.chart.{key}", width_px=300)  # a third of the main column
     if view.metrics_title is not None:
         st.subheader(view.metrics_title)
         st.dataframe(

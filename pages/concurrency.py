@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _cache as cache
+from pages import _light as light
 from pages import _state as state
 from planner.capacity.charts import context_label
 from planner.views.concurrency import concurrency_chart, concurrency_setup
@@ -52,7 +53,7 @@ with chart_area:
     if chart.figure is None:
         st.info(chart.empty)
     else:
-        st.plotly_chart(chart.figure, key="concurrency_chart")
+        light.figure(chart.figure, "concurrency_chart")
         for caption in chart.captions:
             st.caption(caption)
 st.table(chart.table)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _cache as cache
+from pages import _light as light
 from pages import _state as state
 from pages._numbers import field_boxes
 from pages._tables import wide_table
@@ -125,7 +126,7 @@ with answer:
         for column, (name, value, help_text, band) in zip(st.columns(5), headline.metrics, strict=True):
             column.metric(name, value, delta=band, delta_color="off", delta_arrow="off", help=help_text)
     st.caption(view.caption)
-    st.plotly_chart(view.figure, key="perf.chart")
+    light.figure(view.figure, "perf.chart")
     if view.band_caption is not None:
         st.caption(view.band_caption)
     for note in view.notes:

@@ -10,10 +10,11 @@ from functools import partial
 import streamlit as st
 
 from pages import _endpoints as endpoints_ui
+from pages import _light as light
 from pages import _state as state
+from pages._cache import remembered
 from pages._fields import Drawer
 from pages._numbers import number_box
-from pages._tables import wide_table
 from planner import fields
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
 from planner.catalog.gpus import list_gpus
@@ -34,7 +35,7 @@ from planner.values import parse_number
 from planner.views import sizing as view
 
 VIEW_KEY = "size.view"  # the last DecodedSizing read from the widgets
-MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, this session's last searches
+MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, the last searches of every session
 PARETO_KEY = "size.pareto"  # {(settings, profile text): points}
 _SEEN_KEY = "size.seen_query"
 _MEMO_SIZE = 8
@@ -44,16 +45,9 @@ CATALOG_GPUS = {g.id: g for g in list_gpus()}
 
 
 def _memo(key: str, item: tuple, compute: object) -> object:
-    """``compute()``, remembered for this session (the last few): not ``st.cache_data``, because the work updates a
-    progress bar drawn outside it, which ``st.cache_data`` refuses to replay."""
-    memo: dict = st.session_state.setdefault(key, {})
-    if item in memo:
-        memo[item] = memo.pop(item)
-        return memo[item]
-    memo[item] = value = compute()  # type: ignore[operator]
-    while len(memo) > _MEMO_SIZE:
-        memo.pop(next(iter(memo)))
-    return value
+    """``compute()``, remembered for every session (the last few; :func:`pages._cache.remembered`): a fresh tab gets
+    the search another tab already ran."""
+    return remembered(key, item, compute, max_entries=_MEMO_SIZE)  # type: ignore[arg-type]
 
 
 def _chosen_row() -> int:
@@ -61,6 +55,29 @@ def _chosen_row() -> int:
     ranking changes, Streamlit can leave the old option's label in its state)."""
     value = st.session_state.get(W["row"])
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
+def _price_editor(searched: list) -> None:
+    """The price table of the searched GPUs; what is typed is kept in ``W["prices"]`` (the link's), so it outlives the
+    editor while the expander is closed."""
+    st.caption(
+        "Prices in USD per GPU-hour: the catalog's public on-demand prices with where they were seen (never invented; "
+        "most GPUs have none). Type a price to rank a GPU, or to replace the catalog's: it goes in the link."
+    )
+    edited = st.data_editor(
+        view.price_table(searched, st.session_state[W["prices"]]),
+        key="size.prices_table",
+        hide_index=True,
+        disabled=["gpu", "source", "date"],
+        column_config={
+            "USD per GPU-hour": st.column_config.NumberColumn(
+                min_value=0.01, max_value=MAX_PRICE_USD_PER_HOUR, format="$%.2f"
+            ),
+            "source": st.column_config.TextColumn(width="large"),
+        },
+        width="stretch",
+    )
+    st.session_state[W["prices"]] = view.typed_prices(edited, searched, st.session_state[W["prices"]])
 
 
 state.use_router()
@@ -103,7 +120,9 @@ with st.expander("Target load and SLOs", expanded=True):
     draw(c[2], "slo_estimate")
     draw(c[2], "disaggregation")
 
-with st.expander("GPUs and prices"):
+# the price editor is a data grid (a 1.2 MB chunk): drawn only while its expander is open, not on every first screen
+gpus_and_prices = st.expander("GPUs and prices", key="size.prices_open", on_change="rerun")
+with gpus_and_prices:
     c = st.columns([4, 1, 1])
     draw.choose(c[0], "gpus", list(CATALOG_GPUS), format_func=lambda g: CATALOG_GPUS[g].name)
     node = number_box(
@@ -116,26 +135,9 @@ with st.expander("GPUs and prices"):
     )
     draw(c[2], "max_gpus")
     searched = [CATALOG_GPUS[g] for g in st.session_state[W["gpus"]]] or list(CATALOG_GPUS.values())
-    st.caption(
-        "Prices in USD per GPU-hour: the catalog's public on-demand prices with where they were seen (never invented; "
-        "most GPUs have none). Type a price to rank a GPU, or to replace the catalog's: it goes in the link."
-    )
-    edited = st.data_editor(
-        view.price_table(searched, st.session_state[W["prices"]]),
-        key="size.prices_table",
-        hide_index=True,
-        disabled=["gpu", "source", "date"],
-        column_config={
-            "USD per GPU-hour": st.column_config.NumberColumn(
-                min_value=0.01, max_value=MAX_PRICE_USD_PER_HOUR, format="$%.2f"
-            ),
-            "source": st.column_config.TextColumn(width="large"),
-        },
-        width="stretch",
-    )
-    draw.values["prices"] = st.session_state[W["prices"]] = view.typed_prices(
-        edited, searched, st.session_state[W["prices"]]
-    )
+    if gpus_and_prices.open:
+        _price_editor(searched)
+    draw.values["prices"] = st.session_state[W["prices"]]
 
 with st.expander("Weights, KV cache and engine"):
     c = st.columns(4)
@@ -190,7 +192,7 @@ with answer_box:
         for column, (label, value, help_text) in zip(st.columns(len(shown.tiles)), shown.tiles, strict=True):
             column.metric(label, value, help=help_text)
         st.selectbox("Launch command of", list(shown.rows), key=W["row"], format_func=shown.rows.get)
-        st.code(shown.command, language="bash", wrap_lines=True)
+        light.command(shown.command)
         for column, (label, name, text) in zip(st.columns(4), shown.files, strict=False):
             column.download_button(label, text, name, "application/yaml", key=f"size.file.{label}")
         st.caption(shown.serves)
@@ -201,17 +203,12 @@ with answer_box:
 st.subheader("Every configuration, cheapest first")
 table = view.options(result)
 filtered = st.multiselect("Show", table.verdicts, default=table.verdicts[:3], key="size.filter")
-wide_table(
+light.table(
     table.table[table.table["verdict"].isin(filtered)],
     table.headline,
     key="size.table",
-    # the reasons are sentences: wrapped in a fixed width (rows tall enough for three lines) rather than past the edge
-    column_config={
-        "GPU": st.column_config.TextColumn(width=130),
-        "$/M output tokens": st.column_config.TextColumn("$/M output", help="USD per million output tokens."),
-        "why": st.column_config.TextColumn(width=220),
-    },
-    row_height=70,
+    column_config={"$/M output tokens": st.column_config.TextColumn(help="USD per million output tokens.")},
+    widths_px={"verdict": 100, "GPU": 150, "why": 260},
 )
 d = st.columns([1, 1, 4])
 d[0].download_button("Table (CSV)", table.csv, "sizing.csv", "text/csv", key="size.csv")
@@ -231,6 +228,8 @@ if charts.empty:
     st.info(charts.empty)
 else:
     per_gpu, per_cost = st.tabs(["tokens/s per user vs tokens/s per GPU", "tokens/s per user vs cost"])
-    per_gpu.plotly_chart(charts.per_gpu, key="size.pareto.gpu")
-    per_cost.plotly_chart(charts.per_cost, key="size.pareto.cost")
+    with per_gpu:
+        light.figure(charts.per_gpu, "size.pareto.gpu")
+    with per_cost:
+        light.figure(charts.per_cost, "size.pareto.cost")
     st.download_button("Points (CSV)", charts.csv, "sizing_pareto.csv", "text/csv", key="size.pareto.csv")

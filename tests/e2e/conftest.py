@@ -216,6 +216,27 @@ class StreamlitPage:
         Streamlit writes the key's other characters as ``-``)."""
         return self.page.locator(f".st-key-{re.sub(r'[^A-Za-z0-9_-]', '-', key)}")
 
+    def interactive(self, key: str) -> Locator:
+        """The container of the Plotly chart keyed ``key``, drawn. The pages draw a figure as SVG first (container
+        ``<key>-static``) and Plotly in the "Interactive chart" popover under it (``pages/_light.py``): the popover is
+        opened when the chart is not drawn yet."""
+        chart = self.keyed(key).locator(".js-plotly-plot .main-svg")
+        if not chart.count():
+            # the static drawing sits in a layout wrapper; the popover is the element after that wrapper
+            wrapper = self.keyed(f"{key}-static").locator("xpath=..")
+            wrapper.locator("xpath=following-sibling::*[1]").get_by_role("button", name="Interactive chart").click()
+        chart.first.wait_for()
+        return self.keyed(key)
+
+    def command(self, start: str) -> Locator:
+        """The first command shown as text (a code span, ``pages/_light.py``) in the main area that starts with
+        ``start``."""
+        return (
+            self.page.get_by_test_id("stMain")
+            .locator("[data-testid='stMarkdown'] code")
+            .filter(has_text=re.compile("^" + re.escape(start)))
+        )
+
     def dataframe(self, column: str) -> Locator:
         """The first ``st.dataframe`` with a column headed ``column`` (dataframes carry no key class in the page; a wide
         table's folded "All columns" copy, ``pages/_tables.py``, comes after its headline grid)."""
@@ -231,6 +252,25 @@ class StreamlitPage:
         header = [th.inner_text() for th in grid.locator("th").all()]
         rows = grid.locator("tbody tr").all()
         return [dict(zip(header, (td.inner_text() for td in row.locator("td").all()), strict=False)) for row in rows]
+
+    def html_table(self, key: str) -> list[dict[str, str]]:
+        """The rows of the HTML table a page draws first for the data grid keyed ``key`` (container ``<key>-static``,
+        ``pages/_light.py``), as shown text."""
+        table = self.keyed(f"{key}-static").locator("table")
+        table.locator("td").first.wait_for(state="attached", timeout=self.timeout_s * 1000)
+        header = [th.inner_text() for th in table.locator("th").all()]
+        rows = table.locator("tbody tr").all()
+        return [dict(zip(header, (td.inner_text() for td in row.locator("td").all()), strict=False)) for row in rows]
+
+    def overflowing_html_tables(self) -> list[dict[str, float]]:
+        """The visible HTML tables in the main area wider than their scroll box: each one's width and box width, px."""
+        return self.page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stHtml"] table')]
+                .filter(t => t.offsetParent !== null)
+                .map(t => t.parentElement)
+                .filter(box => box.scrollWidth > box.clientWidth + 1)
+                .map(box => ({columns_px: box.scrollWidth, box_px: box.clientWidth}))"""
+        )
 
     def widget_values(self) -> list[tuple[str, str]]:
         """Every widget in the main area as ``(label, shown value)`` in page order (radios: the picked option)."""
@@ -272,11 +312,16 @@ class StreamlitPage:
         )
 
     def clipped_code(self) -> list[str]:
-        """The start of each visible ``st.code`` block whose text runs past its right edge."""
+        """The start of each visible ``st.code`` block whose text runs past its right edge, and of each code span (a
+        command shown as text) that runs past its markdown block's."""
         return self.page.evaluate(
-            """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCode"] pre')]
-                .filter(el => el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
-                .map(el => el.innerText.slice(0, 60))"""
+            """() => [
+                ...[...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCode"] pre')]
+                    .filter(el => el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1),
+                ...[...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdown"] code')]
+                    .filter(el => el.offsetParent !== null && el.getBoundingClientRect().right >
+                        el.closest('[data-testid="stMarkdown"]').getBoundingClientRect().right + 1),
+            ].map(el => el.innerText.slice(0, 60))"""
         )
 
     def cut_inputs(self, label: str) -> list[str]:

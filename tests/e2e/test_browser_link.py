@@ -66,7 +66,7 @@ def test_link_carries_the_scenario_to_the_concurrency_page(open_page):
     link = first.page.url
     assert _query(link) == {"gpu": ["l40s"]}
     other = open_page("concurrency", urlsplit(link).query)
-    other.page.locator(".st-key-concurrency_chart .js-plotly-plot").wait_for()
+    other.interactive("concurrency_chart")
     expect(other.page.get_by_test_id("stTable")).to_contain_text("· l40s ·")  # the table's column is the scenario
     assert _query(other.page.url)["gpu"] == ["l40s"]
     other.assert_no_exception()

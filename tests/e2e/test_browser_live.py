@@ -53,7 +53,8 @@ def test_live_compare_streams_an_answer_from_llama_cpp(open_page, llama_url):
     assert "waiting for the first token" not in column.inner_text()
     (history,) = st.table("run")
     assert history["run"] == "1" and history["endpoint"] == "llama"
-    assert st.page.locator(".st-key-cmp-chart-tokens .js-plotly-plot").count() == 1
+    assert st.keyed("cmp.chart.tokens-static").locator("svg").count() == 1  # drawn as SVG, live
+    assert st.interactive("cmp.chart.tokens").locator(".js-plotly-plot").count() == 1  # Plotly on demand
     st.assert_no_exception()
     st.screenshot("compare-llama-run")
 

@@ -19,7 +19,6 @@ ROUTES = [
     ("compare", "Live Compare", "compare"),
     ("loadtest", "Load Test", "loadtest"),
 ]
-PLOTLY = ".js-plotly-plot .main-svg"
 
 
 @pytest.mark.parametrize(("path", "title", "shot"), ROUTES)
@@ -33,7 +32,8 @@ def test_page_loads_without_exception(open_page, path, title, shot):
 
 def test_budget_draws_verdict_and_memory_chart(open_page):
     st = open_page()
-    st.page.locator(PLOTLY).first.wait_for()
+    st.keyed("memory_chart-static").locator("svg").first.wait_for()  # drawn at once as SVG
+    st.interactive("memory_chart")  # and as Plotly on demand
     assert "Fits — " in st.text()  # the default scenario (Llama 3.1 8B on one H100) fits
     assert st.page.get_by_test_id("stMetric").count() == 7
     st.assert_no_exception()
@@ -41,9 +41,9 @@ def test_budget_draws_verdict_and_memory_chart(open_page):
 
 def test_concurrency_renders_its_chart(open_page):
     st = open_page("concurrency")
-    chart = st.page.locator(".st-key-concurrency_chart " + PLOTLY).first
-    chart.wait_for()
-    assert st.page.locator(".st-key-concurrency_chart .scatterlayer .trace").count() >= 1  # a line per scenario
+    st.keyed("concurrency_chart-static").locator("svg").first.wait_for()
+    chart = st.interactive("concurrency_chart")
+    assert chart.locator(".scatterlayer .trace").count() >= 1  # a line per scenario
     assert st.page.get_by_test_id("stTable").count() == 1
     st.assert_no_exception()
     st.screenshot("concurrency-chart")
@@ -80,7 +80,8 @@ def test_the_answer_is_on_the_first_screen(open_page):
     # 1400 x 900 (VIEWPORT), one scenario: the verdict, concurrency, KV tokens, the explanation's expander, the launch
     # command and the top of the memory chart are visible without scrolling; the editors come after them
     st = open_page()
-    st.page.locator(PLOTLY).first.wait_for()
+    chart = st.keyed("memory_chart-static").locator("svg").first
+    chart.wait_for()
     height = st.page.viewport_size["height"]
 
     def top_and_bottom(locator):
@@ -90,12 +91,12 @@ def test_the_answer_is_on_the_first_screen(open_page):
     verdict = st.page.get_by_test_id("stAlert").filter(has_text="Fits — ").first
     concurrency = st.page.get_by_test_id("stMetric").filter(has_text="Concurrency @ 131,072").first
     tokens = st.page.get_by_test_id("stMetric").filter(has_text="KV cache tokens").first
-    command = st.page.get_by_test_id("stCode").filter(has_text="vllm serve").first
+    command = st.command("vllm serve").first  # as text, its copy button beside it (pages/_light.py)
     # the explanation is one collapsed line beside "Model details", not between the answer and the command
     why = st.page.get_by_test_id("stExpander").filter(has_text="Why these numbers").first
     for element in (verdict, concurrency, tokens, why, command):
         assert top_and_bottom(element)[1] <= height, element
-    assert top_and_bottom(st.page.locator(PLOTLY).first)[0] < height  # the memory chart starts on screen
+    assert top_and_bottom(chart)[0] < height  # the memory chart starts on screen
     assert top_and_bottom(st.page.get_by_role("heading", name="Scenarios"))[0] > top_and_bottom(command)[1]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     st.page.screenshot(path=str(ARTIFACTS / "budget-first-screen.png"))  # the first screen only, 1400 x 900

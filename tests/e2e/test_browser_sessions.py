@@ -33,7 +33,7 @@ def test_two_sessions_keep_their_own_scenarios_and_runs(open_page, llama_url):
     # The sidebar link carries no query string: each page restores the scenario from its own session.
     for st, label in ((a, "· rtx-4090 ·"), (b, "· l40s ·")):
         st.navigate("Concurrency vs Context")
-        st.page.locator(".st-key-concurrency_chart .js-plotly-plot").wait_for()
+        st.keyed("concurrency_chart-static").locator("svg").wait_for()
         expect(st.page.get_by_test_id("stTable")).to_contain_text(label)  # the table's column is the scenario
 
     # Both sessions start a Live Compare run against the same server before either finishes.

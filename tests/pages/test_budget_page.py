@@ -186,7 +186,7 @@ def test_target_past_the_models_limit_is_na() -> None:
 def test_the_outlook_gives_each_predicted_figure_its_band() -> None:
     at = _budget(gpu="h200-sxm-141gb", max_model_len="8192")
     assert not at.exception
-    (outlook,) = [d.value for d in at.dataframe if "TPOT p50 (ms)" in d.value.columns]
+    (outlook,) = [t.value for t in at.table if "TPOT p50 (ms)" in t.value.columns]  # a st.table (pages/budget.py)
     for column in ("TTFT p50 (ms)", "TPOT p50 (ms)", "output tok/s", "tok/s per request"):
         for cell in outlook[column]:
             value, band = cell.removesuffix(")").split(" (")  # "7.2 (5.8–8.0)"

@@ -26,6 +26,8 @@ FLOORS = {
     "values": 2,
     "parsing": 2,
     "display": 2,
+    "figure_svg": 2,
+    "table_html": 2,
     "fields": 3,
     "serving": 3,
     "catalog": 3,
