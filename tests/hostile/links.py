@@ -216,6 +216,7 @@ def _performance_spec() -> PageSpec:
         perf_state.decode_link,
         canonical,
         model_keys=scenarios.model_keys,
+        auto_keys=scenarios.auto_keys,  # the scenarios' max_model_len=-1 is vLLM's auto here too
     )
 
 
@@ -235,6 +236,7 @@ def _fleet_spec() -> PageSpec:
         canonical,
         inf_ok=frozenset({"request_rate"}),
         model_keys=scenarios.model_keys,
+        auto_keys=scenarios.auto_keys,
     )
 
 

@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from planner.fields import find
@@ -60,6 +60,9 @@ def test_decode_names_what_it_rejects_and_writes_back_the_same(page: str) -> Non
 
     @hostile_settings(CODEC_EXAMPLES)
     @given(query=queries(spec))
+    # a CI run's failing case: vLLM's --max-model-len -1 (auto) in a fourth scenario, read as auto by every page
+    # that carries scenarios and named as unknown by Sizing's link
+    @example(query={"engine": "\x00", "model": "\x00", "s4.max_model_len": "-1"})
     def check(query: dict[str, Any]) -> None:
         suite = f"links.{page}"
         try:
