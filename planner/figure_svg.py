@@ -352,11 +352,9 @@ class _Drawing:
         xa, ya = self._trace_axes(trace)
         kind = trace.get("type", "scatter")
         xs, ys = list(trace.get("x") or []), list(trace.get("y") or [])
-        if kind == "box":
-            values = ys or xs
-            category_axis, value_axis = (xa, ya) if ys else (ya, xa)
-            category_axis.values.append(str(trace.get("name") or ""))
-            value_axis.values.extend(values)
+        if kind == "box":  # drawn upright (:meth:`_box`): its name is a slot on x, its values on y, even when empty
+            xa.values.append(str(trace.get("name") or ""))
+            ya.values.extend(ys)
             return
         if kind == "bar":
             horizontal = trace.get("orientation") == "h"
@@ -395,10 +393,11 @@ class _Drawing:
                 axis.low, axis.high = -0.5, max(0.5, len(axis.categories) - 0.5)
                 continue
             values = [*axis.values, *axis.shape_values]
-            for other in self.axes.values():  # shared axes span every panel's data
-                if other is not axis and (
-                    other.spec.get("matches") == axis.name or axis.spec.get("matches") == other.name
-                ):
+            # shared axes span every panel's data: make_subplots(shared_xaxes=True) matches each panel's axis to the
+            # bottom one, so the panels above share with each other through it
+            group = self._matched(axis)
+            for other in self.axes.values():
+                if other is not axis and self._matched(other) == group:
                     values.extend(other.values)
             units = [u for u in (axis.to_axis(v) for v in values) if u is not None]
             if axis.spec.get("rangemode") == "tozero" and axis.kind == "linear":
@@ -413,6 +412,18 @@ class _Drawing:
             zero_low = axis.kind == "linear" and low >= 0 and (axis.spec.get("rangemode") == "tozero" or low == 0)
             axis.low = low if zero_low else low - pad
             axis.high = high + pad
+
+    def _matched(self, axis: _Axis) -> str:
+        """The axis that ``axis``'s ``matches`` chain ends at (its own name when it matches none)."""
+        name, seen = axis.name, set()
+        while name not in seen:
+            seen.add(name)
+            target = self.axes.get(name)
+            following = target.spec.get("matches") if target is not None else None
+            if not following or following not in self.axes:
+                return name
+            name = str(following)
+        return name
 
     # --- legend -------------------------------------------------------------------------------------------------------
     def _legend_items(self) -> list[tuple[str, dict[str, Any], int]]:
@@ -547,9 +558,13 @@ class _Drawing:
         self.lay_out()
         out = self.parts
         if self.title:
+            # a title wider than the drawing (a narrow column) starts at the left edge and is set smaller, down to
+            # 11 px, rather than cut at the right edge
+            text = _plain(self.title)
+            x = self.plot[0] if self.plot[0] + _width_px(text, 16) <= self.width - 8 else 8.0
+            size = max(11.0, min(16.0, 16 * (self.width - x - 8) / max(_width_px(text, 16), 1.0)))
             out.append(
-                f'<text x="{self.plot[0]:.1f}" y="22" font-size="16" font-weight="600" fill="{_TEXT}">'
-                f"{_esc(_plain(self.title))}</text>"
+                f'<text x="{x:.1f}" y="22" font-size="{size:.3g}" font-weight="600" fill="{_TEXT}">{_esc(text)}</text>'
             )
         panels = self._panels()
         for index, (xa, ya) in enumerate(panels):

@@ -164,3 +164,40 @@ def test_identical_figures_draw_identically_and_others_get_their_own_ids():
     assert figure_svg(fig(2)) == figure_svg(fig(2))
     ids = {m for y in (2, 3) for m in re.findall(r'clipPath id="([^"]+)"', figure_svg(fig(y)))}
     assert len(ids) == 2
+
+
+def test_an_empty_box_beside_a_full_one_keeps_the_value_axis_numeric():
+    # Live Compare's ITL figure while one endpoint has no sample yet: the empty box used to turn the value axis into
+    # categories, one tick label per sample
+    fig = go.Figure([go.Box(y=[], name="dead (n=0)"), go.Box(y=[19.3, 20.1, 21.5, 18.9, 25.0, 30.2], name="ok (n=6)")])
+    texts = _texts(_tree(fig))
+    assert "19.3" not in texts and "21.5" not in texts  # samples are not tick labels
+    assert {"20", "30"} <= set(texts)  # a linear axis: round ticks over 18.9-30.2
+    assert "dead (n=0)" in texts and "ok (n=6)" in texts  # each box keeps its slot on x
+
+
+def test_panels_of_shared_x_axes_span_the_same_data():
+    # make_subplots(shared_xaxes=True) matches x and x2 to x3 (the bottom axis), not to each other: every panel must
+    # still span 0-4 s, the union of the three panels' data (Load Test's live figure)
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True)
+    for row, xs in ((1, [1, 2]), (2, [0, 1]), (3, [3, 4])):
+        fig.add_trace(go.Scatter(x=xs, y=[1, 2], mode="markers"), row=row, col=1)
+    circles = _circles(_tree(fig))
+    left = min(x for x, _ in circles)
+    right = max(x for x, _ in circles)
+    rows = [circles[0:2], circles[2:4], circles[4:6]]
+    # x = 0 and x = 4 lie on the same two verticals in every panel: 1 s apart is the same width everywhere
+    one_second = [(b[0] - a[0]) for a, b in rows]
+    assert one_second[0] == pytest.approx(one_second[1], abs=0.2) == pytest.approx(one_second[2], abs=0.2)
+    assert rows[1][0][0] == pytest.approx(left, abs=0.2) and rows[2][1][0] == pytest.approx(right, abs=0.2)
+    assert rows[0][0][0] == pytest.approx(left + one_second[0], abs=0.2)  # x = 1 in the top panel
+
+
+def test_a_title_wider_than_a_narrow_drawing_stays_inside_it():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]), layout={"title": "Inter-token latency (per token)"})
+    root = ET.fromstring(figure_svg(fig, width_px=300))
+    (title,) = [t for t in root.iter(f"{SVG}text") if t.text == "Inter-token latency (per token)"]
+    x, size = float(title.get("x")), float(title.get("font-size"))
+    # 31 characters at ~0.55 em each (the drawing's own estimate is 6.2 px a character at 12 px)
+    assert x + 31 * 0.55 * size <= 300
+    assert size >= 11
