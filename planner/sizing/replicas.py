@@ -101,7 +101,7 @@ def cheapest_replicas(
     def push(s: ReplicaState, replicas: int) -> None:
         nonlocal seq
         if replicas > max_replicas:
-            s.given_up = f"needs more than {max_replicas:,} replicas to meet the SLOs"
+            s.given_up = f"not sized: needs more than {max_replicas:,} replicas (the search's limit) to meet the SLOs"
             return
         heapq.heappush(heap, (s.cost(replicas), seq, replicas, s.index))
         seq += 1
