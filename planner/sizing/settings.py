@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from planner.capacity.kv_cache import KV_CACHE_DTYPES
+from planner.catalog.gpus import get_gpu
 from planner.catalog.hub import parse_model
-from planner.errors import BadValue, InvalidParameterError
+from planner.errors import BadValue, InvalidParameterError, UnknownGPUError
 from planner.fields import Choice, Number, Text, setting, validate
 from planner.metrics.slo import Slo, format_slos, read_slos
 from planner.sizing.estimate import SLO_ESTIMATES
@@ -69,11 +70,12 @@ _PRICE_ACCEPTED = f"GPU_ID=USD_PER_HOUR with 0 < USD ≤ {MAX_PRICE_USD_PER_HOUR
 
 def parse_gpus(text: str) -> tuple[tuple[str, int | None], ...]:
     """GPU ids with an optional GPUs-per-node count: ``"h100-sxm-80gb:8,l4"`` → ``(("h100-sxm-80gb", 8), ("l4",
-    None))``; commas or spaces between; duplicates dropped (the last count wins). The ids are checked against the
-    catalog by the search, which names an unknown one.
+    None))``; commas or spaces between; a GPU's name or alias read as its catalog id (``h100`` →
+    ``h100-sxm-80gb``); duplicates dropped (the last count wins).
 
     Raises:
-        BadValue: a part that is not ``ID`` or ``ID:N`` (N an integer 1–64), or more than 64 GPUs.
+        BadValue: a part that is not ``ID`` or ``ID:N`` (N an integer 1–64), an id the catalog does not know (the
+            message names the closest ids), or more than 64 GPUs.
     """
     accepted = (
         f"catalog GPU ids, comma separated, each with an optional :GPUS_PER_NODE (1–{MAX_NODE_GPUS}), e.g. "
@@ -92,7 +94,25 @@ def parse_gpus(text: str) -> tuple[tuple[str, int | None], ...]:
         out[name] = count if count is not None else out.get(name)
     if len(out) > _MAX_GPUS_LISTED:
         raise BadValue(accepted)
-    return tuple(out.items())
+    known: dict[str, int | None] = {}
+    for name, count in out.items():
+        gpu_id = _catalog_id(name, accepted)
+        known[gpu_id] = count if count is not None else known.get(gpu_id)
+    return tuple(known.items())
+
+
+def _catalog_id(name: str, accepted: str) -> str:
+    """The catalog id of a GPU id or name (``h100`` → ``h100-sxm-80gb``), checked here rather than in the search: a
+    link naming an unknown GPU then warns and keeps its other values, the page's GPU picker shows every GPU the link
+    names, and the CLI stops before any work.
+
+    Raises:
+        BadValue: ``accepted``, then the catalog's closest ids (:func:`planner.catalog.gpus.get_gpu`'s message).
+    """
+    try:
+        return get_gpu(name).id
+    except UnknownGPUError as exc:
+        raise BadValue(f"{accepted} ({exc})") from None
 
 
 def format_gpus(gpus: Sequence[str], node_gpus: Sequence[tuple[str, int]] = ()) -> str:
@@ -103,7 +123,7 @@ def format_gpus(gpus: Sequence[str], node_gpus: Sequence[tuple[str, int]] = ()) 
 
 def parse_prices(items: Iterable[str]) -> tuple[tuple[str, float], ...]:
     """Prices from texts ``GPU_ID=USD`` (each text may hold several, comma or space separated; ``:`` works for
-    ``=``); the last price of a GPU wins.
+    ``=``); a GPU's name or alias read as its catalog id; the last price of a GPU wins.
 
     Raises:
         BadValue: a part that is not ``ID=USD`` with 0 < USD ≤ :data:`MAX_PRICE_USD_PER_HOUR`.
@@ -116,7 +136,8 @@ def parse_prices(items: Iterable[str]) -> tuple[tuple[str, float], ...]:
             raise BadValue(_PRICE_ACCEPTED)
         return name, float(parse_number(usd, 0, MAX_PRICE_USD_PER_HOUR, low_open=True))  # type: ignore[arg-type]
 
-    return tuple(dict(parse_list(" ".join(str(i) for i in items), price, accepted=_PRICE_ACCEPTED)).items())
+    prices = dict(parse_list(" ".join(str(i) for i in items), price, accepted=_PRICE_ACCEPTED))
+    return tuple({_catalog_id(name, _PRICE_ACCEPTED): usd for name, usd in prices.items()}.items())
 
 
 def format_prices(prices: Sequence[tuple[str, float]]) -> str:

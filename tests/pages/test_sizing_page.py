@@ -61,6 +61,16 @@ def test_a_price_in_the_link_changes_the_cheapest() -> None:
     assert edited.query_params["price"] == f"{gpu}=50"
 
 
+def test_unknown_gpus_in_the_link_warn_and_the_page_still_answers() -> None:
+    at = _app(gpus="nope,l4", price="nope=1")
+    assert not at.exception and not at.error
+    shown = [w.value for w in at.warning]
+    assert any(w.startswith("URL parameter — gpus='nope,l4' is not valid") and "unknown GPU 'nope'" in w for w in shown)
+    assert any(w.startswith("URL parameter — price='nope=1' is not valid") for w in shown)
+    assert at.success  # the defaults are answered
+    assert "gpus" not in at.query_params and "price" not in at.query_params  # the link no longer carries them
+
+
 def test_hostile_link_warns_by_name() -> None:
     at = _app(target_rate="inf", slo="p95_ttft_ms=1", price="h100=free", row="-1", bogus="1", **{"max_gpus": "x"})
     assert not at.exception

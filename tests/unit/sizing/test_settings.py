@@ -29,6 +29,15 @@ def test_bad_gpu_list(text: str) -> None:
         parse_gpus(text)
 
 
+def test_an_unknown_gpu_is_refused_with_the_closest_ids_and_an_alias_reads_as_its_id() -> None:
+    # a link's gpus=nope was dropped without a word by the page, and price=nope=1 stopped the whole search
+    for parse, text in ((parse_gpus, "l4,nope"), (lambda t: parse_prices([t]), "nope=1")):
+        with pytest.raises(BadValue, match=r"unknown GPU 'nope'; closest catalog ids: "):
+            parse(text)
+    assert parse_gpus("h100:4,l4") == (("h100-sxm-80gb", 4), ("l4", None))  # the catalog's alias of the H100 SXM5
+    assert parse_prices(["H100=3"]) == (("h100-sxm-80gb", 3.0),)
+
+
 def test_prices_round_trip_and_bad_prices() -> None:
     assert parse_prices(["h100-sxm-80gb=2.5", "l4:0.8 l4=0.9"]) == (("h100-sxm-80gb", 2.5), ("l4", 0.9))
     assert format_prices((("h100-sxm-80gb", 2.5), ("l4", 0.9))) == "h100-sxm-80gb=2.5,l4=0.9"
