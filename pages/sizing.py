@@ -202,7 +202,13 @@ with answer_box:
 
 st.subheader("Every configuration, cheapest first")
 table = view.options(result)
-filtered = st.multiselect("Show", table.verdicts, default=table.verdicts[:3], key="size.filter")
+# keyed by the verdicts there are: when a new question brings other verdicts, the filter starts again from the first
+# three (a choice kept from the last question could hide every row that meets the SLOs, #1 included)
+filtered = st.multiselect(
+    "Show", table.verdicts, default=table.verdicts[:3], key=f"size.filter.{'|'.join(table.verdicts)}"
+)
+if not filtered:
+    st.caption("No verdict chosen: pick one or more above to list their configurations.")
 light.table(
     table.table[table.table["verdict"].isin(filtered)],
     table.headline,

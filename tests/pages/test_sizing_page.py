@@ -167,3 +167,22 @@ def test_the_layout_column_is_shown_first_only_when_a_row_is_disaggregated() -> 
     # aggregated ranking folds "layout" into "All N columns"
     assert "layout" not in _headline(_app(**NARROW))
     assert "layout" in _headline(_app(**NARROW, disaggregation="both", kv_cache_dtype="auto"))
+
+
+def test_a_new_question_starts_the_verdict_filter_again() -> None:
+    # the new-user trial: "misses an SLO" chosen alone, the SLOs made impossible and then restored, and the table
+    # listed no row that meets the SLOs, #1 included
+    at = _app(**NARROW)
+    (show,) = [m for m in at.multiselect if m.label == "Show"]
+    assert "meets the SLOs" in show.value
+    show.set_value(["costs more"]).run(timeout=TIMEOUT_S)
+    (show,) = [m for m in at.multiselect if m.label == "Show"]
+    assert show.value == ["costs more"]  # kept while the question stays
+    slo = at.text_input(key="size.slo")
+    slo.set_value("tpot_p99_ms=0.1").run(timeout=TIMEOUT_S)
+    at.text_input(key="size.slo").set_value("ttft_p99_ms=1000, tpot_p99_ms=50").run(timeout=TIMEOUT_S)
+    assert not at.exception
+    (show,) = [m for m in at.multiselect if m.label == "Show"]
+    assert "meets the SLOs" in show.value
+    (table,) = [h.value for h in at.html if ">verdict</th>" in h.value]
+    assert ">meets the SLOs</td>" in table
