@@ -38,6 +38,7 @@ VIEW_KEY = "size.view"  # the last DecodedSizing read from the widgets
 MEMO_KEY = "size.memo"  # {(settings, profile text): SizingResult}, the last searches of every session
 PARETO_KEY = "size.pareto"  # {(settings, profile text): points}
 _SEEN_KEY = "size.seen_query"
+_PRICES_VERSION_KEY = "size.prices_version"  # the price editor's generation (see _price_editor)
 _MEMO_SIZE = 8
 #: Widget key of each setting: ``size.`` and its link key; the chosen row's.
 W = {d.name: f"size.{d.key}" for d in fields.declared(SizingSettings)} | {"row": "size.row"}
@@ -59,14 +60,16 @@ def _chosen_row() -> int:
 
 def _price_editor(searched: list) -> None:
     """The price table of the searched GPUs; what is typed is kept in ``W["prices"]`` (the link's), so it outlives the
-    editor while the expander is closed."""
+    editor while the expander is closed. A typed price draws a fresh editor (a new key, then a rerun): a data editor
+    keeps showing the rows it was first given, so a typed row's source and date would stay the catalog's."""
     st.caption(
         "Prices in USD per GPU-hour: the catalog's public on-demand prices with where they were seen (never invented; "
         "most GPUs have none). Type a price to rank a GPU, or to replace the catalog's: it goes in the link."
     )
+    version, before = st.session_state.get(_PRICES_VERSION_KEY, 0), st.session_state[W["prices"]]
     edited = st.data_editor(
-        view.price_table(searched, st.session_state[W["prices"]]),
-        key="size.prices_table",
+        view.price_table(searched, before),
+        key=f"size.prices_table.{version}",
         hide_index=True,
         disabled=["gpu", "source", "date"],
         column_config={
@@ -77,7 +80,11 @@ def _price_editor(searched: list) -> None:
         },
         width="stretch",
     )
-    st.session_state[W["prices"]] = view.typed_prices(edited, searched, st.session_state[W["prices"]])
+    after = view.typed_prices(edited, searched, before)
+    if after != before:
+        st.session_state[W["prices"]] = after
+        st.session_state[_PRICES_VERSION_KEY] = version + 1
+        st.rerun()
 
 
 state.use_router()

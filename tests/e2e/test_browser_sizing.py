@@ -62,13 +62,14 @@ def test_a_typed_price_outlives_its_closed_expander(open_page):
     # the price editor is drawn only while "GPUs and prices" is open (its data grid held the first screen back): a
     # price typed in it stays in the link and the answer when the expander is closed, and is there when it reopens
     st = open_page("sizing", "gpus=h100-sxm-80gb,a100-sxm4-80gb&max_gpus=1&quantization=none&target_rate=6")
-    assert not st.keyed("size.prices_table").count()
+    prices = st.page.locator('[class*="st-key-size-prices_table"]')  # the editor (its key carries a generation)
+    assert not prices.count()
     expander = st.page.get_by_test_id("stExpander").filter(has_text="GPUs and prices").locator("summary")
     st.act(expander.click)
     rows = st.table("gpu")  # waits for the grid's rows
     assert list(rows[0])[:2] == ["gpu", "USD per GPU-hour"] and rows[0]["gpu"] == "h100-sxm-80gb"
     # the first row's price (the gpu column is ~150 px wide, the header and rows 35 px): a double click opens its editor
-    st.keyed("size.prices_table").locator(".dvn-scroller").dblclick(position={"x": 250, "y": 52})
+    prices.locator(".dvn-scroller").dblclick(position={"x": 250, "y": 52})
     editor = st.page.locator("#portal input.gdg-input")
     editor.wait_for()
     assert editor.input_value() == "2.99"  # the catalog's H100 price, the row clicked
@@ -77,10 +78,13 @@ def test_a_typed_price_outlives_its_closed_expander(open_page):
     assert "price=h100-sxm-80gb%3D50" in st.page.url
     answer = st.page.get_by_test_id("stAlert").first.inner_text()
     assert "× A100" in answer.split(" · ")[0]  # H100 at $50/h is no longer the cheapest
+    row = st.table("gpu")[0]  # the typed row says whose price it is at once (it kept the catalog's source)
+    assert row["USD per GPU-hour"] == "50" and row["source"].startswith("your price")
     st.act(expander.click)  # closed: no editor, the price kept
-    assert not st.keyed("size.prices_table").count()
+    assert not prices.count()
     assert "price=h100-sxm-80gb%3D50" in st.page.url
     assert st.page.get_by_test_id("stAlert").first.inner_text() == answer
     st.act(expander.click)  # open again: the editor shows the typed price
-    assert st.table("gpu")[0]["USD per GPU-hour"] == "50"
+    row = st.table("gpu")[0]
+    assert row["USD per GPU-hour"] == "50" and row["source"].startswith("your price")
     st.assert_no_exception()
