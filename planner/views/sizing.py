@@ -104,11 +104,13 @@ def build_settings(values: Mapping[str, Any], slo_text: str, node: int) -> Built
         slo_text: the SLO box's text, ``ttft_p99_ms=1000, tpot_p99_ms=50``.
         node: GPUs per node of every chosen GPU.
     """
+    if not slo_text.strip():  # said in the box's own terms, not as the settings field's empty tuple
+        return Built(None, "the SLOs box is empty: type at least one SLO, e.g. ttft_p99_ms=1000, tpot_p99_ms=50")
     try:
         gpus = tuple(values["gpus"])
         given = dict(values) | {
             "model": str(values["model"] or DEFAULT.model),
-            "slos": parse_slos([slo_text]) if slo_text.strip() else (),
+            "slos": parse_slos([slo_text]),
             "gpus": gpus,
             "node_gpus": tuple((g, node) for g in gpus) if node != DEFAULT_NODE_GPUS else (),
             "quantizations": tuple(values["quantizations"]),

@@ -37,6 +37,8 @@ def test_the_default_node_size_writes_none_and_a_bad_slo_is_named():
     assert view.build_settings(values | {"gpus": ["l4"]}, slo_text, node).settings.node_gpus == ()
     bad = view.build_settings(values, "ttft_p99_ms=fast", node)
     assert bad.settings is None and bad.problem.startswith("slo='ttft_p99_ms=fast' is not valid")
+    empty = view.build_settings(values, "  ", node)  # was "slos=() is not valid": the field's empty tuple
+    assert empty.settings is None and empty.problem.startswith("the SLOs box is empty: type at least one SLO")
 
 
 def test_typed_prices_are_those_not_the_catalogs():
