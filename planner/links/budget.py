@@ -275,7 +275,9 @@ def _build(given: dict[str, object], index: int, warnings: list[str]) -> Scenari
     """
     if given.get("gpu") == CUSTOM_GPU_ID and given.get("custom_gpu_memory_gib") is None:
         key = scenario_key(index, "custom_gpu_memory_gib")
-        warnings.append(f"{key} missing; using {DEFAULT_CUSTOM_GPU_MEMORY_GIB:g} (GiB) for gpu=custom")
+        # a value given but refused has its own line already ("…; using the default"): one line per parameter
+        if not any(w.startswith(f"{key}=") for w in warnings):
+            warnings.append(f"{key} missing; using {DEFAULT_CUSTOM_GPU_MEMORY_GIB:g} (GiB) for gpu=custom")
         given["custom_gpu_memory_gib"] = DEFAULT_CUSTOM_GPU_MEMORY_GIB
     for _ in range(len(given) + 1):
         try:

@@ -252,6 +252,15 @@ def test_custom_gpu_without_memory_warns_and_uses_80_gib(prefix):
     assert decode({"gpu": "custom", "custom_gpu_memory_gib": "24"}).warnings == ()
 
 
+@pytest.mark.parametrize("prefix", ["", "s2."])
+def test_a_refused_custom_gpu_memory_is_one_line_not_also_missing(prefix):
+    # the new-user trial saw "'-3' is not valid" and "custom_gpu_memory_gib missing" side by side
+    decoded = decode({"scenarios": "2", f"{prefix}gpu": "custom", f"{prefix}custom_gpu_memory_gib": "-3"})
+    assert decoded.scenarios[1 if prefix else 0].custom_gpu_memory_gib == 80.0
+    (line,) = decoded.warnings
+    assert line.startswith(f"{prefix}custom_gpu_memory_gib='-3' is not valid")
+
+
 @pytest.mark.parametrize("text", ["auto", "AUTO", " auto ", "-1"])
 def test_max_model_len_auto_decodes(text):
     # vLLM's human_readable_int_or_auto: "-1" or "auto" (any case) mean the longest that fits
