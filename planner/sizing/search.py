@@ -571,8 +571,13 @@ def _rank(options: list[SizingOption]) -> list[SizingOption]:
         )
         if o.prefill is not None or first.prefill is not None:  # a prefill/decode layout: both pools
             why = f"{_money(extra)}/h more than #1: {o.fleet_text} against {first.fleet_text}"
-        if extra <= _EPS:
-            why = f"costs the same as #1 with {o.num_gpus} GPUs against {first.num_gpus}"
+        if extra <= _EPS and o.num_gpus == first.num_gpus:  # a tie: ranked in the search's order, said as such
+            why = (
+                f"ties with #1 at {_money(first.usd_per_hour)}/h on as many GPUs ({first.num_gpus}): {o.fleet_text} "
+                f"against {first.fleet_text}; either serves the load"
+            )
+        elif extra <= _EPS:
+            why = f"costs the same as #1 ({_money(first.usd_per_hour)}/h) on {o.num_gpus} GPUs against {first.num_gpus}"
         out.append(replace(o, rank=i, reason=why))
     return out
 

@@ -163,3 +163,15 @@ def test_a_configuration_that_meets_at_the_point_estimate_misses_at_the_pessimis
     assert shown in pessimistic.answer
     assert f"tpot_p50_ms binds ({floor * 1.5 / slo.limit_s:.2f}× its limit)" in pessimistic.answer
     assert all(row["slo_estimate"] == "pessimistic" for row in pessimistic.to_json())
+
+
+def test_a_tie_with_the_cheapest_says_it_is_a_tie() -> None:
+    # the question on GH200s: 2 replicas of TP 1 and 1 of TP 2 cost the same on the same 2 GPUs; row #2 read
+    # "costs the same as #1 with 2 GPUs against 2", which did not say why it was second
+    result = size(SizingSettings(gpus=("gh200-96gb",), quantizations=("none",), kv_cache_dtypes=("fp8",)))
+    first, *rest = result.ranked
+    ties = [o for o in rest if abs(o.usd_per_hour - first.usd_per_hour) < 1e-9 and o.num_gpus == first.num_gpus]
+    assert ties, [o.reason for o in rest]
+    for o in ties:
+        assert o.reason.startswith(f"ties with #1 at ${first.usd_per_hour:,.2f}/h on as many GPUs ({first.num_gpus})")
+        assert o.fleet_text in o.reason and first.fleet_text in o.reason
