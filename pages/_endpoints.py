@@ -78,6 +78,9 @@ def _add_form(
     file_names: set[str],
     file_name: str,
 ) -> None:
+    # a refusal is written above the expander: once an endpoint exists the expander is drawn collapsed, and an error
+    # inside it (a second "Add endpoint" with the same name) went unseen
+    notice = st.container()
     with st.expander("Add an endpoint for this session", expanded=not available):
         with st.form(f"{prefix}.add", clear_on_submit=False, border=False):
             c1, c2, c3 = st.columns([2, 1, 3])
@@ -121,7 +124,7 @@ def _add_form(
                 taken = {**{n: "added in this session" for n in custom}, **{n: f"in {file_name}" for n in file_names}}
                 check_new_name(endpoint.name, taken)
             except PlannerError as exc:  # the form keeps what was typed (clear_on_submit=False): fix and resubmit
-                st.error(f"Endpoint not added: {exc}")
+                notice.error(f"Endpoint not added: {exc}")
             else:
                 custom[endpoint.name] = endpoint
                 available[endpoint.name] = endpoint

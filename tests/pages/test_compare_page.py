@@ -150,6 +150,21 @@ def test_add_form_refuses_a_name_in_use_and_keeps_what_was_typed(tmp_path, monke
         assert at.text_input(key="cmp.new.name").value == name  # nothing typed is lost
         assert at.text_input(key="cmp.new.url").value == "http://127.0.0.1:2"
         assert at.multiselect(key="cmp.endpoints").value == ["a", "local"]
+        # outside the add form's expander, which is drawn collapsed once an endpoint exists: the refusal is seen
+        assert _outside_expanders(at, "Endpoint not added: ")
+
+
+def _outside_expanders(at, start: str) -> bool:
+    """Whether an error starting with ``start`` is drawn and no expander holds it."""
+
+    def walk(node, in_expander: bool):
+        if getattr(node, "type", None) == "error" and str(node.value).startswith(start):
+            yield in_expander
+        for child in getattr(node, "children", {}).values():
+            yield from walk(child, in_expander or getattr(node, "type", None) == "expander")
+
+    found = list(walk(at.main, False))
+    return bool(found) and not any(found)
 
 
 def test_link_restores_settings_and_hostile_params_warn(tmp_path, monkeypatch):
