@@ -166,7 +166,8 @@ class BudgetView:
         version_changes: each pair of scenarios that differ only in the vLLM version.
         key_figures: the planned scenarios' headline figures side by side (compact pages only).
         launch: the launch command, when exactly one scenario is planned.
-        memory_figure: the memory of each planned scenario's limiting GPU; None when none is planned.
+        memory_figure: the memory of each planned scenario's limiting GPU, refused configurations left out; None when
+            none is left.
         details: one Details tab per planned scenario.
     """
 
@@ -336,6 +337,8 @@ def budget_view(
         for first, second, change in version_changes([r if isinstance(r, Plan) else None for _, r in planned])
     )
     plans = [r for _, _, r, _ in ok]
+    # a configuration the engine refuses never starts: no memory of it to draw (its bar read as a working budget)
+    charted = [(label, r) for _, label, r, _ in ok if not r.refused]
     key_figures = None
     if ok and count >= 3:
         key_figures = key_figures_table(plans, [f"Scenario {i + 1}" for i, *_ in ok]).rename_axis(None)
@@ -345,6 +348,8 @@ def budget_view(
         version_changes=changes,
         key_figures=key_figures,
         launch=launch(plans[0]) if len(ok) == 1 else None,
-        memory_figure=memory_breakdown_figure(plans, [label for _, label, _, _ in ok]) if ok else None,
+        memory_figure=memory_breakdown_figure([r for _, r in charted], [label for label, _ in charted])
+        if charted
+        else None,
         details=tuple(_detail(i, label, r, m, forecast) for i, label, r, m in ok),
     )

@@ -98,3 +98,15 @@ def test_markdown_characters_of_the_planners_text_are_escaped():
     assert markdown_bullets(["_report_kv_cache_config costs $5", "a*b"]) == (
         "- \\_report\\_kv\\_cache\\_config costs \\$5\n- a\\*b"
     )
+
+
+def test_a_refused_configuration_draws_no_memory_bar(planned):
+    # the new-user trial: tensor_parallel_size=3 on Llama-3.1-8B (32 attention heads) said "Refused" over a full
+    # memory bar with a large KV cache, a budget vLLM never reaches since it does not start
+    refused, fine = Scenario(tensor_parallel_size=3), Scenario()
+    alone = budget_view([refused], planned([refused]), forecast=_no_forecast)
+    assert alone.answers[0].verdict_text.startswith("Refused")
+    assert alone.memory_figure is None
+    both = budget_view([refused, fine], planned([refused, fine]), forecast=_no_forecast)
+    names = {trace.y[0] for trace in both.memory_figure.data if trace.y is not None and len(trace.y)}
+    assert names == {both.answers[1].label}  # only the scenario that starts
