@@ -524,30 +524,16 @@ class _Drawing:
     def paper_y(self, share: float) -> float:
         return self.plot[3] - share * (self.plot[3] - self.plot[1])
 
-    def ref_x(self, ref: str | None, value: Any, *, log_units: bool) -> float | None:
-        """A pixel x for ``value`` in the reference ``ref`` (``paper``, ``x2``, ``x2 domain``)."""
-        ref = ref or "x"
+    def ref(self, letter: str, ref: str | None, value: Any, *, log_units: bool) -> float | None:
+        """A pixel ``letter`` (``"x"`` or ``"y"``) for ``value`` in the reference ``ref`` (``paper``, ``x2``,
+        ``x2 domain``; None: the first axis of ``letter``)."""
         number = _number(value)
         if ref == "paper":
-            return None if number is None else self.paper_x(number)
-        axis = self.axes.get(ref.split()[0])
+            return None if number is None else (self.paper_x if letter == "x" else self.paper_y)(number)
+        axis = self.axes.get((ref or letter).split()[0])
         if axis is None:
             return None
-        if ref.endswith("domain"):
-            return None if number is None else axis.start_px + number * (axis.end_px - axis.start_px)
-        if log_units and axis.kind == "log":
-            return None if number is None else axis.px(number)
-        return axis.data_px(value)
-
-    def ref_y(self, ref: str | None, value: Any, *, log_units: bool) -> float | None:
-        ref = ref or "y"
-        number = _number(value)
-        if ref == "paper":
-            return None if number is None else self.paper_y(number)
-        axis = self.axes.get(ref.split()[0])
-        if axis is None:
-            return None
-        if ref.endswith("domain"):
+        if (ref or "").endswith("domain"):
             return None if number is None else axis.start_px + number * (axis.end_px - axis.start_px)
         if log_units and axis.kind == "log":
             return None if number is None else axis.px(number)
@@ -846,10 +832,10 @@ class _Drawing:
         for shape in self.layout.get("shapes") or []:
             if (shape.get("layer") == "below") != below:
                 continue
-            x0 = self.ref_x(shape.get("xref"), shape.get("x0"), log_units=False)
-            x1 = self.ref_x(shape.get("xref"), shape.get("x1"), log_units=False)
-            y0 = self.ref_y(shape.get("yref"), shape.get("y0"), log_units=False)
-            y1 = self.ref_y(shape.get("yref"), shape.get("y1"), log_units=False)
+            x0 = self.ref("x", shape.get("xref"), shape.get("x0"), log_units=False)
+            x1 = self.ref("x", shape.get("xref"), shape.get("x1"), log_units=False)
+            y0 = self.ref("y", shape.get("yref"), shape.get("y0"), log_units=False)
+            y1 = self.ref("y", shape.get("yref"), shape.get("y1"), log_units=False)
             if None in (x0, x1, y0, y1):
                 continue
             line = shape.get("line") or {}
@@ -869,8 +855,8 @@ class _Drawing:
 
     def _annotations_drawn(self) -> None:
         for note in self._annotations():
-            x = self.ref_x(note.get("xref"), note.get("x", 0.5), log_units=True)
-            y = self.ref_y(note.get("yref"), note.get("y", 0.5), log_units=True)
+            x = self.ref("x", note.get("xref"), note.get("x", 0.5), log_units=True)
+            y = self.ref("y", note.get("yref"), note.get("y", 0.5), log_units=True)
             if x is None or y is None:
                 continue
             x += _number(note.get("xshift")) or 0.0

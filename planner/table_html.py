@@ -5,7 +5,7 @@ chunk, 1.2 MB), and a fresh tab holds the whole batch of elements it came with u
 Sizing page the ranked table, below the fold, kept the answer's metric tiles and launch command off the first screen
 for 0.3 s (``bench/page_load.py``: complete first screen 1.40 s with the grid, 1.12 s without it, load average 1.6).
 A table of plain HTML needs no browser code; the same rows and columns are in the grid on demand and in the
-downloads. Imports nothing from the package.
+downloads. Imports :mod:`planner.display` (missing values as "n/a").
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
+
+from planner.display import text
 
 __all__ = ["table_html"]
 
@@ -49,7 +51,7 @@ def table_html(
     """
     shown = [c for c in (frame.columns if columns is None else columns) if c in frame.columns]
     widths = widths_px or {}
-    rows = [[_text(v) for v in record] for record in frame[shown].itertuples(index=False, name=None)]
+    rows = [[text(v) for v in record] for record in frame[shown].itertuples(index=False, name=None)]
     right = [bool(rows) and all(_NUMBER.match(row[i]) for row in rows) for i in range(len(shown))]
 
     def style(i: int, base: str) -> str:
@@ -69,9 +71,3 @@ def table_html(
         f'<table style="border-collapse:collapse;width:100%"><thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"
     )
-
-
-def _text(value: object) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "n/a"
-    return str(value)

@@ -27,7 +27,7 @@ FLOORS = {
     "parsing": 2,
     "display": 2,
     "figure_svg": 2,
-    "table_html": 2,
+    "table_html": 3,
     "fields": 3,
     "serving": 3,
     "catalog": 3,
